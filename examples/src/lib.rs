@@ -1,0 +1,1 @@
+//! Runnable instrumented agents; see `support_agent.rs`.

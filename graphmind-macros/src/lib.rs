@@ -1,0 +1,2 @@
+//! graphmind macros.
+#![allow(missing_docs)]

@@ -1,0 +1,227 @@
+//! Parsing a frame into an outcome. Never panics; nesting is capped before serde sees it.
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::envelope::{Envelope, Message};
+use crate::{Extra, PROTOCOL_VERSION};
+
+/// Deepest JSON nesting a frame may have (objects and arrays). serde_json's own limit is
+/// 128; this one is checked first on the raw bytes so the answer is a clean `Invalid`.
+pub const MAX_DEPTH: usize = 100;
+
+/// The outcome of parsing one frame, in the protocol's order of checks.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Parsed {
+    /// A known type with a valid payload.
+    Ok(Envelope),
+    /// Envelope-shaped with `gm == 1` but an unknown `type`: tolerate, keep opaque.
+    /// The envelope's message is [`Message::Unknown`].
+    UnknownType(Envelope),
+    /// `gm` is not 1. Carries the `gm` value seen.
+    VersionMismatch(Value),
+    /// Not an envelope, or a known type with a bad payload.
+    Invalid(String),
+}
+
+/// Parses one text frame.
+#[must_use]
+pub fn parse(text: &str) -> Parsed {
+    if let Err(e) = check_depth(text.as_bytes()) {
+        return Parsed::Invalid(e);
+    }
+    match serde_json::from_str::<Value>(text) {
+        Ok(v) => parse_value(v),
+        Err(e) => Parsed::Invalid(format!("not JSON: {e}")),
+    }
+}
+
+/// Parses an already-decoded JSON value. Values built by serde_json's parser are depth-capped
+/// at 128; a hand-built value deeper than that is still handled without unbounded recursion
+/// here (payloads are decoded by serde, which recurses at most as deep as the value).
+#[must_use]
+pub fn parse_value(v: Value) -> Parsed {
+    let Value::Object(mut obj) = v else {
+        return Parsed::Invalid("frame is not a JSON object".into());
+    };
+    let gm = match obj.remove("gm") {
+        Some(g) => g,
+        None => return Parsed::Invalid("missing gm".into()),
+    };
+    let (Some(seq), Some(ts), Some(run_id), Some(kind), Some(payload)) = (
+        obj.remove("seq"),
+        obj.remove("ts"),
+        obj.remove("runId"),
+        obj.remove("type"),
+        obj.remove("payload"),
+    ) else {
+        return Parsed::Invalid("missing one of seq, ts, runId, type, payload".into());
+    };
+    if gm.as_u64() != Some(PROTOCOL_VERSION) {
+        return Parsed::VersionMismatch(gm);
+    }
+    let Some(seq) = seq.as_u64().filter(|s| *s <= MAX_SAFE_INTEGER) else {
+        return Parsed::Invalid("seq must be an integer in 0..=2^53-1".into());
+    };
+    let Some(ts) = ts.as_u64() else {
+        return Parsed::Invalid("ts must be a non-negative integer".into());
+    };
+    let Value::String(run_id) = run_id else {
+        return Parsed::Invalid("runId must be a string".into());
+    };
+    let Value::String(kind) = kind else {
+        return Parsed::Invalid("type must be a string".into());
+    };
+    if !payload.is_object() {
+        return Parsed::Invalid("payload must be an object".into());
+    }
+    let extra: Extra = obj;
+    let message = match decode(&kind, payload) {
+        Decoded::Known(Ok(m)) => m,
+        Decoded::Known(Err(e)) => return Parsed::Invalid(format!("bad {kind} payload: {e}")),
+        Decoded::Unknown(payload) => {
+            return Parsed::UnknownType(Envelope {
+                gm: PROTOCOL_VERSION,
+                seq,
+                ts,
+                run_id,
+                message: Message::Unknown { kind, payload },
+                extra,
+            });
+        }
+    };
+    Parsed::Ok(Envelope {
+        gm: PROTOCOL_VERSION,
+        seq,
+        ts,
+        run_id,
+        message,
+        extra,
+    })
+}
+
+/// 2^53 − 1, the largest integer every JSON peer (JavaScript included) reads exactly.
+const MAX_SAFE_INTEGER: u64 = 9_007_199_254_740_991;
+
+enum Decoded {
+    Known(Result<Message, String>),
+    Unknown(Value),
+}
+
+fn typed<T: DeserializeOwned>(payload: Value, wrap: fn(T) -> Message) -> Decoded {
+    Decoded::Known(
+        serde_json::from_value::<T>(payload)
+            .map(wrap)
+            .map_err(|e| e.to_string()),
+    )
+}
+
+fn decode(kind: &str, payload: Value) -> Decoded {
+    match kind {
+        "run.started" => typed(payload, Message::RunStarted),
+        "run.finished" => typed(payload, Message::RunFinished),
+        "graph.hint" => typed(payload, Message::GraphHint),
+        "node.started" => typed(payload, Message::NodeStarted),
+        "node.token" => typed(payload, Message::NodeToken),
+        "node.finished" => typed(payload, Message::NodeFinished),
+        "node.error" => typed(payload, Message::NodeError),
+        "exec.paused" => typed(payload, Message::ExecPaused),
+        "exec.resumed" => typed(payload, Message::ExecResumed),
+        "exec.refused" => typed(payload, Message::ExecRefused),
+        "exec.resume" => typed(payload, Message::ExecResume),
+        "breakpoint.set" => typed(payload, Message::BreakpointSet),
+        "breakpoint.clear" => typed(payload, Message::BreakpointClear),
+        "mode.set" => typed(payload, Message::ModeSet),
+        "hello" => typed(payload, Message::Hello),
+        "hello.ack" => typed(payload, Message::HelloAck),
+        _ => Decoded::Unknown(payload),
+    }
+}
+
+/// Rejects nesting deeper than [`MAX_DEPTH`] by scanning bytes (strings skipped), so no
+/// recursive code ever sees a hostile depth.
+fn check_depth(bytes: &[u8]) -> Result<(), String> {
+    let mut depth = 0usize;
+    let mut in_str = false;
+    let mut escaped = false;
+    for &b in bytes {
+        if in_str {
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_str = false;
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_str = true,
+            b'{' | b'[' => {
+                depth += 1;
+                if depth > MAX_DEPTH {
+                    return Err(format!("nesting deeper than {MAX_DEPTH}"));
+                }
+            }
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outcome_order_follows_the_protocol() {
+        assert!(matches!(parse("nope"), Parsed::Invalid(_)));
+        assert!(matches!(parse("[1]"), Parsed::Invalid(_)));
+        assert!(matches!(
+            parse(r#"{"gm":2,"seq":0,"ts":0,"runId":"*","type":"hello","payload":{}}"#),
+            Parsed::VersionMismatch(_)
+        ));
+        assert!(matches!(
+            parse(r#"{"gm":1,"seq":0,"ts":0,"runId":"*","type":"x.new","payload":{"a":1}}"#),
+            Parsed::UnknownType(_)
+        ));
+        assert!(matches!(
+            parse(r#"{"gm":1,"seq":0,"ts":0,"runId":"*","type":"hello","payload":{}}"#),
+            Parsed::Invalid(_)
+        ));
+    }
+
+    #[test]
+    fn deep_nesting_is_invalid_not_a_crash() {
+        let deep = format!(
+            r#"{{"gm":1,"seq":0,"ts":0,"runId":"r","type":"x","payload":{{"a":{}{}}}}}"#,
+            "[".repeat(100_000),
+            "]".repeat(100_000)
+        );
+        assert!(matches!(parse(&deep), Parsed::Invalid(_)));
+    }
+
+    #[test]
+    fn huge_numbers_and_wrong_types_are_invalid() {
+        for bad in [
+            r#"{"gm":1,"seq":1e400,"ts":0,"runId":"r","type":"run.finished","payload":{"status":"ok"}}"#,
+            r#"{"gm":1,"seq":-1,"ts":0,"runId":"r","type":"run.finished","payload":{"status":"ok"}}"#,
+            r#"{"gm":1,"seq":9007199254740992,"ts":0,"runId":"r","type":"run.finished","payload":{"status":"ok"}}"#,
+            r#"{"gm":1,"seq":0,"ts":0,"runId":5,"type":"run.finished","payload":{"status":"ok"}}"#,
+            r#"{"gm":1,"seq":0,"ts":0,"runId":"r","type":"run.finished","payload":{"status":"meh"}}"#,
+            r#"{"gm":1,"seq":0,"ts":0,"runId":"r","type":"run.finished","payload":[]}"#,
+        ] {
+            assert!(matches!(parse(bad), Parsed::Invalid(_)), "{bad}");
+        }
+    }
+
+    #[test]
+    fn present_null_survives_a_round_trip() {
+        let f = r#"{"gm":1,"seq":0,"ts":0,"runId":"r","type":"node.finished","payload":{"nodeId":"tool:x","durationMs":1.5,"status":"ok","output":null}}"#;
+        let Parsed::Ok(env) = parse(f) else {
+            panic!("not ok")
+        };
+        assert_eq!(env.to_json(), f);
+    }
+}

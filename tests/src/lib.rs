@@ -1,0 +1,1 @@
+//! End-to-end tests across graphmind crates; see the files under `tests/`.

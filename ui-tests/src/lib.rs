@@ -1,0 +1,1 @@
+//! trybuild cases for the graphmind attribute macros; see `tests/ui.rs`.
