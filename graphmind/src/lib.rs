@@ -1,1 +1,4 @@
 //! graphmind.
+
+#[cfg(feature = "enabled")]
+mod gate;

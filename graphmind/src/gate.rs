@@ -1,0 +1,255 @@
+//! Held gates: the registry the transport thread resolves `exec.resume` frames against.
+//!
+//! A gate that decides to hold registers a [`Held`] entry (with a one-shot channel back to the
+//! waiting future) and emits `exec.paused`. Whoever removes the entry from the map releases
+//! the gate, exactly once: the debugger (`resolve`), the transport on disconnect and
+//! `dispose()` (`release_all`), the pause timeout, or the waiting future's drop guard. The
+//! releaser emits `exec.resumed` before the waiter wakes. Nothing here blocks or awaits, so
+//! the transport thread can call it while the app runtime is busy.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use graphmind_protocol::{
+    ExecRefused, ExecResume, ExecResumed, Extra, Message, PausePoint, RefusedCode, ResumeAction,
+};
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+/// Where the registry sends `exec.resumed` / `exec.refused`: the session's emitter.
+pub(crate) trait GateSink: Send + Sync {
+    /// Stamps and records one event (never blocks).
+    fn emit_event(&self, run_id: &str, message: Message);
+}
+
+/// Why every held gate was released at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ReleaseReason {
+    /// The debugger went away (socket closed, liveness lost, version mismatch, …).
+    Disconnect,
+    /// `dispose()` was called.
+    Dispose,
+}
+
+/// Checks an injected value against the gated call's return type; `Err` = refuse.
+pub(crate) type Validator = Box<dyn Fn(&Value) -> Result<(), (RefusedCode, String)> + Send + Sync>;
+
+/// The decision a held gate receives.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Decision {
+    /// What to do.
+    pub(crate) action: ResumeAction,
+    /// The injected value (already validated) for `inject`.
+    pub(crate) output: Option<Value>,
+}
+
+impl Decision {
+    pub(crate) const CONTINUE: Self = Self {
+        action: ResumeAction::Continue,
+        output: None,
+    };
+}
+
+/// One held gate.
+pub(crate) struct Held {
+    pub(crate) run_id: String,
+    pub(crate) node_id: String,
+    pub(crate) point: PausePoint,
+    /// Whether `retry` is allowed here.
+    pub(crate) retry: bool,
+    /// Whether `inject` is allowed here, and how to check the value.
+    pub(crate) inject: Option<Validator>,
+    pub(crate) sink: Arc<dyn GateSink>,
+    pub(crate) tx: oneshot::Sender<Decision>,
+}
+
+/// Every gate held right now, by pause id.
+pub(crate) struct Registry {
+    held: Mutex<HashMap<String, Held>>,
+    count: AtomicUsize,
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Registry {
+    /// An empty registry.
+    pub(crate) fn new() -> Self {
+        Self {
+            held: Mutex::new(HashMap::new()),
+            count: AtomicUsize::new(0),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Held>> {
+        // A panic while holding this lock cannot leave the map inconsistent.
+        self.held
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Number of gates held right now (for `stats()`).
+    pub(crate) fn held_count(&self) -> usize {
+        self.count.load(Ordering::Relaxed)
+    }
+
+    /// Registers a held gate under `pause_id`.
+    pub(crate) fn insert(&self, pause_id: String, held: Held) {
+        let mut map = self.lock();
+        map.insert(pause_id, held);
+        self.count.store(map.len(), Ordering::Relaxed);
+    }
+
+    /// Removes a gate without telling anyone; the caller releases it. `None` if another
+    /// releaser won.
+    pub(crate) fn take(&self, pause_id: &str) -> Option<Held> {
+        let mut map = self.lock();
+        let held = map.remove(pause_id);
+        self.count.store(map.len(), Ordering::Relaxed);
+        held
+    }
+
+    /// Releases one gate with `continue` (pause timeout, dropped future, detach race):
+    /// emits `exec.resumed` and wakes the waiter. False if it was already released.
+    pub(crate) fn release(&self, pause_id: &str) -> bool {
+        match self.take(pause_id) {
+            Some(held) => {
+                release_with(pause_id, held, Decision::CONTINUE, Extra::new());
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Applies one `exec.resume` from the debugger. Unknown pause ids are ignored; an action
+    /// the gate cannot take, or an inject value that does not fit, is answered with
+    /// `exec.refused` and the gate stays held. Never blocks.
+    pub(crate) fn resolve(&self, resume: ExecResume, run_id: &str) {
+        let _ = run_id; // pause ids are unique per process; the run id is informational
+        let mut map = self.lock();
+        let Some(held) = map.get(&resume.pause_id) else {
+            return;
+        };
+        let refusal = match resume.action {
+            ResumeAction::Retry if !held.retry => Some((
+                RefusedCode::Unsupported,
+                format!(
+                    "retry is turned off for {} (retry = false, or a `&mut` argument)",
+                    held.node_id
+                ),
+            )),
+            ResumeAction::Inject => match &held.inject {
+                None => Some((
+                    RefusedCode::Unsupported,
+                    format!(
+                        "inject is not supported at the {} gate of {}",
+                        held.point, held.node_id
+                    ),
+                )),
+                Some(check) => {
+                    let value = resume.output.as_ref().unwrap_or(&Value::Null);
+                    if contains_placeholder(value, 0) {
+                        Some((
+                            RefusedCode::Placeholder,
+                            "the injected value contains the redaction placeholder \"__REDACTED__\""
+                                .to_owned(),
+                        ))
+                    } else {
+                        check(value).err()
+                    }
+                }
+            },
+            _ => None,
+        };
+        let mut extra = Extra::new();
+        if let Some(id) = &resume.request_id {
+            extra.insert("requestId".into(), Value::String(id.clone()));
+        }
+        if let Some((code, message)) = refusal {
+            let sink = Arc::clone(&held.sink);
+            let gate_run = held.run_id.clone();
+            drop(map);
+            sink.emit_event(
+                &gate_run,
+                Message::ExecRefused(ExecRefused {
+                    pause_id: resume.pause_id,
+                    code,
+                    message: Some(message),
+                    extra,
+                }),
+            );
+            return;
+        }
+        let held = map.remove(&resume.pause_id);
+        self.count.store(map.len(), Ordering::Relaxed);
+        drop(map);
+        if let Some(held) = held {
+            let output = match resume.action {
+                ResumeAction::Inject => Some(resume.output.unwrap_or(Value::Null)),
+                _ => None,
+            };
+            release_with(
+                &resume.pause_id,
+                held,
+                Decision {
+                    action: resume.action,
+                    output,
+                },
+                extra,
+            );
+        }
+    }
+
+    /// Releases every held gate with `continue` (each emits `exec.resumed`). Call it after
+    /// the session counts as detached, so no new gate can be registered behind it.
+    pub(crate) fn release_all(&self, reason: ReleaseReason) {
+        let drained: Vec<(String, Held)> = {
+            let mut map = self.lock();
+            let all = map.drain().collect();
+            self.count.store(0, Ordering::Relaxed);
+            all
+        };
+        let why = match reason {
+            ReleaseReason::Disconnect => "disconnect",
+            ReleaseReason::Dispose => "dispose",
+        };
+        for (pause_id, held) in drained {
+            let mut extra = Extra::new();
+            extra.insert("auto".into(), Value::String(why.into()));
+            release_with(&pause_id, held, Decision::CONTINUE, extra);
+        }
+    }
+}
+
+/// Emits `exec.resumed`, then wakes the waiter.
+fn release_with(pause_id: &str, held: Held, decision: Decision, extra: Extra) {
+    held.sink.emit_event(
+        &held.run_id,
+        Message::ExecResumed(ExecResumed {
+            pause_id: pause_id.to_owned(),
+            action: decision.action,
+            extra,
+        }),
+    );
+    // The waiter may be gone (its future dropped): nothing to wake then.
+    let _ = held.tx.send(decision);
+}
+
+/// Whether the redaction placeholder appears anywhere in `v` (depth-capped walk).
+pub(crate) fn contains_placeholder(v: &Value, depth: usize) -> bool {
+    if depth > 64 {
+        return false;
+    }
+    match v {
+        Value::String(s) => s == "__REDACTED__",
+        Value::Array(items) => items.iter().any(|x| contains_placeholder(x, depth + 1)),
+        Value::Object(map) => map
+            .iter()
+            .any(|(k, x)| k == "__REDACTED__" || contains_placeholder(x, depth + 1)),
+        _ => false,
+    }
+}
