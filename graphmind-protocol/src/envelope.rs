@@ -1,12 +1,12 @@
 //! The envelope and the message enum, with compact serialization in wire field order.
 
-use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
+use serde::ser::{SerializeMap, Serializer};
 use serde_json::Value;
 
 use crate::payloads::{
-    BreakpointChange, ExecPaused, ExecRefused, ExecResume, ExecResumed, GraphHint, Hello,
-    HelloAck, ModeSet, NodeError, NodeFinished, NodeStarted, NodeToken, RunFinished, RunStarted,
+    BreakpointChange, ExecPaused, ExecRefused, ExecResume, ExecResumed, GraphHint, Hello, HelloAck,
+    ModeSet, NodeError, NodeFinished, NodeStarted, NodeToken, RunFinished, RunStarted,
 };
 use crate::{Extra, PROTOCOL_VERSION};
 

@@ -23,7 +23,10 @@ mod shrink;
 pub use envelope::{Envelope, Message, RUN_ANY};
 pub use parse::{MAX_DEPTH, Parsed, parse, parse_value};
 pub use payloads::*;
-pub use shrink::{PAYLOAD_BUDGET, ShrinkReport, shrink_payload, shrink_value};
+pub use shrink::{
+    PAYLOAD_BUDGET, PREVIEW_CHARS, SHRINK_DEPTH, ShrinkReport, TRUNCATED_KEY, TRUNCATION_SUFFIX,
+    json_len, shrink_payload, shrink_value,
+};
 
 /// The protocol major this crate speaks; the `gm` field of every envelope.
 pub const PROTOCOL_VERSION: u64 = 1;

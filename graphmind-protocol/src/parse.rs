@@ -103,6 +103,7 @@ pub fn parse_value(v: Value) -> Parsed {
 /// 2^53 − 1, the largest integer every JSON peer (JavaScript included) reads exactly.
 const MAX_SAFE_INTEGER: u64 = 9_007_199_254_740_991;
 
+#[allow(clippy::large_enum_variant)] // short-lived, never stored
 enum Decoded {
     Known(Result<Message, String>),
     Unknown(Value),
