@@ -1,11 +1,30 @@
 #!/usr/bin/env bash
-# Installs what the tests need beyond the Rust toolchain. Under CI=true, a tool that cannot be
-# installed fails the run; elsewhere it is reported and the tests that need it fail loudly.
+# Installs what the tests need beyond the Rust toolchain: the reference Python client, Debian's
+# Chromium + ChromeDriver for the viewer's browser tests, and the browser tests' npm packages.
+# Under CI=true anything that cannot be installed fails the run; elsewhere it is reported and
+# the tests that need it fail loudly.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-need_fail() { echo "missing test dependency: $*" >&2; if [ "${CI:-}" = "true" ]; then exit 1; fi; }
+missing() {
+  echo "missing test dependency: $*" >&2
+  if [ "${CI:-}" = "true" ]; then exit 1; fi
+}
 
 # The reference Python client, for interop tests.
-if ! python3 -c 'import graphmind' 2>/dev/null || [ "$(python3 -c 'import importlib.metadata as m; print(m.version("graphmind-ai"))' 2>/dev/null)" != "0.5.1" ]; then
-  python3 -m pip install --quiet --disable-pip-version-check 'graphmind-ai==0.5.1' || need_fail "graphmind-ai==0.5.1 (pip)"
+if [ "$(python3 -c 'import importlib.metadata as m; print(m.version("graphmind-ai"))' 2>/dev/null)" != "0.5.1" ]; then
+  python3 -m pip install --quiet --disable-pip-version-check 'graphmind-ai==0.5.1' \
+    || missing "graphmind-ai==0.5.1 (pip)"
+fi
+
+# Headless Chromium for the viewer's browser tests.
+if ! command -v chromium >/dev/null 2>&1; then
+  sudo=""
+  if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi
+  { $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium chromium-driver >/dev/null; } \
+    || missing "chromium (apt-get install chromium chromium-driver)"
+fi
+
+# The browser tests' driver (playwright-core, which drives the system Chromium; no download).
+if [ -f tests/browser/package-lock.json ]; then
+  (cd tests/browser && npm ci --silent --no-audit --no-fund) || missing "npm packages of tests/browser"
 fi
