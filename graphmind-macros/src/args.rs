@@ -1,0 +1,200 @@
+//! The attribute's own arguments: parsed once, checked for unknown and duplicate keys.
+
+use proc_macro2::Span;
+use syn::parse::{Parse, ParseStream};
+use syn::punctuated::Punctuated;
+use syn::{Expr, Ident, LitBool, LitStr, Path, Token, bracketed, parenthesized};
+
+/// Which attribute is being expanded.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Tool,
+    ModelStep,
+}
+
+impl Kind {
+    pub(crate) fn attr(self) -> &'static str {
+        match self {
+            Kind::Tool => "#[graphmind::tool]",
+            Kind::ModelStep => "#[graphmind::model_step]",
+        }
+    }
+
+    fn keys(self) -> &'static [&'static str] {
+        match self {
+            Kind::Tool => &["name", "skip", "call_id", "retry"],
+            Kind::ModelStep => &["skip", "retry", "tools", "invocation"],
+        }
+    }
+
+    fn usage(self) -> &'static str {
+        match self {
+            Kind::Tool => "`name = \"…\"`, `skip(arg, …)`, `call_id = arg`, `retry = false`",
+            Kind::ModelStep => {
+                "`skip(arg, …)`, `retry = false`, `tools = [tool_fn, …]`, `invocation = <expr>`"
+            }
+        }
+    }
+}
+
+/// One entry of `tools = [...]`: a path to a tool fn (its last segment is the tool name) or a
+/// string literal naming a tool renamed with `name = "…"`.
+pub(crate) enum ToolRef {
+    Path(Path),
+    Name(LitStr),
+}
+
+impl ToolRef {
+    pub(crate) fn name(&self) -> String {
+        match self {
+            ToolRef::Path(path) => path
+                .segments
+                .last()
+                .map(|seg| seg.ident.to_string())
+                .unwrap_or_default(),
+            ToolRef::Name(lit) => lit.value(),
+        }
+    }
+}
+
+impl Parse for ToolRef {
+    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        if input.peek(LitStr) {
+            Ok(ToolRef::Name(input.parse()?))
+        } else {
+            Ok(ToolRef::Path(input.parse()?))
+        }
+    }
+}
+
+/// Everything the attribute may say. Which keys are allowed depends on [`Kind`].
+#[derive(Default)]
+pub(crate) struct Args {
+    pub(crate) name: Option<LitStr>,
+    pub(crate) skip: Vec<Ident>,
+    pub(crate) call_id: Option<Ident>,
+    pub(crate) retry: Option<LitBool>,
+    pub(crate) tools: Vec<ToolRef>,
+    pub(crate) invocation: Option<Expr>,
+}
+
+impl Args {
+    /// Parses `key = value, key(list), …`, collecting every error instead of stopping at the first.
+    pub(crate) fn parse(kind: Kind, tokens: proc_macro2::TokenStream) -> syn::Result<Self> {
+        let parser = |input: ParseStream<'_>| parse_args(kind, input);
+        syn::parse::Parser::parse2(parser, tokens)
+    }
+}
+
+fn parse_args(kind: Kind, input: ParseStream<'_>) -> syn::Result<Args> {
+    let mut args = Args::default();
+    let mut seen: Vec<String> = Vec::new();
+    let mut errors: Option<syn::Error> = None;
+    let mut push = |err: syn::Error| match &mut errors {
+        Some(all) => all.combine(err),
+        None => errors = Some(err),
+    };
+    while !input.is_empty() {
+        let key: Ident = input.call(syn::ext::IdentExt::parse_any)?;
+        let key_str = key.to_string();
+        if !kind.keys().contains(&key_str.as_str()) {
+            push(syn::Error::new(
+                key.span(),
+                format!(
+                    "unknown argument `{key_str}` for {}; expected one of {}",
+                    kind.attr(),
+                    kind.usage()
+                ),
+            ));
+            // Skip the value so that the next arguments are still checked.
+            skip_value(input)?;
+        } else {
+            if seen.contains(&key_str) {
+                push(syn::Error::new(
+                    key.span(),
+                    format!("duplicate argument `{key_str}`; give it once"),
+                ));
+            }
+            seen.push(key_str.clone());
+            parse_value(&mut args, &key, input)?;
+        }
+        if input.is_empty() {
+            break;
+        }
+        input.parse::<Token![,]>()?;
+    }
+    match errors {
+        Some(err) => Err(err),
+        None => Ok(args),
+    }
+}
+
+fn parse_value(args: &mut Args, key: &Ident, input: ParseStream<'_>) -> syn::Result<()> {
+    match key.to_string().as_str() {
+        "name" => {
+            input.parse::<Token![=]>()?;
+            let lit: LitStr = input.parse().map_err(|err| {
+                syn::Error::new(err.span(), "expected a string: `name = \"search_flights\"`")
+            })?;
+            if lit.value().trim().is_empty() {
+                return Err(syn::Error::new(
+                    lit.span(),
+                    "the tool name is empty; write a name such as `name = \"search\"`",
+                ));
+            }
+            args.name = Some(lit);
+        }
+        "skip" => {
+            let content;
+            parenthesized!(content in input);
+            let list = Punctuated::<Ident, Token![,]>::parse_terminated(&content)?;
+            args.skip.extend(list);
+        }
+        "call_id" => {
+            input.parse::<Token![=]>()?;
+            args.call_id = Some(input.parse().map_err(|err| {
+                syn::Error::new(
+                    err.span(),
+                    "expected the name of an argument that holds the tool-call id: `call_id = id`",
+                )
+            })?);
+        }
+        "retry" => {
+            input.parse::<Token![=]>()?;
+            args.retry = Some(input.parse().map_err(|err| {
+                syn::Error::new(err.span(), "expected `retry = false` or `retry = true`")
+            })?);
+        }
+        "tools" => {
+            input.parse::<Token![=]>()?;
+            let content;
+            bracketed!(content in input);
+            let list = Punctuated::<ToolRef, Token![,]>::parse_terminated(&content)?;
+            args.tools.extend(list);
+        }
+        "invocation" => {
+            input.parse::<Token![=]>()?;
+            args.invocation = Some(input.parse()?);
+        }
+        _ => {
+            return Err(syn::Error::new(
+                Span::call_site(),
+                "unreachable argument key",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Consumes `= expr` or `( … )` after an unknown key.
+fn skip_value(input: ParseStream<'_>) -> syn::Result<()> {
+    if input.peek(Token![=]) {
+        input.parse::<Token![=]>()?;
+        input.parse::<Expr>()?;
+    } else if input.peek(syn::token::Paren) {
+        let _content;
+        parenthesized!(_content in input);
+        let _: proc_macro2::TokenStream = _content.parse()?;
+    }
+    Ok(())
+}

@@ -1,0 +1,322 @@
+//! Signature analysis: what kind of fn this is, what it returns, which arguments it captures.
+//! Every check that can fail lives here, so that the compiled-out build reports the same errors.
+
+use proc_macro2::Span;
+use syn::spanned::Spanned;
+use syn::visit_mut::VisitMut;
+use syn::{
+    FnArg, GenericArgument, Ident, ItemFn, Pat, PathArguments, ReturnType, Type, TypeParamBound,
+};
+
+use crate::args::{Args, Kind};
+
+/// How the fn produces its future.
+pub(crate) enum Shape {
+    /// `async fn`.
+    Async,
+    /// A plain fn returning a boxed future, as `#[async_trait]` writes it (the impl's attribute
+    /// runs first and leaves `#[graphmind::tool]` on the desugared method).
+    Boxed,
+}
+
+/// What the future resolves to, decided from the written return type.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ret {
+    Value,
+    Result,
+    Stream,
+    StreamResult,
+}
+
+/// One named argument.
+pub(crate) struct Param {
+    pub(crate) ident: Ident,
+    pub(crate) ty: Type,
+    pub(crate) mutable: bool,
+    pub(crate) skipped: bool,
+}
+
+/// The checked signature.
+pub(crate) struct Analysis {
+    pub(crate) shape: Shape,
+    pub(crate) ret: Ret,
+    /// The future's output type with `impl Trait` erased to `_`; `None` for `()`.
+    pub(crate) output: Option<Type>,
+    pub(crate) params: Vec<Param>,
+    /// Retry allowed: not switched off, no `&mut` argument, no `self` by value.
+    pub(crate) retry: bool,
+}
+
+struct Errors(Option<syn::Error>);
+
+impl Errors {
+    fn push(&mut self, span: Span, msg: impl std::fmt::Display) {
+        let err = syn::Error::new(span, msg);
+        match &mut self.0 {
+            Some(all) => all.combine(err),
+            None => self.0 = Some(err),
+        }
+    }
+}
+
+pub(crate) fn analyze(kind: Kind, item: &ItemFn, args: &Args) -> syn::Result<Analysis> {
+    let sig = &item.sig;
+    let mut errors = Errors(None);
+    let attr = kind.attr();
+    if let Some(constness) = &sig.constness {
+        errors.push(
+            constness.span,
+            format!("{attr} cannot instrument a `const fn`; remove `const` and make it `async fn`"),
+        );
+    }
+    if let Some(variadic) = &sig.variadic {
+        errors.push(
+            variadic.span(),
+            format!("{attr} does not support variadic arguments"),
+        );
+    }
+    let output_ty = match &sig.output {
+        ReturnType::Default => None,
+        ReturnType::Type(_, ty) => Some((**ty).clone()),
+    };
+    let (shape, output) = if sig.asyncness.is_some() {
+        (Shape::Async, output_ty)
+    } else if let Some(inner) = output_ty.as_ref().and_then(boxed_future_output) {
+        (Shape::Boxed, Some(inner))
+    } else {
+        errors.push(
+            sig.fn_token.span,
+            format!(
+                "{attr} needs an `async fn`; write `async fn {}` (or return a boxed future, as `#[async_trait]` does)",
+                sig.ident
+            ),
+        );
+        (Shape::Async, output_ty)
+    };
+    let ret = output.as_ref().map_or(Ret::Value, classify);
+
+    let mut params = Vec::new();
+    let mut mut_spans = Vec::new();
+    for input in &sig.inputs {
+        match input {
+            FnArg::Receiver(recv) => match (&recv.reference, &recv.mutability) {
+                (Some(_), Some(m)) => mut_spans.push(("self".to_owned(), m.span)),
+                (Some(_), None) => {}
+                (None, _) => mut_spans.push(("self".to_owned(), recv.self_token.span)),
+            },
+            FnArg::Typed(typed) => {
+                let (ident, mutable) = match &*typed.pat {
+                    Pat::Ident(pat) if pat.by_ref.is_none() && pat.subpat.is_none() => {
+                        (pat.ident.clone(), pat.mutability.is_some())
+                    }
+                    // Never bound, so never recorded nor cloned.
+                    Pat::Wild(_) => continue,
+                    other => {
+                        errors.push(
+                            other.span(),
+                            format!(
+                                "{attr} records arguments by name; bind this argument to a name (`args: Type`) and destructure it in the body"
+                            ),
+                        );
+                        continue;
+                    }
+                };
+                let mut_ref = matches!(&*typed.ty, Type::Reference(r) if r.mutability.is_some());
+                if mut_ref {
+                    mut_spans.push((ident.to_string(), typed.ty.span()));
+                }
+                params.push(Param {
+                    ident,
+                    ty: (*typed.ty).clone(),
+                    mutable,
+                    skipped: false,
+                });
+            }
+        }
+    }
+
+    for name in &args.skip {
+        match params.iter_mut().find(|p| p.ident == *name) {
+            Some(param) => param.skipped = true,
+            None if name == "self" => {}
+            None => errors.push(
+                name.span(),
+                format!(
+                    "`skip({name})` names no argument of `{}`; list argument names only{}",
+                    sig.ident,
+                    known(&params)
+                ),
+            ),
+        }
+    }
+    if let Some(call_id) = &args.call_id
+        && !params.iter().any(|p| p.ident == *call_id)
+    {
+        errors.push(
+            call_id.span(),
+            format!(
+                "`call_id = {call_id}` names no argument of `{}`; name the argument that holds the model's tool-call id{}",
+                sig.ident,
+                known(&params)
+            ),
+        );
+    }
+
+    let forced = args.retry.as_ref().filter(|lit| lit.value);
+    if forced.is_some() {
+        for (name, span) in &mut_spans {
+            let what = if name == "self" {
+                "`self` is taken by value or `&mut`".to_owned()
+            } else {
+                format!("argument `{name}` is `&mut`")
+            };
+            errors.push(
+                *span,
+                format!(
+                    "`retry = true` cannot re-run this body: {what}, so it cannot be given afresh to a second attempt; remove `retry = true` (the debugger's retry is then refused at run time) or take it by shared reference or by value"
+                ),
+            );
+        }
+    }
+    let retry = args.retry.as_ref().is_none_or(|lit| lit.value) && mut_spans.is_empty();
+
+    match errors.0 {
+        Some(err) => Err(err),
+        None => Ok(Analysis {
+            shape,
+            ret,
+            output: output.map(erase_impl_trait),
+            params,
+            retry,
+        }),
+    }
+}
+
+fn known(params: &[Param]) -> String {
+    if params.is_empty() {
+        return " (it has none)".to_owned();
+    }
+    let names: Vec<String> = params.iter().map(|p| format!("`{}`", p.ident)).collect();
+    format!(" (it has {})", names.join(", "))
+}
+
+fn last_segment(ty: &Type) -> Option<&syn::PathSegment> {
+    match ty {
+        Type::Path(path) if path.qself.is_none() => path.path.segments.last(),
+        Type::Paren(paren) => last_segment(&paren.elem),
+        Type::Group(group) => last_segment(&group.elem),
+        _ => None,
+    }
+}
+
+fn type_args(seg: &syn::PathSegment) -> impl Iterator<Item = &Type> {
+    let args = match &seg.arguments {
+        PathArguments::AngleBracketed(args) => Some(args.args.iter()),
+        _ => None,
+    };
+    args.into_iter().flatten().filter_map(|arg| match arg {
+        GenericArgument::Type(ty) => Some(ty),
+        _ => None,
+    })
+}
+
+fn bounds_name(
+    bounds: &syn::punctuated::Punctuated<TypeParamBound, syn::Token![+]>,
+    names: &[&str],
+) -> bool {
+    bounds.iter().any(|bound| match bound {
+        TypeParamBound::Trait(tr) => tr
+            .path
+            .segments
+            .last()
+            .is_some_and(|seg| names.iter().any(|n| seg.ident == n)),
+        _ => false,
+    })
+}
+
+/// `Output` of `Pin<Box<dyn Future<Output = T> + …>>` or `BoxFuture<'_, T>`.
+fn boxed_future_output(ty: &Type) -> Option<Type> {
+    let seg = last_segment(ty)?;
+    if seg.ident == "BoxFuture" || seg.ident == "LocalBoxFuture" {
+        return type_args(seg).next().cloned();
+    }
+    if seg.ident != "Pin" {
+        return None;
+    }
+    let boxed = last_segment(type_args(seg).next()?)?;
+    if boxed.ident != "Box" {
+        return None;
+    }
+    let Type::TraitObject(object) = type_args(boxed).next()? else {
+        return None;
+    };
+    object.bounds.iter().find_map(|bound| match bound {
+        TypeParamBound::Trait(tr) => {
+            let seg = tr.path.segments.last()?;
+            if seg.ident != "Future" {
+                return None;
+            }
+            let PathArguments::AngleBracketed(args) = &seg.arguments else {
+                return None;
+            };
+            args.args.iter().find_map(|arg| match arg {
+                GenericArgument::AssocType(assoc) if assoc.ident == "Output" => {
+                    Some(assoc.ty.clone())
+                }
+                _ => None,
+            })
+        }
+        _ => None,
+    })
+}
+
+fn is_stream(ty: &Type) -> bool {
+    const STREAMS: &[&str] = &["Stream", "TryStream"];
+    match ty {
+        Type::ImplTrait(imp) => bounds_name(&imp.bounds, STREAMS),
+        Type::TraitObject(object) => bounds_name(&object.bounds, STREAMS),
+        Type::Paren(paren) => is_stream(&paren.elem),
+        Type::Group(group) => is_stream(&group.elem),
+        _ => last_segment(ty).is_some_and(|seg| {
+            seg.ident == "BoxStream"
+                || seg.ident == "LocalBoxStream"
+                || ((seg.ident == "Pin" || seg.ident == "Box")
+                    && type_args(seg).next().is_some_and(is_stream))
+        }),
+    }
+}
+
+/// Decides from the written type whether the error gate applies and whether items stream.
+fn classify(ty: &Type) -> Ret {
+    if is_stream(ty) {
+        return Ret::Stream;
+    }
+    match last_segment(ty) {
+        Some(seg) if seg.ident == "Result" => {
+            if type_args(seg).next().is_some_and(is_stream) {
+                Ret::StreamResult
+            } else {
+                Ret::Result
+            }
+        }
+        _ => Ret::Value,
+    }
+}
+
+/// `impl Trait` cannot be written in a `let` annotation; `_` lets inference fill it in.
+fn erase_impl_trait(mut ty: Type) -> Type {
+    struct Erase;
+    impl VisitMut for Erase {
+        fn visit_type_mut(&mut self, ty: &mut Type) {
+            if let Type::ImplTrait(imp) = ty {
+                *ty = Type::Infer(syn::TypeInfer {
+                    underscore_token: syn::Token![_](imp.impl_token.span),
+                });
+            } else {
+                syn::visit_mut::visit_type_mut(self, ty);
+            }
+        }
+    }
+    Erase.visit_type_mut(&mut ty);
+    ty
+}
