@@ -51,7 +51,15 @@ struct Errors(Option<syn::Error>);
 
 impl Errors {
     fn push(&mut self, span: Span, msg: impl std::fmt::Display) {
-        let err = syn::Error::new(span, msg);
+        self.add(syn::Error::new(span, msg));
+    }
+
+    /// Spans every token of `tokens` (a single span covers only the first token on stable).
+    fn push_spanned(&mut self, tokens: &dyn quote::ToTokens, msg: impl std::fmt::Display) {
+        self.add(syn::Error::new_spanned(tokens, msg));
+    }
+
+    fn add(&mut self, err: syn::Error) {
         match &mut self.0 {
             Some(all) => all.combine(err),
             None => self.0 = Some(err),
@@ -83,6 +91,8 @@ pub(crate) fn analyze(kind: Kind, item: &ItemFn, args: &Args) -> syn::Result<Ana
         (Shape::Async, output_ty)
     } else if let Some(inner) = output_ty.as_ref().and_then(boxed_future_output) {
         (Shape::Boxed, Some(inner))
+    } else if sig.constness.is_some() {
+        (Shape::Async, output_ty)
     } else {
         errors.push(
             sig.fn_token.span,
@@ -96,13 +106,15 @@ pub(crate) fn analyze(kind: Kind, item: &ItemFn, args: &Args) -> syn::Result<Ana
     let ret = output.as_ref().map_or(Ret::Value, classify);
 
     let mut params = Vec::new();
-    let mut mut_spans = Vec::new();
+    let mut mut_spans: Vec<(String, proc_macro2::TokenStream)> = Vec::new();
     for input in &sig.inputs {
         match input {
             FnArg::Receiver(recv) => match (&recv.reference, &recv.mutability) {
-                (Some(_), Some(m)) => mut_spans.push(("self".to_owned(), m.span)),
                 (Some(_), None) => {}
-                (None, _) => mut_spans.push(("self".to_owned(), recv.self_token.span)),
+                (Some(_), Some(_)) => {
+                    mut_spans.push(("&mut self".to_owned(), quote::quote!(#recv)))
+                }
+                (None, _) => mut_spans.push(("self".to_owned(), quote::quote!(#recv))),
             },
             FnArg::Typed(typed) => {
                 let (ident, mutable) = match &*typed.pat {
@@ -123,7 +135,8 @@ pub(crate) fn analyze(kind: Kind, item: &ItemFn, args: &Args) -> syn::Result<Ana
                 };
                 let mut_ref = matches!(&*typed.ty, Type::Reference(r) if r.mutability.is_some());
                 if mut_ref {
-                    mut_spans.push((ident.to_string(), typed.ty.span()));
+                    let ty = &typed.ty;
+                    mut_spans.push((ident.to_string(), quote::quote!(#ty)));
                 }
                 params.push(Param {
                     ident,
@@ -164,14 +177,14 @@ pub(crate) fn analyze(kind: Kind, item: &ItemFn, args: &Args) -> syn::Result<Ana
 
     let forced = args.retry.as_ref().filter(|lit| lit.value);
     if forced.is_some() {
-        for (name, span) in &mut_spans {
-            let what = if name == "self" {
-                "`self` is taken by value or `&mut`".to_owned()
-            } else {
-                format!("argument `{name}` is `&mut`")
+        for (name, tokens) in &mut_spans {
+            let what = match name.as_str() {
+                "self" => "`self` is taken by value".to_owned(),
+                "&mut self" => "`self` is `&mut`".to_owned(),
+                _ => format!("argument `{name}` is `&mut`"),
             };
-            errors.push(
-                *span,
+            errors.push_spanned(
+                tokens,
                 format!(
                     "`retry = true` cannot re-run this body: {what}, so it cannot be given afresh to a second attempt; remove `retry = true` (the debugger's retry is then refused at run time) or take it by shared reference or by value"
                 ),
