@@ -1,4 +1,56 @@
-//! graphmind.
+//! graphmind: a live debugger for AI agents. Instrument an agent's model steps and tool
+//! calls; a debugger (`graphmind serve`, or any GraphMind v1 viewer) draws each run as a live
+//! graph and can hold execution at gates (before a call, after it, or when it fails) and
+//! resume with continue, retry, inject or abort.
+//!
+//! # The model
+//! - A [`Session`] is one connection to one debugger. Most apps use the process default:
+//!   [`init`] sets it from a [`Config`], [`session`] returns it (built from the environment
+//!   if `init` was never called). More sessions can be made with [`Session::new`].
+//! - Instrumented code records events (run started, node started/finished, tokens, pauses)
+//!   into the session's replay ring as plain structs. The app never waits for the socket: a
+//!   transport thread with its own small runtime serializes and sends them, and replays the
+//!   whole ring (5,000 events / 8 MiB, oldest dropped first and counted) with the original
+//!   sequence numbers every time a debugger attaches.
+//! - The transport connects lazily, on the first event, gate or [`Session::ready`]. Until a
+//!   debugger has answered the handshake the session is detached: every gate continues at
+//!   once and nothing waits. When the debugger goes away, every held gate continues at once.
+//! - Everything fails open: a missing, slow, hung or incompatible debugger never breaks or
+//!   blocks the app, and bad frames from it are ignored.
+//! - Switches: `GRAPHMIND_DISABLED=1` turns instrumentation off; a production environment
+//!   (`GRAPHMIND_ENV`, `ENVIRONMENT`, `APP_ENV`, `RUST_ENV`, `ENV` or `NODE_ENV` =
+//!   `production`/`prod`, first one set wins) turns it off unless `GRAPHMIND=1`;
+//!   `GRAPHMIND_URL` names the debugger (default `ws://127.0.0.1:4747/ingest`). A disabled
+//!   session opens no socket, starts no thread and allocates no buffer. With the cargo
+//!   feature `enabled` off, the whole API stays but does nothing.
+//!
+//! ```no_run
+//! use std::time::Duration;
+//!
+//! # async fn demo() {
+//! let gm = graphmind::init(graphmind::Config::new("support-agent"));
+//! let attached = gm.ready(Duration::from_millis(500)).await; // optional; false = detached
+//! println!("attached: {attached}, {:?}", gm.stats());
+//! gm.dispose().await;
+//! # }
+//! ```
+
+mod config;
+#[cfg_attr(not(feature = "enabled"), allow(dead_code))]
+mod env;
+#[cfg(feature = "enabled")]
+mod session;
+#[cfg(not(feature = "enabled"))]
+#[path = "session_noop.rs"]
+mod session;
+#[cfg(feature = "enabled")]
+mod transport;
+
+pub use config::{Config, RING_BYTES, RING_EVENTS, TOKEN_INTERVAL, WarnHook};
+pub use env::{DEFAULT_URL, PRODUCTION_VARS};
+pub use session::{Session, Stats, init, session};
 
 #[cfg(feature = "enabled")]
 mod gate;
+
+pub use graphmind_macros::{model_step, tool};

@@ -1,0 +1,272 @@
+//! [`Config`]: how a session is set up. Builder-style; every setting has a default.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use crate::env;
+
+/// Called with each warning the runtime prints (at most once per kind and session).
+pub type WarnHook = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// How a [`Session`](crate::Session) behaves. Start from [`Config::new`] (or
+/// [`Config::from_env`]) and chain the setters:
+///
+/// ```
+/// use std::time::Duration;
+///
+/// let config = graphmind::Config::new("support-agent")
+///     .url("ws://127.0.0.1:4747/ingest")
+///     .meta("team", "billing")
+///     .wait_for_attach(Duration::from_millis(500))
+///     .pause_timeout(Duration::from_secs(600));
+/// assert_eq!(config.app(), "support-agent");
+/// ```
+///
+/// The environment is read when the session is built: `GRAPHMIND_DISABLED=1` turns it off
+/// whatever the config says; otherwise [`Config::enabled`] applies; otherwise a production
+/// environment (the first set of `GRAPHMIND_ENV`, `ENVIRONMENT`, `APP_ENV`, `RUST_ENV`, `ENV`,
+/// `NODE_ENV` equal to `production` or `prod`) turns it off unless `GRAPHMIND=1`.
+/// `GRAPHMIND_URL` names the debugger unless [`Config::url`] was set.
+#[derive(Clone)]
+pub struct Config {
+    pub(crate) app: String,
+    pub(crate) url: Option<String>,
+    pub(crate) enabled: Option<bool>,
+    pub(crate) meta: Map<String, Value>,
+    pub(crate) sdk_name: String,
+    pub(crate) sdk_version: String,
+    pub(crate) token_interval: Duration,
+    pub(crate) wait_for_attach: Option<Duration>,
+    pub(crate) pause_timeout: Option<Duration>,
+    pub(crate) ring_events: usize,
+    pub(crate) ring_bytes: usize,
+    pub(crate) connect_timeout: Duration,
+    pub(crate) handshake_timeout: Duration,
+    pub(crate) retry_interval: Duration,
+    pub(crate) ping_interval: Duration,
+    pub(crate) pong_timeout: Duration,
+    pub(crate) env: Option<Arc<HashMap<String, String>>>,
+    pub(crate) warn: Option<WarnHook>,
+}
+
+/// Default token batching interval: one `node.token` per node per 34 ms.
+pub const TOKEN_INTERVAL: Duration = Duration::from_millis(34);
+/// Default replay ring limit in events.
+pub const RING_EVENTS: usize = 5_000;
+/// Default replay ring limit in (estimated) bytes of JSON.
+pub const RING_BYTES: usize = 8 * 1024 * 1024;
+
+impl Config {
+    /// A config for the app called `app`, with every other setting at its default.
+    #[must_use]
+    pub fn new(app: impl Into<String>) -> Self {
+        Self {
+            app: app.into(),
+            url: None,
+            enabled: None,
+            meta: Map::new(),
+            sdk_name: "rust".to_owned(),
+            sdk_version: env!("CARGO_PKG_VERSION").to_owned(),
+            token_interval: TOKEN_INTERVAL,
+            wait_for_attach: None,
+            pause_timeout: None,
+            ring_events: RING_EVENTS,
+            ring_bytes: RING_BYTES,
+            connect_timeout: Duration::from_millis(300),
+            handshake_timeout: Duration::from_secs(1),
+            retry_interval: Duration::from_secs(10),
+            ping_interval: Duration::from_secs(1),
+            pong_timeout: Duration::from_secs(3),
+            env: None,
+            warn: None,
+        }
+    }
+
+    /// The config of the default session when the app never called [`init`](crate::init):
+    /// the app name is the executable's file stem (`rust-app` if unknown).
+    #[must_use]
+    pub fn from_env() -> Self {
+        let app = std::env::current_exe()
+            .ok()
+            .and_then(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| "rust-app".to_owned());
+        Self::new(app)
+    }
+
+    /// The debugger endpoint (beats `GRAPHMIND_URL`; default `ws://127.0.0.1:4747/ingest`).
+    #[must_use]
+    pub fn url(mut self, url: impl Into<String>) -> Self {
+        self.url = Some(url.into());
+        self
+    }
+
+    /// Turns the session on or off explicitly. `GRAPHMIND_DISABLED=1` still wins.
+    #[must_use]
+    pub fn enabled(mut self, on: bool) -> Self {
+        self.enabled = Some(on);
+        self
+    }
+
+    /// Adds one entry merged into every `run.started.meta`.
+    #[must_use]
+    pub fn meta(mut self, key: impl Into<String>, value: impl Into<Value>) -> Self {
+        self.meta.insert(key.into(), value.into());
+        self
+    }
+
+    /// The SDK named in `hello` and `run.started` (default `{"name":"rust","version":<crate>}`),
+    /// for adapters that report on behalf of another SDK.
+    #[must_use]
+    pub fn sdk(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
+        self.sdk_name = name.into();
+        self.sdk_version = version.into();
+        self
+    }
+
+    /// How often streamed tokens are flushed as one `node.token` per node (default 34 ms).
+    #[must_use]
+    pub fn token_interval(mut self, every: Duration) -> Self {
+        self.token_interval = every;
+        self
+    }
+
+    /// Makes the first instrumented use wait up to `timeout` for the debugger to attach, so
+    /// breakpoints are armed before the first gate (default: do not wait).
+    #[must_use]
+    pub fn wait_for_attach(mut self, timeout: Duration) -> Self {
+        self.wait_for_attach = Some(timeout);
+        self
+    }
+
+    /// Continues a held gate automatically after `timeout` (default: hold until released).
+    #[must_use]
+    pub fn pause_timeout(mut self, timeout: Duration) -> Self {
+        self.pause_timeout = Some(timeout);
+        self
+    }
+
+    /// Limits of the replay ring (default 5,000 events / 8 MiB). The oldest events are dropped
+    /// first, and every loss is counted. Both limits are at least 1.
+    #[must_use]
+    pub fn ring_limits(mut self, events: usize, bytes: usize) -> Self {
+        self.ring_events = events.max(1);
+        self.ring_bytes = bytes.max(1);
+        self
+    }
+
+    /// Budget for TCP connect plus WebSocket upgrade (default 300 ms).
+    #[must_use]
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// How long to wait for `hello.ack` after `hello` (default 1 s).
+    #[must_use]
+    pub fn handshake_timeout(mut self, timeout: Duration) -> Self {
+        self.handshake_timeout = timeout;
+        self
+    }
+
+    /// Interval between connection attempts while detached (default 10 s; after an
+    /// established connection drops, attempts at 200, 400 and 800 ms come first).
+    #[must_use]
+    pub fn retry_interval(mut self, every: Duration) -> Self {
+        self.retry_interval = every;
+        self
+    }
+
+    /// WebSocket ping interval and how long without any answer counts as a hung debugger
+    /// (default 1 s and 3 s). A reset socket is noticed at once regardless.
+    #[must_use]
+    pub fn liveness(mut self, ping_every: Duration, dead_after: Duration) -> Self {
+        self.ping_interval = ping_every.max(Duration::from_millis(1));
+        self.pong_timeout = dead_after;
+        self
+    }
+
+    /// Reads the switches from these variables instead of the process environment (for tests
+    /// and embedders).
+    #[must_use]
+    pub fn env_vars<K, V>(mut self, vars: impl IntoIterator<Item = (K, V)>) -> Self
+    where
+        K: Into<String>,
+        V: Into<String>,
+    {
+        let map = vars
+            .into_iter()
+            .map(|(k, v)| (k.into(), v.into()))
+            .collect();
+        self.env = Some(Arc::new(map));
+        self
+    }
+
+    /// Sends warnings here instead of standard error (`[graphmind] <message>`).
+    #[must_use]
+    pub fn on_warning(mut self, hook: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        self.warn = Some(Arc::new(hook));
+        self
+    }
+
+    /// The app name.
+    #[must_use]
+    pub fn app(&self) -> &str {
+        &self.app
+    }
+
+    /// Looks a variable up in [`Config::env_vars`] if given, else in the process environment.
+    pub(crate) fn var(&self, key: &str) -> Option<String> {
+        match &self.env {
+            Some(map) => map.get(key).cloned(),
+            None => std::env::var(key).ok(),
+        }
+    }
+
+    /// Whether a session built from this config would be enabled (see the type docs).
+    #[must_use]
+    pub fn resolved_enabled(&self) -> bool {
+        cfg!(feature = "enabled") && env::resolve_enabled(self.enabled, &|k| self.var(k))
+    }
+
+    /// The endpoint a session built from this config would dial.
+    #[must_use]
+    pub fn resolved_url(&self) -> String {
+        env::resolve_url(self.url.as_deref(), &|k| self.var(k))
+    }
+
+    /// Prints or forwards one warning.
+    #[cfg_attr(not(feature = "enabled"), allow(dead_code))]
+    pub(crate) fn warn(&self, message: &str) {
+        match &self.warn {
+            Some(hook) => hook(message),
+            None => eprintln!("[graphmind] {message}"),
+        }
+    }
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self::from_env()
+    }
+}
+
+impl fmt::Debug for Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Config")
+            .field("app", &self.app)
+            .field("url", &self.url)
+            .field("enabled", &self.enabled)
+            .field("meta", &self.meta)
+            .field("sdk", &(&self.sdk_name, &self.sdk_version))
+            .field("token_interval", &self.token_interval)
+            .field("wait_for_attach", &self.wait_for_attach)
+            .field("pause_timeout", &self.pause_timeout)
+            .field("ring_limits", &(self.ring_events, self.ring_bytes))
+            .finish_non_exhaustive()
+    }
+}

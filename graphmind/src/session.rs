@@ -1,0 +1,460 @@
+//! Sessions: the process-wide default and explicit instances, `ready`, `stats`, `dispose`,
+//! and the emitting side the execution modules call.
+
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, RwLock, Weak};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use graphmind_protocol::{BreakpointMatcher, Message, Mode};
+use tokio::sync::Notify;
+
+use crate::config::Config;
+use crate::gate::{GateSink, Registry, ReleaseReason};
+use crate::transport::{self, Handle, Link, Ring};
+
+/// Milliseconds since the Unix epoch (the `ts` of every frame); 0 if the clock is before 1970.
+pub(crate) fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// Breakpoints and mode as last set by the debugger (`hello.ack`, `breakpoint.*`, `mode.set`).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct DebugState {
+    /// Armed matchers, in the order they were set.
+    pub(crate) breakpoints: Vec<BreakpointMatcher>,
+    /// `run` or `step`.
+    pub(crate) mode: Mode,
+}
+
+impl Default for DebugState {
+    fn default() -> Self {
+        Self {
+            breakpoints: Vec::new(),
+            mode: Mode::Run,
+        }
+    }
+}
+
+/// A snapshot of a session's counters, from [`Session::stats`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Stats {
+    /// Whether the session is enabled (not switched off, not disposed).
+    pub enabled: bool,
+    /// Whether a debugger is attached right now.
+    pub attached: bool,
+    /// Events held in the replay ring.
+    pub buffered: usize,
+    /// Events dropped from the ring so far (oldest first, when a limit was reached).
+    pub dropped: u64,
+    /// Gates held right now.
+    pub held_gates: usize,
+    /// The last seq handed out (hello included), if any.
+    pub last_seq: Option<u64>,
+}
+
+/// A connection to a debugger, or the decision not to have one. Cheap to clone: clones share
+/// one state, one replay ring and one transport thread.
+///
+/// Most apps use the process default ([`crate::init`] / [`crate::session`]); build more with
+/// [`Session::new`]. The transport starts lazily, on the first event, gate or
+/// [`Session::ready`], and stops when the last clone is dropped or [`Session::dispose`] runs.
+#[derive(Clone)]
+pub struct Session {
+    owner: Arc<Owner>,
+}
+
+/// Stops the transport when the last public handle goes away.
+struct Owner {
+    inner: Arc<Inner>,
+}
+
+impl Drop for Owner {
+    fn drop(&mut self) {
+        self.inner.signal_shutdown();
+    }
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("app", &self.inner().config.app)
+            .field("url", &self.inner().url)
+            .field("stats", &self.stats())
+            .finish()
+    }
+}
+
+impl Session {
+    /// A new session. Reads the environment switches now; a disabled session opens no
+    /// socket, starts no thread and allocates no buffer.
+    #[must_use]
+    pub fn new(config: Config) -> Self {
+        Self {
+            owner: Arc::new(Owner {
+                inner: Inner::new(config),
+            }),
+        }
+    }
+
+    pub(crate) fn inner(&self) -> &Arc<Inner> {
+        &self.owner.inner
+    }
+
+    /// Waits up to `timeout` for a debugger to attach; `true` once `hello.ack` was processed
+    /// (breakpoints armed, replay queued). Never errors: `false` means detached (disabled,
+    /// disposed, no debugger, or too slow). Instant when already attached. Concurrent callers
+    /// share one connection attempt; a call while detached starts an attempt at once, even
+    /// in the middle of a retry back-off. Works on any executor.
+    pub async fn ready(&self, timeout: Duration) -> bool {
+        self.inner().ready(timeout).await
+    }
+
+    /// Counters: enabled, attached, buffered, dropped, held gates, last seq.
+    #[must_use]
+    pub fn stats(&self) -> Stats {
+        self.inner().stats()
+    }
+
+    /// Whether this session instruments anything (switches on, not disposed).
+    #[must_use]
+    pub fn is_enabled(&self) -> bool {
+        self.inner().is_enabled()
+    }
+
+    /// Whether a debugger is attached right now.
+    #[must_use]
+    pub fn is_attached(&self) -> bool {
+        self.inner().is_attached()
+    }
+
+    /// The config this session was built from.
+    #[must_use]
+    pub fn config(&self) -> &Config {
+        &self.inner().config
+    }
+
+    /// The endpoint this session dials.
+    #[must_use]
+    pub fn url(&self) -> &str {
+        &self.inner().url
+    }
+
+    /// Ends the session: every held gate continues (each emits `exec.resumed`), queued frames
+    /// are flushed for a short while (200 ms at most), the socket is closed (code 1000) and
+    /// pending `ready` calls return `false`. Idempotent; later events are ignored.
+    pub async fn dispose(&self) {
+        self.inner().dispose().await;
+    }
+}
+
+/// The state behind a [`Session`], shared with the transport thread.
+pub(crate) struct Inner {
+    me: Weak<Inner>,
+    pub(crate) config: Config,
+    pub(crate) url: String,
+    enabled: bool,
+    attached: AtomicBool,
+    /// `dispose` began or the last handle was dropped: no new gates, no reconnects.
+    closing: AtomicBool,
+    /// `dispose` finished: events are ignored.
+    disposed: AtomicBool,
+    ring: Mutex<Ring>,
+    debug: RwLock<Arc<DebugState>>,
+    /// Held gates (execution side).
+    pub(crate) gates: Registry,
+    transport: OnceLock<Option<Handle>>,
+    /// Wakes the transport: events to send, a `ready` kick, shutdown.
+    pub(crate) wake: Notify,
+    /// A `ready` call wants an attempt now.
+    pub(crate) kick: AtomicBool,
+    /// The transport should flush, close and stop.
+    pub(crate) shutdown: AtomicBool,
+    first_use_done: AtomicBool,
+    warned: Mutex<Vec<&'static str>>,
+}
+
+impl Inner {
+    fn new(config: Config) -> Arc<Self> {
+        let enabled = config.resolved_enabled();
+        let url = config.resolved_url();
+        let ring = Ring::new(config.ring_events, config.ring_bytes);
+        Arc::new_cyclic(|me| Self {
+            me: me.clone(),
+            url,
+            enabled,
+            attached: AtomicBool::new(false),
+            closing: AtomicBool::new(false),
+            disposed: AtomicBool::new(false),
+            ring: Mutex::new(ring),
+            debug: RwLock::new(Arc::new(DebugState::default())),
+            gates: Registry::new(),
+            transport: OnceLock::new(),
+            wake: Notify::new(),
+            kick: AtomicBool::new(false),
+            shutdown: AtomicBool::new(false),
+            first_use_done: AtomicBool::new(false),
+            warned: Mutex::new(Vec::new()),
+            config,
+        })
+    }
+
+    /// Enabled and not closing: instrumentation should record and may gate.
+    #[inline]
+    pub(crate) fn is_enabled(&self) -> bool {
+        self.enabled && !self.closing.load(Relaxed)
+    }
+
+    /// A debugger is attached (hello.ack processed, not yet dropped).
+    #[inline]
+    pub(crate) fn is_attached(&self) -> bool {
+        self.attached.load(Relaxed)
+    }
+
+    pub(crate) fn set_attached(&self, on: bool) {
+        self.attached.store(on && !self.closing.load(Relaxed), Relaxed);
+    }
+
+    pub(crate) fn ring(&self) -> MutexGuard<'_, Ring> {
+        // Nothing panics while holding the lock; recover anyway rather than poison the app.
+        self.ring.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Takes one seq from the session counter without recording an event (the transport
+    /// uses it for `hello`). Events get theirs from [`Inner::emit`].
+    pub(crate) fn next_seq(&self) -> u64 {
+        self.ring().take_seq()
+    }
+
+    /// Stamps `message` with the next seq and the current time, records it in the replay
+    /// ring and, when attached, wakes the transport to send it. Never blocks on the socket
+    /// and never awaits; starts the transport lazily. Returns the seq, or `None` when the
+    /// session is disabled or disposed (nothing recorded).
+    pub(crate) fn emit(&self, run_id: &str, message: Message) -> Option<u64> {
+        if !self.enabled || self.disposed.load(Relaxed) {
+            return None;
+        }
+        let ts = now_ms();
+        let seq = self.ring().push(ts, run_id, message);
+        if self.attached.load(Relaxed) {
+            self.wake.notify_one();
+        } else {
+            self.touch();
+        }
+        Some(seq)
+    }
+
+    /// The breakpoints and mode to decide gates with (cheap: one read lock, one Arc clone).
+    #[allow(dead_code)] // called by the execution side
+    pub(crate) fn debug_state(&self) -> Arc<DebugState> {
+        Arc::clone(&self.debug.read().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    pub(crate) fn set_debug_state(&self, state: DebugState) {
+        *self.debug.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(state);
+    }
+
+    pub(crate) fn update_debug_state(&self, f: impl FnOnce(&mut DebugState)) {
+        let mut guard = self.debug.write().unwrap_or_else(PoisonError::into_inner);
+        let mut next = DebugState::clone(&guard);
+        f(&mut next);
+        *guard = Arc::new(next);
+    }
+
+    /// Starts the transport if it is not running yet (first use). `None` when disabled or
+    /// closing, or if the thread could not be started.
+    pub(crate) fn touch(&self) -> Option<&Handle> {
+        if !self.enabled {
+            return None;
+        }
+        if let Some(h) = self.transport.get() {
+            return h.as_ref();
+        }
+        if self.closing.load(Relaxed) {
+            return None;
+        }
+        self.transport
+            .get_or_init(|| self.me.upgrade().and_then(transport::start))
+            .as_ref()
+    }
+
+    /// With [`Config::wait_for_attach`]: the first call (and every call racing with it) waits
+    /// for `ready`; later calls return at once. Without it this only starts the transport.
+    /// The execution side calls this on the first instrumented use.
+    #[allow(dead_code)] // called by the execution side
+    pub(crate) async fn first_use(&self) {
+        if self.first_use_done.load(Relaxed) || !self.enabled {
+            return;
+        }
+        match self.config.wait_for_attach {
+            Some(budget) => {
+                self.ready(budget).await;
+            }
+            None => {
+                self.touch();
+            }
+        }
+        self.first_use_done.store(true, Relaxed);
+    }
+
+    /// Whether [`Inner::first_use`] still has something to do (a cheap pre-check).
+    #[inline]
+    #[allow(dead_code)] // called by the execution side
+    pub(crate) fn needs_first_use(&self) -> bool {
+        self.enabled && !self.first_use_done.load(Relaxed)
+    }
+
+    pub(crate) async fn ready(&self, timeout: Duration) -> bool {
+        if !self.is_enabled() {
+            return false;
+        }
+        if self.is_attached() {
+            return true;
+        }
+        let Some(handle) = self.touch() else {
+            return false;
+        };
+        let mut link = handle.subscribe();
+        self.kick.store(true, Relaxed);
+        self.wake.notify_one();
+        let attached = async move {
+            link.wait_for(|l| *l != Link::Detached)
+                .await
+                .is_ok_and(|l| *l == Link::Attached)
+        };
+        handle.deadline(timeout, attached).await.unwrap_or(false)
+    }
+
+    pub(crate) fn stats(&self) -> Stats {
+        if !self.enabled {
+            return Stats::default();
+        }
+        let (buffered, dropped, last_seq) = {
+            let ring = self.ring();
+            (ring.len(), ring.dropped(), ring.last_seq())
+        };
+        Stats {
+            enabled: self.is_enabled(),
+            attached: self.is_attached(),
+            buffered,
+            dropped,
+            held_gates: self.gates.held_count(),
+            last_seq,
+        }
+    }
+
+    /// Tells the transport to flush, close and stop; no further reconnects.
+    fn signal_shutdown(&self) {
+        self.closing.store(true, Relaxed);
+        self.shutdown.store(true, Relaxed);
+        self.wake.notify_one();
+    }
+
+    pub(crate) async fn dispose(&self) {
+        if !self.enabled || self.closing.swap(true, Relaxed) {
+            return;
+        }
+        // New gates continue at once from here on; held ones continue now.
+        self.attached.store(false, Relaxed);
+        self.gates.release_all(ReleaseReason::Dispose);
+        if let Some(Some(handle)) = self.transport.get() {
+            self.signal_shutdown();
+            if let Some(done) = handle.take_done() {
+                let _ = handle.deadline(Duration::from_millis(1500), done).await;
+            }
+            handle.set_link(Link::Closed);
+        }
+        self.disposed.store(true, Relaxed);
+    }
+
+    /// Prints `message` once per `key` for this session.
+    pub(crate) fn warn_once(&self, key: &'static str, message: &str) {
+        {
+            let mut warned = self.warned.lock().unwrap_or_else(PoisonError::into_inner);
+            if warned.contains(&key) {
+                return;
+            }
+            warned.push(key);
+        }
+        self.config.warn(message);
+    }
+}
+
+impl GateSink for Inner {
+    fn emit_event(&self, run_id: &str, message: Message) {
+        let _ = self.emit(run_id, message);
+    }
+}
+
+static DEFAULT: RwLock<Option<Session>> = RwLock::new(None);
+/// Mirrors whether the default session is enabled, so a disabled app pays one relaxed load.
+static DEFAULT_STATE: AtomicU8 = AtomicU8::new(DEFAULT_UNSET);
+const DEFAULT_UNSET: u8 = 0;
+const DEFAULT_OFF: u8 = 1;
+const DEFAULT_ON: u8 = 2;
+
+fn set_default(s: &Session) -> Option<Session> {
+    let mut slot = DEFAULT.write().unwrap_or_else(PoisonError::into_inner);
+    DEFAULT_STATE.store(
+        if s.inner().enabled {
+            DEFAULT_ON
+        } else {
+            DEFAULT_OFF
+        },
+        Relaxed,
+    );
+    slot.replace(s.clone())
+}
+
+/// Builds a session from `config` and makes it the process default (what
+/// [`session`] returns and what instrumented code reports to). The previous default, if any,
+/// stops once its last handle is dropped; [`Session::dispose`] it first to release its held
+/// gates and flush it.
+pub fn init(config: Config) -> Session {
+    let s = Session::new(config);
+    let old = set_default(&s);
+    drop(old);
+    s
+}
+
+/// The process default session; built from [`Config::from_env`] on first use if
+/// [`init`] was never called.
+#[must_use]
+pub fn session() -> Session {
+    if let Some(s) = DEFAULT
+        .read()
+        .unwrap_or_else(PoisonError::into_inner)
+        .as_ref()
+    {
+        return s.clone();
+    }
+    let mut slot = DEFAULT.write().unwrap_or_else(PoisonError::into_inner);
+    if let Some(s) = slot.as_ref() {
+        return s.clone();
+    }
+    let s = Session::new(Config::from_env());
+    DEFAULT_STATE.store(
+        if s.inner().enabled {
+            DEFAULT_ON
+        } else {
+            DEFAULT_OFF
+        },
+        Relaxed,
+    );
+    *slot = Some(s.clone());
+    s
+}
+
+/// Whether the default session is enabled: one relaxed load once it exists (it is built from
+/// the environment on the first call if needed). The disabled fast path of instrumentation.
+#[inline]
+#[allow(dead_code)] // called by the execution side
+pub(crate) fn default_enabled() -> bool {
+    match DEFAULT_STATE.load(Relaxed) {
+        DEFAULT_ON => true,
+        DEFAULT_OFF => false,
+        _ => session().inner().enabled,
+    }
+}

@@ -1,0 +1,90 @@
+//! The session API with feature `enabled` off: the same types and functions, doing nothing.
+
+use std::time::Duration;
+
+use crate::config::Config;
+
+/// A snapshot of a session's counters, from [`Session::stats`]. With feature `enabled` off
+/// every field is zero or false.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Stats {
+    /// Whether the session is enabled.
+    pub enabled: bool,
+    /// Whether a debugger is attached right now.
+    pub attached: bool,
+    /// Events held in the replay ring.
+    pub buffered: usize,
+    /// Events dropped from the ring so far.
+    pub dropped: u64,
+    /// Gates held right now.
+    pub held_gates: usize,
+    /// The last seq handed out, if any.
+    pub last_seq: Option<u64>,
+}
+
+/// A session that never connects: feature `enabled` is off.
+#[derive(Clone, Debug)]
+pub struct Session {
+    config: std::sync::Arc<Config>,
+}
+
+impl Session {
+    /// A session that does nothing.
+    #[must_use]
+    pub fn new(config: Config) -> Self {
+        Self {
+            config: std::sync::Arc::new(config),
+        }
+    }
+
+    /// Always `false`: nothing can attach.
+    pub async fn ready(&self, timeout: Duration) -> bool {
+        let _ = timeout;
+        false
+    }
+
+    /// All zero.
+    #[must_use]
+    pub fn stats(&self) -> Stats {
+        Stats::default()
+    }
+
+    /// Always `false`.
+    #[must_use]
+    pub fn is_enabled(&self) -> bool {
+        false
+    }
+
+    /// Always `false`.
+    #[must_use]
+    pub fn is_attached(&self) -> bool {
+        false
+    }
+
+    /// The config this session was built from.
+    #[must_use]
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The endpoint a session would dial.
+    #[must_use]
+    pub fn url(&self) -> String {
+        self.config.resolved_url()
+    }
+
+    /// Does nothing.
+    pub async fn dispose(&self) {}
+}
+
+/// Builds a no-op session.
+pub fn init(config: Config) -> Session {
+    Session::new(config)
+}
+
+/// A no-op session.
+#[must_use]
+pub fn session() -> Session {
+    Session::new(Config::new("rust-app"))
+}

@@ -1,0 +1,520 @@
+//! The WebSocket client. It runs on its own thread with its own single-threaded tokio
+//! runtime, so a busy or blocked app runtime can delay neither disconnect detection nor the
+//! release of held gates.
+//!
+//! Life of a connection: connect (300 ms budget for TCP + upgrade) → `hello` (seq from the
+//! session counter, `resumeToken` once a `hello.ack` gave a `sessionToken`) → wait up to 1 s
+//! for `hello.ack`, ignoring anything else → adopt breakpoints and mode (replace) → rewind
+//! the replay ring so the whole ring is sent again, oldest first, with the original seqs →
+//! attached. While attached it sends what the app recorded, applies control frames, and
+//! pings every second; three seconds without hearing anything, a socket error or a close
+//! ends the connection, and every held gate is released right away from this thread.
+//! Then it retries after 200, 400 and 800 ms, then every 10 s (10 s also while it never
+//! attached); `ready()` asks for an attempt at once. An ack with another protocol version is
+//! warned about once and the client stays detached until the next regular retry.
+//!
+//! Events lost from the ring before any connection sent them are announced with an extra
+//! envelope field `"dropped": n` on the next frame sent (the hub keeps unknown fields).
+
+mod ring;
+
+use std::panic::AssertUnwindSafe;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use futures_util::future::{Either, select};
+use futures_util::{SinkExt, StreamExt};
+use graphmind_protocol::{
+    BreakpointMatcher, ClientVersions, Envelope, Extra, Hello, Message, Mode, PROTOCOL_VERSION,
+    Parsed, RUN_ANY, SdkInfo,
+};
+use serde_json::Value;
+use tokio::net::TcpStream;
+use tokio::sync::{oneshot, watch};
+use tokio::time::{Instant, timeout, timeout_at};
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+use tokio_tungstenite::tungstenite::protocol::frame::CloseFrame;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::{Bytes, Message as Ws};
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+
+pub(crate) use ring::Ring;
+
+use crate::gate::ReleaseReason;
+use crate::session::{DebugState, Inner, now_ms};
+
+/// Fast retries after an established connection dropped.
+const FAST_RETRIES: [Duration; 3] = [
+    Duration::from_millis(200),
+    Duration::from_millis(400),
+    Duration::from_millis(800),
+];
+/// How long `dispose` lets queued frames drain.
+const FLUSH_BUDGET: Duration = Duration::from_millis(200);
+/// Frames serialized per lock of the ring.
+const BATCH: usize = 256;
+/// Largest frame accepted from the debugger (the protocol's cap).
+const MAX_FRAME: usize = 16 * 1024 * 1024;
+/// Capabilities announced in `hello`.
+pub(crate) const CAPABILITIES: [&str; 6] = ["pause", "step", "inject", "retry", "abort", "run-claim"];
+
+type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
+
+/// Whether the session is attached, as seen by `ready` waiters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Link {
+    Detached,
+    Attached,
+    /// Disposed or shut down: waiters give up.
+    Closed,
+}
+
+/// The session's handle on its transport thread.
+pub(crate) struct Handle {
+    link: Arc<watch::Sender<Link>>,
+    rt: tokio::runtime::Handle,
+    done: Mutex<Option<oneshot::Receiver<()>>>,
+}
+
+impl Handle {
+    pub(crate) fn subscribe(&self) -> watch::Receiver<Link> {
+        self.link.subscribe()
+    }
+
+    pub(crate) fn set_link(&self, link: Link) {
+        self.link.send_replace(link);
+    }
+
+    /// Resolves when the transport thread has finished (taken once).
+    pub(crate) fn take_done(&self) -> Option<oneshot::Receiver<()>> {
+        self.done
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+    }
+
+    /// Runs `f` for at most `limit`, timed by the transport runtime so it works on any
+    /// executor (or none). `None` on timeout.
+    pub(crate) async fn deadline<F: Future>(&self, limit: Duration, f: F) -> Option<F::Output> {
+        let (tx, rx) = oneshot::channel::<()>();
+        let timer = self.rt.spawn(async move {
+            tokio::time::sleep(limit).await;
+            let _ = tx.send(());
+        });
+        let out = match select(std::pin::pin!(f), rx).await {
+            Either::Left((v, _)) => Some(v),
+            Either::Right(_) => None,
+        };
+        timer.abort();
+        out
+    }
+}
+
+/// Starts the transport thread for `inner`. `None` if the runtime or thread cannot be made
+/// (the session then simply stays detached).
+pub(crate) fn start(inner: Arc<Inner>) -> Option<Handle> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .ok()?;
+    let handle = rt.handle().clone();
+    let (link, _) = watch::channel(Link::Detached);
+    let link = Arc::new(link);
+    let (done_tx, done_rx) = oneshot::channel();
+    let thread_link = Arc::clone(&link);
+    std::thread::Builder::new()
+        .name("graphmind-transport".into())
+        .spawn(move || {
+            let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                rt.block_on(run(&inner, &thread_link));
+            }));
+            if outcome.is_err() {
+                // Fail open even if something in here panicked.
+                inner.set_attached(false);
+                inner.gates.release_all(ReleaseReason::Disconnect);
+            }
+            thread_link.send_replace(Link::Closed);
+            drop(rt);
+            let _ = done_tx.send(());
+        })
+        .ok()?;
+    Some(Handle {
+        link,
+        rt: handle,
+        done: Mutex::new(Some(done_rx)),
+    })
+}
+
+enum Attempt {
+    Attached(Box<Socket>),
+    Failed,
+    VersionMismatch,
+}
+
+enum End {
+    /// Closed, reset, errored, or went quiet: reconnect.
+    Lost,
+    /// The session is shutting down.
+    Shutdown,
+}
+
+async fn run(inner: &Inner, link: &watch::Sender<Link>) {
+    let mut token: Option<String> = None;
+    let mut delay = Duration::ZERO;
+    let mut fast: Option<usize> = None;
+    loop {
+        if inner.shutdown.load(std::sync::atomic::Ordering::Relaxed) {
+            break;
+        }
+        if !delay.is_zero() && !wait_or_kick(inner, delay).await {
+            break;
+        }
+        inner
+            .kick
+            .store(false, std::sync::atomic::Ordering::Relaxed);
+        match attempt(inner, &mut token).await {
+            Attempt::Attached(ws) => {
+                link.send_replace(Link::Attached);
+                let end = connected(inner, *ws).await;
+                // Detach first so no new gate is registered behind release_all.
+                inner.set_attached(false);
+                link.send_replace(Link::Detached);
+                inner.gates.release_all(ReleaseReason::Disconnect);
+                if matches!(end, End::Shutdown) {
+                    break;
+                }
+                fast = Some(0);
+                delay = FAST_RETRIES[0];
+            }
+            Attempt::Failed => match fast {
+                Some(i) if i + 1 < FAST_RETRIES.len() => {
+                    fast = Some(i + 1);
+                    delay = FAST_RETRIES[i + 1];
+                }
+                _ => {
+                    fast = None;
+                    delay = inner.config.retry_interval;
+                }
+            },
+            Attempt::VersionMismatch => {
+                fast = None;
+                delay = inner.config.retry_interval;
+            }
+        }
+    }
+    inner.set_attached(false);
+    link.send_replace(Link::Closed);
+}
+
+/// Sleeps `delay` unless `ready()` kicks first. False when the session shuts down.
+async fn wait_or_kick(inner: &Inner, delay: Duration) -> bool {
+    use std::sync::atomic::Ordering::Relaxed;
+    let sleep = tokio::time::sleep(delay);
+    let mut sleep = std::pin::pin!(sleep);
+    loop {
+        if inner.shutdown.load(Relaxed) {
+            return false;
+        }
+        if inner.kick.load(Relaxed) {
+            return true;
+        }
+        tokio::select! {
+            () = &mut sleep => return !inner.shutdown.load(Relaxed),
+            () = inner.wake.notified() => {}
+        }
+    }
+}
+
+fn hello_frame(inner: &Inner, token: Option<&String>) -> String {
+    let cfg = &inner.config;
+    let hello = Hello {
+        versions: ClientVersions {
+            protocol: PROTOCOL_VERSION,
+            client: env!("CARGO_PKG_VERSION").to_owned(),
+            extra: Extra::new(),
+        },
+        capabilities: CAPABILITIES.iter().map(|c| (*c).to_owned()).collect(),
+        app: Some(cfg.app.clone()),
+        sdk: Some(SdkInfo {
+            name: cfg.sdk_name.clone(),
+            version: cfg.sdk_version.clone(),
+            extra: Extra::new(),
+        }),
+        resume_token: token.cloned(),
+        extra: Extra::new(),
+    };
+    Envelope::new(inner.next_seq(), now_ms(), RUN_ANY, Message::Hello(hello)).to_json()
+}
+
+async fn attempt(inner: &Inner, token: &mut Option<String>) -> Attempt {
+    let cfg = &inner.config;
+    let ws_config = WebSocketConfig::default()
+        .max_message_size(Some(MAX_FRAME))
+        .max_frame_size(Some(MAX_FRAME));
+    let connect =
+        tokio_tungstenite::connect_async_with_config(inner.url.as_str(), Some(ws_config), true);
+    let mut ws = match timeout(cfg.connect_timeout, connect).await {
+        Ok(Ok((ws, _))) => ws,
+        Ok(Err(tokio_tungstenite::tungstenite::Error::Url(e))) => {
+            inner.warn_once("bad-url", &format!("cannot use {}: {e}", inner.url));
+            return Attempt::Failed;
+        }
+        _ => return Attempt::Failed,
+    };
+    let deadline = Instant::now() + cfg.handshake_timeout;
+    let hello = hello_frame(inner, token.as_ref());
+    if !matches!(timeout_at(deadline, ws.send(Ws::text(hello))).await, Ok(Ok(()))) {
+        return Attempt::Failed;
+    }
+    loop {
+        let frame = match timeout_at(deadline, ws.next()).await {
+            Ok(Some(Ok(frame))) => frame,
+            // Timed out, closed or broken: give up this attempt.
+            _ => {
+                let _ = timeout(Duration::from_millis(50), ws.close(None)).await;
+                return Attempt::Failed;
+            }
+        };
+        let Ws::Text(text) = frame else {
+            continue;
+        };
+        match read_ack(text.as_str()) {
+            AckRead::NotAck => {}
+            AckRead::Mismatch(seen) => {
+                inner.warn_once(
+                    "version-mismatch",
+                    &format!(
+                        "the debugger at {} speaks GraphMind protocol {seen}, this client speaks {PROTOCOL_VERSION}: staying detached",
+                        inner.url
+                    ),
+                );
+                let _ = timeout(
+                    Duration::from_millis(100),
+                    ws.close(Some(CloseFrame {
+                        code: CloseCode::Protocol,
+                        reason: "protocol version mismatch".into(),
+                    })),
+                )
+                .await;
+                return Attempt::VersionMismatch;
+            }
+            AckRead::Ack(ack) => {
+                if let Some(t) = ack.session_token {
+                    *token = Some(t);
+                }
+                inner.set_debug_state(DebugState {
+                    breakpoints: ack.breakpoints,
+                    mode: ack.mode,
+                });
+                inner.ring().rewind();
+                inner.set_attached(true);
+                return Attempt::Attached(Box::new(ws));
+            }
+        }
+    }
+}
+
+struct Ack {
+    breakpoints: Vec<BreakpointMatcher>,
+    mode: Mode,
+    session_token: Option<String>,
+}
+
+enum AckRead {
+    NotAck,
+    /// The `gm` or `versions.protocol` seen.
+    Mismatch(String),
+    Ack(Ack),
+}
+
+/// Reads a handshake frame leniently, like the reference client: only `gm` and
+/// `payload.versions.protocol` are required of an ack; bad matchers are skipped and a
+/// missing or unknown mode means `run`.
+fn read_ack(text: &str) -> AckRead {
+    let Ok(Value::Object(obj)) = serde_json::from_str::<Value>(text) else {
+        return AckRead::NotAck;
+    };
+    match obj.get("gm") {
+        Some(Value::Number(n)) if n.as_u64() == Some(PROTOCOL_VERSION) => {}
+        Some(Value::Number(n)) if n.is_i64() || n.is_u64() => {
+            return AckRead::Mismatch(n.to_string());
+        }
+        _ => return AckRead::NotAck,
+    }
+    if obj.get("type").and_then(Value::as_str) != Some("hello.ack") {
+        return AckRead::NotAck;
+    }
+    let Some(Value::Object(payload)) = obj.get("payload") else {
+        return AckRead::NotAck;
+    };
+    match payload.get("versions").and_then(|v| v.get("protocol")) {
+        Some(Value::Number(n)) if n.as_u64() == Some(PROTOCOL_VERSION) => {}
+        Some(Value::Number(n)) if n.is_i64() || n.is_u64() => {
+            return AckRead::Mismatch(n.to_string());
+        }
+        _ => return AckRead::NotAck,
+    }
+    let breakpoints = payload
+        .get("breakpoints")
+        .and_then(Value::as_array)
+        .map(|list| {
+            list.iter()
+                .filter_map(|m| serde_json::from_value(m.clone()).ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    let mode = payload
+        .get("mode")
+        .and_then(Value::as_str)
+        .and_then(Mode::from_str)
+        .unwrap_or(Mode::Run);
+    let session_token = payload
+        .get("sessionToken")
+        .and_then(Value::as_str)
+        .filter(|t| !t.is_empty())
+        .map(str::to_owned);
+    AckRead::Ack(Ack {
+        breakpoints,
+        mode,
+        session_token,
+    })
+}
+
+async fn connected(inner: &Inner, ws: Socket) -> End {
+    use std::sync::atomic::Ordering::Relaxed;
+    let cfg = &inner.config;
+    let (mut sink, mut stream) = ws.split();
+    let mut ping = tokio::time::interval_at(Instant::now() + cfg.ping_interval, cfg.ping_interval);
+    ping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut last_heard = Instant::now();
+    let write_budget = cfg.pong_timeout.max(Duration::from_millis(200));
+    loop {
+        if inner.shutdown.load(Relaxed) {
+            let _ = timeout(FLUSH_BUDGET, send_pending(inner, &mut sink)).await;
+            let bye = Ws::Close(Some(CloseFrame {
+                code: CloseCode::Normal,
+                reason: "session disposed".into(),
+            }));
+            let _ = timeout(Duration::from_millis(100), sink.send(bye)).await;
+            return End::Shutdown;
+        }
+        if !matches!(
+            timeout(write_budget, send_pending(inner, &mut sink)).await,
+            Ok(Ok(()))
+        ) {
+            return End::Lost;
+        }
+        tokio::select! {
+            biased;
+            frame = stream.next() => match frame {
+                Some(Ok(frame)) => {
+                    last_heard = Instant::now();
+                    match frame {
+                        Ws::Text(text) => handle_control(inner, text.as_str()),
+                        Ws::Close(_) => return End::Lost,
+                        _ => {}
+                    }
+                }
+                None | Some(Err(_)) => return End::Lost,
+            },
+            () = inner.wake.notified() => {}
+            _ = ping.tick() => {
+                if last_heard.elapsed() >= cfg.pong_timeout {
+                    return End::Lost;
+                }
+                if !matches!(timeout(write_budget, sink.send(Ws::Ping(Bytes::new()))).await, Ok(Ok(()))) {
+                    return End::Lost;
+                }
+            }
+        }
+    }
+}
+
+/// Sends everything at or after the ring's cursor, in batches.
+async fn send_pending<S>(inner: &Inner, sink: &mut S) -> Result<(), S::Error>
+where
+    S: futures_util::Sink<Ws> + Unpin,
+{
+    loop {
+        let (batch, mut lost) = inner.ring().take_batch(BATCH);
+        let Some(last) = batch.last().map(|e| e.seq) else {
+            return Ok(());
+        };
+        for event in &batch {
+            let mut buf = Vec::with_capacity(256);
+            if event.write_json(lost, &mut buf) {
+                lost = 0;
+                if let Ok(text) = String::from_utf8(buf) {
+                    sink.feed(Ws::text(text)).await?;
+                }
+            }
+        }
+        sink.flush().await?;
+        inner.ring().delivered(last + 1);
+    }
+}
+
+/// Applies one frame from the debugger. Anything unknown, invalid or unexpected is ignored.
+fn handle_control(inner: &Inner, text: &str) {
+    let apply = || {
+        let Parsed::Ok(env) = graphmind_protocol::parse(text) else {
+            return;
+        };
+        match env.message {
+            Message::ExecResume(resume) => inner.gates.resolve(resume, &env.run_id),
+            Message::BreakpointSet(change) => inner.update_debug_state(|s| {
+                if !s.breakpoints.iter().any(|m| m.same_rule(&change.matcher)) {
+                    s.breakpoints.push(change.matcher);
+                }
+            }),
+            Message::BreakpointClear(change) => {
+                inner.update_debug_state(|s| s.breakpoints.retain(|m| !m.same_rule(&change.matcher)));
+            }
+            Message::ModeSet(set) => inner.update_debug_state(|s| s.mode = set.mode),
+            _ => {}
+        }
+    };
+    // A bug on the execution side must not end the transport.
+    let _ = std::panic::catch_unwind(AssertUnwindSafe(apply));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn minimal_ack_is_accepted() {
+        let ack = r#"{"gm":1,"seq":0,"ts":0,"runId":"*","type":"hello.ack","payload":{"versions":{"protocol":1}}}"#;
+        let AckRead::Ack(a) = read_ack(ack) else {
+            panic!("not an ack")
+        };
+        assert!(a.breakpoints.is_empty());
+        assert_eq!(a.mode, Mode::Run);
+        assert_eq!(a.session_token, None);
+    }
+
+    #[test]
+    fn ack_reading_sorts_mismatch_from_noise() {
+        assert!(matches!(read_ack("junk"), AckRead::NotAck));
+        assert!(matches!(
+            read_ack(r#"{"gm":1,"seq":0,"ts":0,"runId":"*","type":"mode.set","payload":{"mode":"step"}}"#),
+            AckRead::NotAck
+        ));
+        assert!(matches!(
+            read_ack(r#"{"gm":2,"seq":0,"ts":0,"runId":"*","type":"hello.ack","payload":{}}"#),
+            AckRead::Mismatch(v) if v == "2"
+        ));
+        assert!(matches!(
+            read_ack(r#"{"gm":1,"seq":0,"ts":0,"runId":"*","type":"hello.ack","payload":{"versions":{"protocol":2,"viewer":"x"}}}"#),
+            AckRead::Mismatch(v) if v == "2"
+        ));
+        let AckRead::Ack(a) = read_ack(
+            r#"{"gm":1,"seq":0,"ts":0,"runId":"*","type":"hello.ack","payload":{"versions":{"protocol":1},"breakpoints":[{"kind":"tool"},{"kind":"nope"},5],"mode":"step","sessionToken":"t"}}"#,
+        ) else {
+            panic!("not an ack")
+        };
+        assert_eq!(a.breakpoints.len(), 1);
+        assert_eq!(a.mode, Mode::Step);
+        assert_eq!(a.session_token.as_deref(), Some("t"));
+    }
+}

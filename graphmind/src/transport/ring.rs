@@ -1,0 +1,331 @@
+//! The replay ring: every event of the session, as structs, bounded by count and estimated
+//! bytes, oldest dropped first. It doubles as the outbox: the transport keeps a send cursor
+//! (a seq) and sends what lies at or after it, so an event is never copied on the app's path.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use graphmind_protocol::Message;
+use serde::ser::{SerializeMap, Serializer};
+use serde::Serialize;
+use serde_json::Value;
+
+/// One recorded event: a message stamped with its seq, time and run.
+#[derive(Debug)]
+pub(crate) struct Event {
+    pub(crate) seq: u64,
+    pub(crate) ts: u64,
+    pub(crate) run_id: String,
+    pub(crate) message: Message,
+    /// Estimated JSON size, for the byte limit.
+    pub(crate) size: usize,
+}
+
+impl Event {
+    /// Compact wire JSON, with `"dropped": n` after `payload` when `n` events were lost just
+    /// before this one (see [`Ring::take_batch`]).
+    pub(crate) fn write_json(&self, dropped: u64, out: &mut Vec<u8>) -> bool {
+        let start = out.len();
+        let frame = Frame {
+            event: self,
+            dropped,
+        };
+        if frame.serialize(&mut serde_json::Serializer::new(&mut *out)).is_err() {
+            out.truncate(start);
+            return false;
+        }
+        true
+    }
+}
+
+struct Frame<'a> {
+    event: &'a Event,
+    dropped: u64,
+}
+
+struct Payload<'a>(&'a Message);
+
+impl Serialize for Payload<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.payload_serialize(s)
+    }
+}
+
+impl Serialize for Frame<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let e = self.event;
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("gm", &graphmind_protocol::PROTOCOL_VERSION)?;
+        m.serialize_entry("seq", &e.seq)?;
+        m.serialize_entry("ts", &e.ts)?;
+        m.serialize_entry("runId", &e.run_id)?;
+        m.serialize_entry("type", e.message.type_name())?;
+        m.serialize_entry("payload", &Payload(&e.message))?;
+        if self.dropped > 0 {
+            m.serialize_entry("dropped", &self.dropped)?;
+        }
+        m.end()
+    }
+}
+
+/// Bounded, seq-ordered event store.
+#[derive(Debug)]
+pub(crate) struct Ring {
+    events: VecDeque<Arc<Event>>,
+    bytes: usize,
+    max_events: usize,
+    max_bytes: usize,
+    /// The next seq to hand out (hello and events share it).
+    next_seq: u64,
+    /// Events evicted so far (all of them, sent or not).
+    dropped: u64,
+    /// Events evicted before any connection sent them, not yet announced.
+    lost_unannounced: u64,
+    /// Every event below this seq has been written to some connection.
+    delivered_below: u64,
+    /// The transport sends events with `seq >= cursor`; reset to 0 on attach (replay).
+    cursor: u64,
+}
+
+impl Ring {
+    /// An empty ring; allocates nothing until the first push.
+    pub(crate) fn new(max_events: usize, max_bytes: usize) -> Self {
+        Self {
+            events: VecDeque::new(),
+            bytes: 0,
+            max_events: max_events.max(1),
+            max_bytes: max_bytes.max(1),
+            next_seq: 0,
+            dropped: 0,
+            lost_unannounced: 0,
+            delivered_below: 0,
+            cursor: 0,
+        }
+    }
+
+    /// Takes the next seq without recording an event (the `hello`).
+    pub(crate) fn take_seq(&mut self) -> u64 {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        seq
+    }
+
+    /// The last seq handed out, if any.
+    pub(crate) fn last_seq(&self) -> Option<u64> {
+        self.next_seq.checked_sub(1)
+    }
+
+    /// Stamps `message` with the next seq and stores it, evicting the oldest events while a
+    /// limit would be exceeded. Returns the seq.
+    pub(crate) fn push(&mut self, ts: u64, run_id: &str, message: Message) -> u64 {
+        let seq = self.take_seq();
+        let size = estimate(&message) + run_id.len() + 64;
+        while !self.events.is_empty()
+            && (self.events.len() >= self.max_events || self.bytes + size > self.max_bytes)
+        {
+            self.evict_oldest();
+        }
+        self.bytes += size;
+        self.events.push_back(Arc::new(Event {
+            seq,
+            ts,
+            run_id: run_id.to_owned(),
+            message,
+            size,
+        }));
+        seq
+    }
+
+    fn evict_oldest(&mut self) {
+        if let Some(old) = self.events.pop_front() {
+            self.bytes = self.bytes.saturating_sub(old.size);
+            self.dropped += 1;
+            if old.seq >= self.delivered_below {
+                self.lost_unannounced += 1;
+            }
+        }
+    }
+
+    /// Events held now.
+    pub(crate) fn len(&self) -> usize {
+        self.events.len()
+    }
+
+    /// Events evicted so far.
+    pub(crate) fn dropped(&self) -> u64 {
+        self.dropped
+    }
+
+    /// Starts a replay: the next batches begin with the oldest event.
+    pub(crate) fn rewind(&mut self) {
+        self.cursor = 0;
+    }
+
+    /// Up to `max` events at or after the cursor, oldest first, plus the number of lost
+    /// events to announce with the first of them. Advances the cursor past them (the caller
+    /// reports success with [`Ring::delivered`]).
+    pub(crate) fn take_batch(&mut self, max: usize) -> (Vec<Arc<Event>>, u64) {
+        let start = self.events.partition_point(|e| e.seq < self.cursor);
+        let batch: Vec<Arc<Event>> = self.events.range(start..).take(max).cloned().collect();
+        if let Some(last) = batch.last() {
+            self.cursor = last.seq + 1;
+            let lost = std::mem::take(&mut self.lost_unannounced);
+            (batch, lost)
+        } else {
+            (batch, 0)
+        }
+    }
+
+    /// Records that every event below `seq` reached a connection.
+    pub(crate) fn delivered(&mut self, below: u64) {
+        self.delivered_below = self.delivered_below.max(below);
+    }
+}
+
+/// A cheap upper-bound-ish estimate of a message's JSON size, without serializing it.
+pub(crate) fn estimate(message: &Message) -> usize {
+    use Message as M;
+    let extra = |x: &graphmind_protocol::Extra| map_size(x, 0);
+    match message {
+        M::RunStarted(p) => {
+            64 + p.app.len()
+                + p.sdk.name.len()
+                + p.sdk.version.len()
+                + p.meta.as_ref().map_or(0, |m| map_size(m, 0))
+                + extra(&p.extra)
+        }
+        M::RunFinished(p) => {
+            32 + p.error.as_ref().map_or(0, |e| {
+                e.name.len() + e.message.len() + e.stack.as_ref().map_or(0, String::len) + 48
+            }) + extra(&p.extra)
+        }
+        M::GraphHint(p) => {
+            16 + p
+                .nodes
+                .iter()
+                .map(|n| {
+                    64 + n.node_id.len() + n.name.len() + n.parent_id.as_ref().map_or(0, String::len)
+                })
+                .sum::<usize>()
+                + extra(&p.extra)
+        }
+        M::NodeStarted(p) => {
+            80 + p.node_id.len()
+                + p.name.len()
+                + p.instance_id.len()
+                + p.parent_id.as_ref().map_or(0, String::len)
+                + p.input.as_ref().map_or(0, |v| value_size(v, 0))
+                + extra(&p.extra)
+        }
+        M::NodeToken(p) => {
+            32 + p.node_id.len()
+                + p.deltas.iter().map(|d| 20 + d.v.len()).sum::<usize>()
+                + extra(&p.extra)
+        }
+        M::NodeFinished(p) => {
+            96 + p.node_id.len()
+                + p.instance_id.as_ref().map_or(0, String::len)
+                + p.output.as_ref().map_or(0, |v| value_size(v, 0))
+                + extra(&p.extra)
+        }
+        M::NodeError(p) => {
+            80 + p.node_id.len()
+                + p.error.name.len()
+                + p.error.message.len()
+                + p.error.stack.as_ref().map_or(0, String::len)
+                + extra(&p.extra)
+        }
+        M::ExecPaused(p) => 64 + p.pause_id.len() + p.node_id.len() + extra(&p.extra),
+        M::ExecResumed(p) => 48 + p.pause_id.len() + extra(&p.extra),
+        M::ExecRefused(p) => {
+            64 + p.pause_id.len() + p.message.as_ref().map_or(0, String::len) + extra(&p.extra)
+        }
+        M::Unknown { payload, .. } => 16 + value_size(payload, 0),
+        // Controls and handshake frames are never recorded by the client; a flat guess.
+        _ => 256,
+    }
+}
+
+/// Deeper than this, a value is counted at a flat rate instead of walked.
+const SIZE_DEPTH: usize = 16;
+
+fn map_size(map: &serde_json::Map<String, Value>, depth: usize) -> usize {
+    if map.is_empty() {
+        return 0;
+    }
+    2 + map
+        .iter()
+        .map(|(k, v)| k.len() + 4 + value_size(v, depth + 1))
+        .sum::<usize>()
+}
+
+fn value_size(v: &Value, depth: usize) -> usize {
+    if depth > SIZE_DEPTH {
+        return 64;
+    }
+    match v {
+        Value::Null | Value::Bool(_) => 5,
+        Value::Number(_) => 12,
+        Value::String(s) => s.len() + 2,
+        Value::Array(items) => 2 + items.iter().map(|x| 1 + value_size(x, depth + 1)).sum::<usize>(),
+        Value::Object(map) => map_size(map, depth).max(2),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use graphmind_protocol::{ExecResumed, Extra, ResumeAction};
+
+    fn msg(n: usize) -> Message {
+        Message::ExecResumed(ExecResumed {
+            pause_id: format!("p{n}"),
+            action: ResumeAction::Continue,
+            extra: Extra::new(),
+        })
+    }
+
+    #[test]
+    fn drops_oldest_and_counts_losses_once() {
+        let mut r = Ring::new(3, usize::MAX);
+        for i in 0..5 {
+            r.push(0, "run", msg(i));
+        }
+        assert_eq!(r.len(), 3);
+        assert_eq!(r.dropped(), 2);
+        let (batch, lost) = r.take_batch(10);
+        assert_eq!(batch.iter().map(|e| e.seq).collect::<Vec<_>>(), [2, 3, 4]);
+        assert_eq!(lost, 2);
+        r.delivered(5);
+        // Evicting delivered events is not a loss.
+        r.push(0, "run", msg(5));
+        let (batch, lost) = r.take_batch(10);
+        assert_eq!(batch.len(), 1);
+        assert_eq!(lost, 0);
+        r.rewind();
+        assert_eq!(r.take_batch(10).0.first().map(|e| e.seq), Some(3));
+    }
+
+    #[test]
+    fn byte_limit_evicts_too() {
+        let mut r = Ring::new(100, 300);
+        for i in 0..10 {
+            r.push(0, "run", msg(i));
+        }
+        assert!(r.len() < 10 && r.len() >= 1);
+        assert_eq!(r.dropped() as usize, 10 - r.len());
+    }
+
+    #[test]
+    fn frame_has_wire_order_and_announces_drops() {
+        let mut r = Ring::new(10, usize::MAX);
+        r.push(7, "run_1", msg(0));
+        let (batch, _) = r.take_batch(1);
+        let mut out = Vec::new();
+        assert!(batch[0].write_json(3, &mut out));
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            r#"{"gm":1,"seq":0,"ts":7,"runId":"run_1","type":"exec.resumed","payload":{"pauseId":"p0","action":"continue"},"dropped":3}"#
+        );
+    }
+}
