@@ -1,0 +1,178 @@
+// The inspector: every execution of the selected node, newest first.
+
+import { fmtMs } from './canvas.js';
+
+const SHOW_CHARS = 20_000;
+
+function el(tag, cls, text) {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text != null) e.textContent = text;
+  return e;
+}
+
+function json(v) {
+  if (v === undefined) return '';
+  try {
+    return typeof v === 'string' ? JSON.stringify(v) : JSON.stringify(v, null, 2);
+  } catch {
+    return String(v);
+  }
+}
+
+function block(label, text, testid, cls) {
+  const wrap = el('div', `field ${cls || ''}`);
+  wrap.dataset.testid = testid;
+  wrap.append(el('div', 'field-label', label));
+  const pre = el('pre', 'field-value');
+  if (text.length > SHOW_CHARS) {
+    pre.textContent = `${text.slice(0, SHOW_CHARS)}\n…`;
+    const more = el('button', 'btn small', `show all ${text.length.toLocaleString()} chars`);
+    more.type = 'button';
+    more.addEventListener('click', () => {
+      pre.textContent = text;
+      more.remove();
+    });
+    wrap.append(pre, more);
+  } else {
+    pre.textContent = text;
+    wrap.append(pre);
+  }
+  return wrap;
+}
+
+export class Inspector {
+  /**
+   * @param {HTMLElement} root
+   * @param {{toggleBreakpoint:(node:any, point:string)=>void, canControl:()=>boolean}} hooks
+   */
+  constructor(root, hooks) {
+    this.root = root;
+    this.hooks = hooks;
+    this.closedExecs = new Set();
+    this.sig = '';
+  }
+
+  clear() {
+    this.sig = '';
+    this.root.replaceChildren(el('div', 'inspector-empty', 'Select a node to see every execution: input, output, error, usage and timings.'));
+    this.root.dataset.nodeId = '';
+  }
+
+  /**
+   * @param {import('./model.js').RunModel} model
+   * @param {string} nodeId
+   * @param {{held:Map<string,any[]>, breakpoints:any[]}} ctx
+   */
+  render(model, nodeId, ctx) {
+    const n = model.nodes.get(nodeId);
+    if (!n) return this.clear();
+    const held = ctx.held.get(nodeId) || [];
+    const bpSig = JSON.stringify(ctx.breakpoints);
+    const sig = `${nodeId}|${model.eventCount}|${held.map((p) => p.pauseId).join(',')}|${bpSig}|${this.hooks.canControl()}`;
+    if (sig === this.sig) return;
+    this.sig = sig;
+    const scroll = this.root.scrollTop;
+    this.root.dataset.nodeId = nodeId;
+
+    const head = el('div', 'insp-head');
+    const title = el('div', 'insp-title');
+    title.append(el('span', `kind kind-${n.kind}`, n.kind), ' ', el('span', 'name', n.name));
+    const id = el('div', 'insp-id', n.nodeId);
+    head.append(title, id);
+    const facts = el('div', 'insp-facts');
+    facts.append(`${n.execs.length} execution${n.execs.length === 1 ? '' : 's'}`);
+    if (n.parentId) facts.append(` · parent ${n.parentId}`);
+    if (n.ghost) facts.append(' · not run yet');
+    head.append(facts);
+
+    const bpRow = el('div', 'insp-bps');
+    for (const point of ['before', 'after', 'error']) {
+      const on = (ctx.breakpoints || []).some((m) => m && m.kind === n.kind && m.name === n.name && (m.point ?? 'before') === point);
+      const b = el('button', `btn small${on ? ' on' : ''}`, `${on ? '● ' : ''}break ${point}`);
+      b.type = 'button';
+      b.dataset.testid = `insp-break-${point}`;
+      b.disabled = !this.hooks.canControl();
+      b.title = on ? `remove the breakpoint ${point} ${n.nodeId}` : `hold ${n.kind} ${n.name} at ${point}`;
+      b.addEventListener('click', () => this.hooks.toggleBreakpoint(n, point, on));
+      bpRow.append(b);
+    }
+    head.append(bpRow);
+
+    const list = el('div', 'execs');
+    const execs = n.execs.slice().reverse();
+    execs.forEach((e, i) => list.append(this.exec(model, n, e, execs.length - i, held)));
+    if (!execs.length) list.append(el('div', 'inspector-empty', 'This node has not run yet (drawn from graph.hint).'));
+    this.root.replaceChildren(head, list);
+    this.root.scrollTop = scroll;
+  }
+
+  exec(model, n, e, index, held) {
+    const d = el('details', 'exec');
+    d.dataset.testid = 'exec';
+    d.dataset.instanceId = e.instanceId;
+    d.open = !this.closedExecs.has(e.instanceId);
+    d.addEventListener('toggle', () => {
+      if (d.open) this.closedExecs.delete(e.instanceId);
+      else this.closedExecs.add(e.instanceId);
+    });
+    const isHeld = held.some((p) => !p.instanceId || p.instanceId === e.instanceId) && e.open;
+    const status = isHeld ? 'paused' : e.status;
+    const s = el('summary', 'exec-sum');
+    s.append(el('span', 'exec-n', `#${index}`), ' ');
+    const st = el('span', `pill st-${status}`, status);
+    st.dataset.testid = 'exec-status';
+    s.append(st, ' ');
+    if (e.injected) {
+      const inj = el('span', 'badge injected', e.recoveredFromError ? 'injected (recovered)' : 'injected');
+      inj.dataset.testid = 'exec-injected';
+      s.append(inj, ' ');
+    }
+    if (e.ungated) s.append(el('span', 'badge ungated', 'ungated'), ' ');
+    s.append(el('span', 'exec-id', e.instanceId));
+    d.append(s);
+
+    const facts = el('div', 'exec-facts');
+    const add = (k, v, testid) => {
+      const f = el('span', 'fact');
+      f.append(el('b', null, k), ' ', v);
+      if (testid) f.dataset.testid = testid;
+      facts.append(f);
+    };
+    if (e.durationMs != null) {
+      const heldMs = e.heldMs ?? 0;
+      add('duration', fmtMs(e.durationMs), 'exec-duration');
+      add('ran', fmtMs(Math.max(0, e.durationMs - heldMs)), 'exec-ran');
+      add('held', fmtMs(heldMs), 'exec-held');
+    } else if (e.open && e.startedAt) {
+      add('running since', new Date(e.startedAt).toLocaleTimeString());
+    }
+    add('attempts', String(e.attempts), 'exec-attempts');
+    if (e.usage) {
+      const u = e.usage;
+      const parts = [];
+      if (u.inputTokens != null) parts.push(`${u.inputTokens} in`);
+      if (u.outputTokens != null) parts.push(`${u.outputTokens} out`);
+      for (const [k, v] of Object.entries(u)) {
+        if (k !== 'inputTokens' && k !== 'outputTokens' && (typeof v === 'number' || typeof v === 'string')) parts.push(`${v} ${k}`);
+      }
+      add('usage', parts.join(' · '), 'exec-usage');
+    }
+    if (e.pauses.length) {
+      add('gates', e.pauses.map((p) => `${p.point}${p.action ? ` → ${p.action}` : ' (held)'}${p.refused ? ` refused: ${p.refused.message || p.refused.code}` : ''}`).join(', '), 'exec-gates');
+    }
+    d.append(facts);
+    if (e.input !== undefined) d.append(block('input', json(e.input), 'exec-input'));
+    if (e.reasoning) d.append(block('reasoning', e.reasoning, 'exec-reasoning', 'reasoning'));
+    if (e.text) d.append(block('streamed text', e.text, 'exec-text'));
+    if (e.toolArgs) d.append(block('tool-call arguments', e.toolArgs, 'exec-tool-args'));
+    if (e.output !== undefined) d.append(block(e.injected ? 'output (injected)' : 'output', json(e.output), 'exec-output'));
+    if (e.error) {
+      const msg = `${e.error.name || 'Error'}: ${e.error.message ?? ''}`;
+      d.append(block('error', msg, 'exec-error', 'error'));
+      if (e.error.stack) d.append(block('stack', String(e.error.stack), 'exec-stack', 'error'));
+    }
+    if (Object.keys(e.extras).length) d.append(block('extras', json(e.extras), 'exec-extras'));
+    return d;
+  }
+}

@@ -1,0 +1,538 @@
+// graphmind viewer: wiring between the /ws/ui feed, the run model and the panels.
+// A no-build page: plain ES modules served from the graphmind binary.
+
+import { Feed } from './feed.js';
+import { RunModel, deriveReason } from './model.js';
+import { Canvas, fmtMs } from './canvas.js';
+import { Gates, outcomeText } from './gate.js';
+import { Inspector } from './inspector.js';
+
+const TOKEN_KEY = 'graphmind.viewerToken';
+const $ = (sel) => document.querySelector(sel);
+
+function el(tag, cls, text) {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text != null) e.textContent = text;
+  return e;
+}
+
+// ---- the token and the deep link, read once; the token leaves the address bar at once ----
+function readLocation() {
+  const hash = new URLSearchParams(location.hash.replace(/^#\/?/, ''));
+  const query = new URLSearchParams(location.search);
+  const t = hash.get('token');
+  if (t) sessionStorage.setItem(TOKEN_KEY, t);
+  const run = hash.get('run') || query.get('run');
+  const node = hash.get('node') || query.get('node');
+  if (t || query.has('run')) {
+    const keep = new URLSearchParams();
+    if (run) keep.set('run', run);
+    if (node) keep.set('node', node);
+    const rest = keep.toString();
+    history.replaceState(null, '', location.pathname + (rest ? `#${rest}` : ''));
+  }
+  return { run, node };
+}
+
+const deep = readLocation();
+
+const state = {
+  token: sessionStorage.getItem(TOKEN_KEY),
+  tokenRejected: false,
+  conn: 'connecting',
+  runs: new Map(),
+  debug: { breakpoints: [], mode: 'run' },
+  pauses: [],
+  selectedRun: deep.run || null,
+  follow: !deep.run,
+  model: null,
+  replayed: false,
+  selectedNode: deep.node || null,
+  subscribedAt: 0,
+  hubVersion: null,
+};
+
+const metrics = { replayMs: null, renderMs: null, events: 0, nodes: 0, runId: null };
+window.__graphmindViewer = { state, metrics };
+
+const canControl = () => Boolean(state.token) && !state.tokenRejected;
+
+// ---- feed ----
+const wsUrl = `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/ws/ui`;
+const feed = new Feed(wsUrl, {
+  onState: (s, info) => {
+    state.conn = s;
+    const c = $('#conn');
+    c.dataset.state = s;
+    c.textContent = s === 'open' ? 'connected' : s === 'connecting' ? 'connecting…' : `disconnected · retrying in ${Math.ceil((info?.retryInMs ?? 0) / 100) / 10} s`;
+    c.title = s === 'open' ? `connected to ${wsUrl}` : 'the page reconnects by itself when the hub is back';
+    document.body.classList.toggle('offline', s !== 'open');
+  },
+  onFrame,
+});
+
+function onFrame(f) {
+  switch (f.type) {
+    case 'hello':
+      state.hubVersion = f.version ?? null;
+      state.runs.clear();
+      for (const r of f.runs || []) if (r && r.runId) state.runs.set(r.runId, r);
+      if (f.debug) setDebug(f.debug);
+      state.pauses = Array.isArray(f.pauses) ? f.pauses : [];
+      if (!state.selectedRun || (!state.runs.has(state.selectedRun) && state.follow)) {
+        const newest = newestRun();
+        if (newest) state.selectedRun = newest.runId;
+      }
+      if (state.selectedRun) subscribe(state.selectedRun, true);
+      scheduleRuns();
+      renderDebug();
+      scheduleCanvas();
+      break;
+    case 'run': {
+      const r = f.run;
+      if (!r || !r.runId) break;
+      const isNew = !state.runs.has(r.runId);
+      state.runs.set(r.runId, r);
+      if (isNew && state.follow && r.runId !== state.selectedRun) {
+        const cur = state.runs.get(state.selectedRun);
+        if (!cur || (r.startedAt ?? 0) >= (cur.startedAt ?? 0)) selectRun(r.runId, false);
+      }
+      if (r.runId === state.selectedRun) scheduleCanvas();
+      scheduleRuns();
+      break;
+    }
+    case 'debug':
+      setDebug(f);
+      renderDebug();
+      scheduleCanvas();
+      break;
+    case 'pauses':
+      state.pauses = Array.isArray(f.pauses) ? f.pauses : [];
+      scheduleRuns();
+      scheduleCanvas();
+      break;
+    case 'events':
+      if (f.runId !== state.selectedRun || !state.model || !Array.isArray(f.events)) break;
+      for (const env of f.events) state.model.apply(env);
+      if (state.replayed || performance.now() - state.subscribedAt > 400) scheduleCanvas();
+      break;
+    case 'replayed':
+      if (f.runId !== state.selectedRun || !state.model) break;
+      state.replayed = true;
+      metrics.replayMs = performance.now() - state.subscribedAt;
+      renderNow();
+      metrics.renderMs = performance.now() - state.subscribedAt;
+      metrics.events = state.model.eventCount;
+      metrics.nodes = state.model.nodes.size;
+      metrics.runId = f.runId;
+      $('#viewport').dataset.replayed = 'true';
+      break;
+    case 'result':
+      if (f.outcome === 'unauthorized') {
+        state.tokenRejected = true;
+        renderTokenNote();
+      }
+      break;
+    default:
+  }
+}
+
+function setDebug(d) {
+  state.debug = { breakpoints: Array.isArray(d.breakpoints) ? d.breakpoints : [], mode: d.mode === 'step' ? 'step' : 'run' };
+}
+
+function newestRun() {
+  let best = null;
+  for (const r of state.runs.values()) if (!best || (r.startedAt ?? 0) > (best.startedAt ?? 0)) best = r;
+  return best;
+}
+
+function subscribe(runId, fresh) {
+  state.model = new RunModel(runId);
+  state.replayed = false;
+  state.subscribedAt = performance.now();
+  $('#viewport').dataset.replayed = 'false';
+  $('#viewport').dataset.runId = runId;
+  if (fresh !== false) canvas.reset(state.model);
+  feed.send({ type: 'subscribe', runId });
+  // a hub that never says `replayed` still gets drawn
+  setTimeout(() => {
+    if (state.model && state.model.runId === runId && !state.replayed) scheduleCanvas();
+  }, 500);
+}
+
+function selectRun(runId, byUser) {
+  if (byUser) state.follow = false;
+  $('#follow').checked = state.follow;
+  if (runId === state.selectedRun && state.model) return;
+  state.selectedRun = runId;
+  state.selectedNode = null;
+  history.replaceState(null, '', `${location.pathname}#run=${encodeURIComponent(runId)}`);
+  subscribe(runId, true);
+  inspector.clear();
+  scheduleRuns();
+  scheduleCanvas();
+}
+
+function selectNode(nodeId) {
+  state.selectedNode = nodeId;
+  const p = new URLSearchParams();
+  if (state.selectedRun) p.set('run', state.selectedRun);
+  if (nodeId) p.set('node', nodeId);
+  history.replaceState(null, '', `${location.pathname}#${p.toString()}`);
+  inspector.sig = '';
+  scheduleCanvas();
+}
+
+// ---- control ----
+async function control(frame) {
+  if (!canControl()) {
+    toast('Control needs the link `graphmind serve` printed (it carries #token=…).');
+    return { ok: false, outcome: 'unauthorized' };
+  }
+  const r = await feed.request({ ...frame, token: state.token });
+  if (!r.ok && r.outcome !== 'refused') toast(outcomeText(r));
+  return r;
+}
+
+const act = (pause, action, output) => {
+  const f = { type: 'resume', runId: pause.runId, pauseId: pause.pauseId, action };
+  if (action === 'inject') f.output = output;
+  return control(f);
+};
+
+async function step(pause) {
+  const r = await control({ type: 'mode.set', mode: 'step' });
+  if (!r.ok) return r;
+  return act(pause, 'continue');
+}
+
+function setBreakpoint(matcher, on) {
+  return control({ type: on ? 'breakpoint.set' : 'breakpoint.clear', matcher });
+}
+
+// ---- panels ----
+const canvas = new Canvas($('#viewport'), {
+  onSelect: (id) => selectNode(id),
+  onToggleGroup: (id) => {
+    canvas.toggleGroup(id);
+    scheduleCanvas();
+  },
+  onTransform: () => gates.position(canvas),
+});
+
+const gates = new Gates($('#overlay'), {
+  act,
+  step,
+  canControl,
+  prefill(pause) {
+    const n = state.model?.nodes.get(pause.nodeId);
+    if (pause.point === 'after' && pause.output !== undefined && pause.output !== null) return pause.output;
+    if (n) {
+      const open = n.execs.find((e) => e.instanceId === pause.instanceId) || n.execs[n.execs.length - 1];
+      if (pause.point === 'after' && open && open.output !== undefined) return open.output;
+      for (let i = n.execs.length - 1; i >= 0; i--) {
+        const e = n.execs[i];
+        if (e.status === 'ok' && e.output !== undefined && e !== open) return e.output;
+      }
+    }
+    return {};
+  },
+  describe(pause) {
+    const reason = deriveReason(pause, state.debug);
+    const why = {
+      breakpoint: 'a breakpoint matched',
+      error: 'it failed and pause-on-error is on',
+      step: 'step mode holds every step',
+      loop: 'the same call repeated (loop guard)',
+    }[reason] || reason;
+    const err = pause.error && pause.point === 'error' ? ` — ${pause.error.name || 'Error'}: ${pause.error.message ?? ''}` : '';
+    const since = pause.since ? ` · held ${fmtMs(Date.now() - pause.since)}` : '';
+    return {
+      where: `Held ${pause.point === 'error' ? 'on error at' : pause.point} ${pause.nodeId}`,
+      why: `Why: ${why}${err}${pause.instanceId ? ` · ${pause.instanceId}` : ''}${since}`,
+    };
+  },
+});
+
+const inspector = new Inspector($('#inspector'), {
+  canControl,
+  toggleBreakpoint: (n, point, on) => setBreakpoint({ kind: n.kind, name: n.name, point }, !on),
+});
+inspector.clear();
+
+// ---- render scheduling ----
+let canvasQueued = false;
+let runsQueued = false;
+let lastInspector = 0;
+
+function scheduleCanvas() {
+  if (canvasQueued) return;
+  canvasQueued = true;
+  requestAnimationFrame(() => {
+    canvasQueued = false;
+    renderNow();
+  });
+}
+
+function scheduleRuns() {
+  if (runsQueued) return;
+  runsQueued = true;
+  requestAnimationFrame(() => {
+    runsQueued = false;
+    renderRuns();
+  });
+}
+
+function heldMap() {
+  const m = new Map();
+  for (const p of state.pauses) {
+    if (p.runId !== state.selectedRun) continue;
+    if (!m.has(p.nodeId)) m.set(p.nodeId, []);
+    m.get(p.nodeId).push(p);
+  }
+  return m;
+}
+
+function renderNow() {
+  const model = state.model;
+  const empty = $('#empty');
+  const runPauses = state.pauses.filter((p) => p.runId === state.selectedRun);
+  if (!model) {
+    empty.hidden = false;
+    empty.textContent = state.runs.size ? 'Select a run.' : 'No runs yet. Start an instrumented app, or run `graphmind demo`.';
+    gates.update([]);
+    renderTitle();
+    return;
+  }
+  const run = state.runs.get(model.runId);
+  const ended = run ? run.status !== 'running' : model.status !== 'running';
+  const ctx = { held: heldMap(), breakpoints: state.debug.breakpoints, selected: state.selectedNode, ended };
+  canvas.render(model, ctx);
+  empty.hidden = model.nodes.size > 0;
+  empty.textContent = state.replayed ? 'This run has no nodes yet.' : 'Loading…';
+  const fresh = gates.update(runPauses);
+  gates.position(canvas);
+  if (fresh.length) {
+    const p = runPauses.find((x) => x.pauseId === fresh[0]);
+    if (p) {
+      canvas.reveal(p.nodeId);
+      if (!state.selectedNode) selectNode(p.nodeId);
+      const active = document.activeElement;
+      if (!active || !['INPUT', 'TEXTAREA', 'SELECT'].includes(active.tagName)) {
+        gates.banners.get(p.pauseId)?.root.querySelector('[data-testid="gate-continue"]')?.focus({ preventScroll: true });
+      }
+    }
+    gates.position(canvas);
+  }
+  const now = performance.now();
+  if (state.selectedNode && (now - lastInspector > 200 || !inspector.sig)) {
+    lastInspector = now;
+    inspector.render(model, state.selectedNode, ctx);
+  } else if (state.selectedNode) {
+    scheduleInspectorLater();
+  } else if (inspector.root.dataset.nodeId) {
+    inspector.clear();
+  }
+  renderTitle();
+}
+
+let inspTimer = null;
+function scheduleInspectorLater() {
+  if (inspTimer) return;
+  inspTimer = setTimeout(() => {
+    inspTimer = null;
+    scheduleCanvas();
+  }, 220);
+}
+
+function runTitle(r) {
+  return r?.name || state.model?.name || r?.runId || '';
+}
+
+function renderTitle() {
+  const t = $('#run-title');
+  const r = state.runs.get(state.selectedRun);
+  if (!state.selectedRun) {
+    t.textContent = '';
+    return;
+  }
+  const m = state.model;
+  const status = r?.status ?? m?.status ?? '';
+  t.replaceChildren(
+    el('b', null, runTitle(r)),
+    ' ',
+    el('span', 'muted', `${r?.app ?? m?.app ?? ''} · ${state.selectedRun}`),
+    ' ',
+    Object.assign(el('span', `pill st-${status}`, status), { title: 'run status' }),
+  );
+  t.dataset.status = status;
+}
+
+function renderRuns() {
+  const ul = $('#runs');
+  const list = [...state.runs.values()].sort((a, b) => (b.startedAt ?? 0) - (a.startedAt ?? 0));
+  const heldRuns = new Set(state.pauses.map((p) => p.runId));
+  const items = list.map((r) => {
+    const li = el('li', `run${r.runId === state.selectedRun ? ' selected' : ''}`);
+    li.dataset.testid = 'run-item';
+    li.dataset.runId = r.runId;
+    li.dataset.status = r.status;
+    li.tabIndex = 0;
+    const top = el('div', 'run-top');
+    const live = el('span', `live${r.live ? ' on' : ''}`);
+    live.dataset.testid = 'run-live';
+    live.title = r.live ? 'live: the app is connected' : 'not live';
+    top.append(live, el('span', 'run-name', runTitle(r)), el('span', `pill st-${r.status}`, r.status));
+    if (heldRuns.has(r.runId)) {
+      const h = el('span', 'pill st-paused', 'held');
+      h.dataset.testid = 'run-held';
+      top.append(h);
+    }
+    const bottom = el('div', 'run-bottom');
+    const dur = r.durationMs ?? (r.status === 'running' && r.startedAt ? Date.now() - r.startedAt : null);
+    bottom.append(
+      el('span', 'run-app', r.app || '?'),
+      el('span', 'run-dur', dur != null ? fmtMs(dur) : ''),
+      Object.assign(el('span', 'run-events', `${r.eventCount ?? 0} ev`), { title: 'events' }),
+    );
+    if (r.startedAt) li.title = `${r.runId} · started ${new Date(r.startedAt).toLocaleString()}`;
+    li.append(top, bottom);
+    li.addEventListener('click', () => selectRun(r.runId, true));
+    li.addEventListener('keydown', (ev) => ev.key === 'Enter' && selectRun(r.runId, true));
+    return li;
+  });
+  ul.replaceChildren(...items);
+  $('#runs-empty').hidden = items.length > 0;
+  renderTitle();
+}
+
+function renderDebug() {
+  const { breakpoints, mode } = state.debug;
+  for (const m of ['run', 'step']) {
+    const b = $(`[data-testid="mode-${m}"]`);
+    b.classList.toggle('on', mode === m);
+    b.setAttribute('aria-pressed', String(mode === m));
+  }
+  $('[data-testid="debug-controls"]').dataset.mode = mode;
+  const poe = $('#pause-on-error');
+  poe.checked = breakpoints.some((m) => isPauseOnError(m));
+  const list = $('#bps');
+  list.replaceChildren(
+    ...breakpoints.map((m) => {
+      const chip = el('span', 'chip');
+      chip.dataset.testid = 'bp-chip';
+      chip.dataset.matcher = JSON.stringify(m);
+      const label = [m.kind ?? '*', m.name ?? '*'].join(':') + ` @${m.point ?? 'before'}`;
+      chip.append(el('span', null, isPauseOnError(m) ? 'any error' : label));
+      const x = el('button', 'chip-x', '×');
+      x.type = 'button';
+      x.dataset.testid = 'bp-remove';
+      x.title = 'remove this breakpoint';
+      x.disabled = !canControl();
+      x.addEventListener('click', () => setBreakpoint(m, false));
+      chip.append(x);
+      return chip;
+    }),
+  );
+  for (const e of document.querySelectorAll('.needs-token')) e.disabled = !canControl();
+}
+
+function isPauseOnError(m) {
+  return m && m.point === 'error' && m.kind == null && m.name == null;
+}
+
+function renderTokenNote() {
+  const note = $('#token-note');
+  if (state.token && !state.tokenRejected) {
+    note.hidden = true;
+    return;
+  }
+  note.hidden = false;
+  note.dataset.reason = state.token ? 'rejected' : 'missing';
+  note.textContent = state.token
+    ? 'The hub refused this tab’s viewer token (the hub restarted?). Open the link `graphmind serve` printed to control runs again; watching still works.'
+    : 'Read-only: runs show, but continuing, injecting or setting breakpoints needs the link `graphmind serve` printed (it carries #token=…).';
+  renderDebug();
+}
+
+let toastTimer = null;
+function toast(text) {
+  const t = $('#toast');
+  t.textContent = text;
+  t.hidden = false;
+  clearTimeout(toastTimer);
+  toastTimer = setTimeout(() => (t.hidden = true), 6000);
+}
+
+// ---- controls in the header ----
+$('[data-testid="mode-run"]').addEventListener('click', () => control({ type: 'mode.set', mode: 'run' }));
+$('[data-testid="mode-step"]').addEventListener('click', () => control({ type: 'mode.set', mode: 'step' }));
+$('#pause-on-error').addEventListener('change', (ev) => {
+  const want = ev.target.checked;
+  ev.target.checked = !want; // the hub's debug frame decides
+  setBreakpoint({ point: 'error' }, want);
+});
+$('#bp-form').addEventListener('submit', (ev) => {
+  ev.preventDefault();
+  const kind = $('#bp-kind').value.trim();
+  const name = $('#bp-name').value.trim();
+  const point = $('#bp-point').value;
+  const m = {};
+  if (kind) m.kind = kind;
+  if (name) m.name = name;
+  m.point = point;
+  setBreakpoint(m, true).then((r) => {
+    if (r.ok) $('#bp-name').value = '';
+  });
+});
+$('#follow').addEventListener('change', (ev) => {
+  state.follow = ev.target.checked;
+  if (state.follow) {
+    const n = newestRun();
+    if (n) selectRun(n.runId, false);
+  }
+});
+$('[data-testid="fit"]').addEventListener('click', () => {
+  canvas.userMoved = false;
+  canvas.fit();
+});
+$('[data-testid="zoom-in"]').addEventListener('click', () => canvas.zoomBy(1.25));
+$('[data-testid="zoom-out"]').addEventListener('click', () => canvas.zoomBy(0.8));
+
+document.addEventListener('keydown', (ev) => {
+  const t = ev.target;
+  if (t && (t.tagName === 'INPUT' || t.tagName === 'TEXTAREA' || t.tagName === 'SELECT' || t.isContentEditable)) return;
+  if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
+  const key = ev.key.toLowerCase();
+  const g = gates.current();
+  if (g && ['c', 's', 'r', 'i'].includes(key)) {
+    ev.preventDefault();
+    if (key === 'c') gates.run(g, 'continue');
+    else if (key === 's') gates.step(g);
+    else if (key === 'r') gates.run(g, 'retry');
+    else gates.openInject(g);
+    return;
+  }
+  if (key === 'f') {
+    canvas.userMoved = false;
+    canvas.fit();
+  } else if (ev.key === 'Escape') {
+    selectNode(null);
+  }
+});
+
+window.addEventListener('resize', () => gates.position(canvas));
+setInterval(() => {
+  let any = false;
+  for (const r of state.runs.values()) if (r.status === 'running') any = true;
+  if (any) scheduleRuns();
+  if (gates.banners.size) for (const b of gates.banners.values()) gates.describe(b);
+}, 1000);
+
+$('#follow').checked = state.follow;
+renderTokenNote();
+renderDebug();
+renderNow();
+feed.connect();

@@ -1,0 +1,376 @@
+// The state of one run, rebuilt from its stored envelopes (GraphMind wire v1).
+// Pure data: no DOM here, so the same code serves replays and live tails.
+
+const TAIL_CHARS = 400;
+const STREAM_CAP = 200_000;
+
+/** Kind and name guessed from a nodeId such as `tool:lookup` when no event said them. */
+function splitNodeId(nodeId) {
+  const i = nodeId.indexOf(':');
+  if (i <= 0) return { kind: 'custom', name: nodeId };
+  return { kind: nodeId.slice(0, i), name: nodeId.slice(i + 1) };
+}
+
+function isObj(v) {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+function str(v) {
+  return typeof v === 'string' ? v : undefined;
+}
+
+function num(v) {
+  return typeof v === 'number' && Number.isFinite(v) ? v : undefined;
+}
+
+export class RunModel {
+  constructor(runId) {
+    this.runId = runId;
+    /** @type {Map<string, any>} nodeId -> node */
+    this.nodes = new Map();
+    this.seqs = new Set();
+    this.app = null;
+    this.name = null;
+    this.sdk = null;
+    this.status = 'running';
+    this.error = null;
+    this.startedAt = null;
+    this.endedAt = null;
+    this.eventCount = 0;
+    this.rootId = null;
+    /** pauseId -> {pauseId,nodeId,point,reason,instanceId,action,refused,seq} */
+    this.pauses = new Map();
+    /** bumps when the set of nodes or their parents change (the layout depends on it) */
+    this.structure = 0;
+    /** nodeIds whose card content changed since the last render */
+    this.dirty = new Set();
+    this.unknownTypes = 0;
+  }
+
+  node(nodeId, kind, name) {
+    let n = this.nodes.get(nodeId);
+    if (!n) {
+      const guess = splitNodeId(nodeId);
+      n = {
+        nodeId,
+        kind: kind || guess.kind,
+        name: name ?? guess.name,
+        parentId: null,
+        hintParent: null,
+        ghost: true,
+        order: this.nodes.size,
+        execs: [],
+        byInstance: new Map(),
+        tailText: '',
+        tailReasoning: '',
+        ungated: false,
+        injected: false,
+      };
+      this.nodes.set(nodeId, n);
+      this.structure++;
+    } else {
+      if (kind && n.kind !== kind) n.kind = kind;
+      if (name && n.name !== name) n.name = name;
+    }
+    this.dirty.add(nodeId);
+    return n;
+  }
+
+  setParent(n, parentId) {
+    if (!parentId || parentId === n.nodeId || n.parentId === parentId) return;
+    n.parentId = parentId;
+    this.structure++;
+  }
+
+  /** The execution an event without a usable instanceId belongs to: the newest open one. */
+  findExec(n, instanceId) {
+    if (instanceId != null) {
+      const e = n.byInstance.get(String(instanceId));
+      if (e) return e;
+    }
+    for (let i = n.execs.length - 1; i >= 0; i--) {
+      if (n.execs[i].open) return n.execs[i];
+    }
+    return null;
+  }
+
+  newExec(n, instanceId, ts) {
+    const id = instanceId != null ? String(instanceId) : `${n.nodeId}#${n.execs.length + 1}`;
+    const e = {
+      instanceId: id,
+      status: 'running',
+      open: true,
+      input: undefined,
+      output: undefined,
+      error: null,
+      usage: null,
+      durationMs: null,
+      heldMs: null,
+      attempts: 1,
+      injected: false,
+      recoveredFromError: false,
+      ungated: false,
+      startedAt: ts,
+      endedAt: null,
+      text: '',
+      reasoning: '',
+      toolArgs: '',
+      pauses: [],
+      extras: {},
+    };
+    n.execs.push(e);
+    n.byInstance.set(id, e);
+    n.ghost = false;
+    n.tailText = '';
+    n.tailReasoning = '';
+    return e;
+  }
+
+  /** Applies one envelope; duplicates (same seq) are ignored. Returns false when skipped. */
+  apply(env) {
+    if (!isObj(env)) return false;
+    const seq = env.seq;
+    if (typeof seq === 'number') {
+      if (this.seqs.has(seq)) return false;
+      this.seqs.add(seq);
+    }
+    this.eventCount++;
+    const p = isObj(env.payload) ? env.payload : {};
+    const ts = num(env.ts) ?? null;
+    switch (env.type) {
+      case 'run.started':
+        this.app = str(p.app) ?? this.app;
+        this.sdk = isObj(p.sdk) ? p.sdk : this.sdk;
+        if (isObj(p.meta) && typeof p.meta.name === 'string') this.name = p.meta.name;
+        this.startedAt = ts;
+        break;
+      case 'run.finished':
+        this.status = str(p.status) ?? 'ok';
+        this.error = isObj(p.error) ? p.error : null;
+        this.endedAt = ts;
+        this.closeOpen(this.status === 'aborted' ? 'aborted' : null);
+        break;
+      case 'graph.hint':
+        if (Array.isArray(p.nodes)) {
+          for (const h of p.nodes) {
+            if (!isObj(h) || typeof h.nodeId !== 'string') continue;
+            const n = this.node(h.nodeId, str(h.kind), str(h.name));
+            if (typeof h.parentId === 'string') {
+              n.hintParent = h.parentId;
+              if (!n.parentId) this.setParent(n, h.parentId);
+            }
+            if (h.kind === 'agent' && !h.parentId && !this.rootId) this.rootId = h.nodeId;
+          }
+        }
+        break;
+      case 'node.started':
+        this.onStarted(p, ts);
+        break;
+      case 'node.token':
+        this.onToken(p);
+        break;
+      case 'node.finished':
+        this.onFinished(p, ts);
+        break;
+      case 'node.error':
+        this.onError(p);
+        break;
+      case 'exec.paused':
+        this.onPaused(p, seq);
+        break;
+      case 'exec.resumed':
+        this.onResumed(p);
+        break;
+      case 'exec.refused':
+        this.onRefused(p);
+        break;
+      default:
+        this.unknownTypes++;
+    }
+    return true;
+  }
+
+  onStarted(p, ts) {
+    if (typeof p.nodeId !== 'string') return;
+    const kind = str(p.kind);
+    const n = this.node(p.nodeId, kind, str(p.name));
+    let parent = str(p.parentId) ?? n.hintParent;
+    if (n.kind === 'agent' && !parent && (!this.rootId || p.instanceId === this.runId)) {
+      this.rootId = n.nodeId;
+    }
+    if (!parent && n.kind !== 'agent' && this.rootId && this.rootId !== n.nodeId) {
+      parent = this.rootId; // the Python client sends tools without parentId
+    }
+    this.setParent(n, parent);
+    let e = p.instanceId != null ? n.byInstance.get(String(p.instanceId)) : null;
+    if (e) {
+      e.status = 'running'; // the same execution announced again
+      e.open = true;
+    } else {
+      e = this.newExec(n, p.instanceId, ts);
+    }
+    if ('input' in p) e.input = p.input;
+    if (p.providerExecuted === true || p.ungated === true) {
+      e.ungated = true;
+      n.ungated = true;
+    }
+  }
+
+  onToken(p) {
+    if (typeof p.nodeId !== 'string' || !Array.isArray(p.deltas)) return;
+    const n = this.node(p.nodeId);
+    const e = this.findExec(n, p.instanceId);
+    for (const d of p.deltas) {
+      if (!isObj(d) || typeof d.v !== 'string') continue;
+      if (d.t === 'reasoning') {
+        n.tailReasoning = (n.tailReasoning + d.v).slice(-TAIL_CHARS);
+        if (e && e.reasoning.length < STREAM_CAP) e.reasoning += d.v;
+      } else if (d.t === 'tool-args') {
+        if (e && e.toolArgs.length < STREAM_CAP) e.toolArgs += d.v;
+      } else {
+        n.tailText = (n.tailText + d.v).slice(-TAIL_CHARS);
+        if (e && e.text.length < STREAM_CAP) e.text += d.v;
+      }
+    }
+  }
+
+  onFinished(p, ts) {
+    if (typeof p.nodeId !== 'string') return;
+    const n = this.node(p.nodeId);
+    let e = this.findExec(n, p.instanceId);
+    if (!e) e = this.newExec(n, p.instanceId, ts);
+    e.status = str(p.status) ?? 'ok';
+    e.open = false;
+    if ('output' in p) e.output = p.output;
+    if (isObj(p.usage)) e.usage = p.usage;
+    e.durationMs = num(p.durationMs) ?? e.durationMs;
+    e.heldMs = num(p.heldMs) ?? e.heldMs;
+    if (num(p.attempts) != null) e.attempts = p.attempts;
+    if (p.injected === true) {
+      e.injected = true;
+      n.injected = true;
+    }
+    if (p.recoveredFromError === true) e.recoveredFromError = true;
+    if (p.providerExecuted === true || p.ungated === true) {
+      e.ungated = true;
+      n.ungated = true;
+    }
+    for (const k of ['streaming', 'chunks', 'api', 'redaction', 'collapsed', '__graphmindTruncated']) {
+      if (k in p) e.extras[k] = p[k];
+    }
+    e.endedAt = ts;
+  }
+
+  onError(p) {
+    if (typeof p.nodeId !== 'string') return;
+    const n = this.node(p.nodeId);
+    let e = this.findExec(n, p.instanceId);
+    if (!e) e = this.newExec(n, p.instanceId, null);
+    e.error = isObj(p.error) ? p.error : { name: 'Error', message: String(p.error) };
+    e.status = 'error';
+    if (num(p.heldMs) != null) e.heldMs = p.heldMs;
+  }
+
+  onPaused(p, seq) {
+    if (typeof p.pauseId !== 'string' || typeof p.nodeId !== 'string') return;
+    const n = this.node(p.nodeId);
+    const e = this.findExec(n, p.instanceId);
+    const pause = {
+      pauseId: p.pauseId,
+      nodeId: p.nodeId,
+      point: str(p.point) ?? 'before',
+      reason: str(p.reason) ?? null,
+      instanceId: e ? e.instanceId : null,
+      action: null,
+      refused: null,
+      seq,
+    };
+    this.pauses.set(p.pauseId, pause);
+    if (e) e.pauses.push(pause);
+  }
+
+  onResumed(p) {
+    const pause = this.pauses.get(p.pauseId);
+    if (!pause) return;
+    pause.action = str(p.action) ?? 'continue';
+    this.dirty.add(pause.nodeId);
+    if (pause.action === 'retry') {
+      const n = this.nodes.get(pause.nodeId);
+      const e = n && pause.instanceId ? n.byInstance.get(pause.instanceId) : null;
+      if (e) {
+        e.attempts++;
+        e.status = 'running';
+      }
+    }
+    if (pause.action === 'inject') {
+      const n = this.nodes.get(pause.nodeId);
+      if (n) {
+        n.injected = true;
+        const e = pause.instanceId ? n.byInstance.get(pause.instanceId) : null;
+        if (e) e.injected = true;
+      }
+    }
+  }
+
+  onRefused(p) {
+    const pause = this.pauses.get(p.pauseId);
+    if (!pause) return;
+    pause.refused = { code: str(p.code) ?? 'refused', message: str(p.message) ?? '' };
+    this.dirty.add(pause.nodeId);
+  }
+
+  closeOpen(status) {
+    if (!status) return;
+    for (const n of this.nodes.values()) {
+      for (const e of n.execs) {
+        if (e.open) {
+          e.open = false;
+          e.status = status;
+          this.dirty.add(n.nodeId);
+        }
+      }
+    }
+  }
+
+  /** Card-level status: ghost / running / ok / error / aborted (paused is decided by the hub). */
+  nodeStatus(n) {
+    if (n.execs.length === 0) return 'ghost';
+    let last = null;
+    for (const e of n.execs) {
+      if (e.open && e.status === 'running') return 'running';
+      last = e;
+    }
+    return last.status === 'ok' || last.status === 'error' || last.status === 'aborted'
+      ? last.status
+      : 'ok';
+  }
+}
+
+/** Why a gate holds, for clients that do not say (the Python client sends no reason). */
+export function deriveReason(pause, debug) {
+  if (pause.reason) return pause.reason;
+  if (pause.point === 'error') return 'error';
+  if (debug && debug.mode === 'step' && pause.point !== 'after') return 'step';
+  return 'breakpoint';
+}
+
+/** Matcher semantics of PROTOCOL.md: point defaults to before; kind and name when present. */
+export function matcherMatches(m, node, point) {
+  if (!isObj(m)) return false;
+  if ((m.point ?? 'before') !== point) return false;
+  if (m.kind != null && m.kind !== node.kind) return false;
+  if (m.name != null && m.name !== node.name) return false;
+  return true;
+}
+
+/** Breakpoints that name this node (kind or name given), so a card can show its dot. */
+export function nodeBreakpoints(breakpoints, node) {
+  const out = [];
+  for (const m of breakpoints || []) {
+    if (!isObj(m) || (m.kind == null && m.name == null)) continue;
+    if (m.kind != null && m.kind !== node.kind) continue;
+    if (m.name != null && m.name !== node.name) continue;
+    out.push(m);
+  }
+  return out;
+}
