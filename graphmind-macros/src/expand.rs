@@ -20,28 +20,44 @@ pub(crate) fn expand(kind: Kind, args: &Args, item: ItemFn, an: &Analysis) -> To
 
     // The site record: one per place in the code.
     let retry = an.retry;
-    let site = match kind {
+    let fn_name = LitStr::new(&sig.ident.to_string(), sig.ident.span());
+    let (site, register) = match kind {
         Kind::Tool => {
-            let name = args
-                .name
-                .clone()
-                .unwrap_or_else(|| LitStr::new(&sig.ident.to_string(), sig.ident.span()));
-            quote!(#p::Site::tool(#name, #retry))
+            let name = args.name.clone().unwrap_or_else(|| fn_name.clone());
+            let node_id = LitStr::new(&format!("tool:{}", name.value()), name.span());
+            let call_id = args.call_id.as_ref().map_or_else(
+                || quote!(::core::option::Option::None),
+                |id| {
+                    let id = LitStr::new(&id.to_string(), id.span());
+                    quote!(::core::option::Option::Some(#id))
+                },
+            );
+            (
+                quote!(#p::ToolSite { name: #name, node_id: #node_id, retry: #retry, call_id: #call_id }),
+                quote!(::graphmind::__graphmind_register_tool!(#name);),
+            )
         }
         Kind::ModelStep => {
             let tools = args
                 .tools
                 .iter()
                 .map(|t| LitStr::new(&t.name(), Span::call_site()));
-            quote!(#p::Site::model_step(&[#(#tools),*], #retry))
+            (
+                quote!(#p::StepSite { name: #fn_name, tools: &[#(#tools),*], retry: #retry }),
+                TokenStream::new(),
+            )
         }
     };
+    let site_ty = match kind {
+        Kind::Tool => quote!(#p::ToolSite),
+        Kind::ModelStep => quote!(#p::StepSite),
+    };
 
-    // Lazy capture: run only when the session is enabled, before the body takes its arguments.
+    // Lazy capture: built only when the session records, before the body takes its arguments.
     let captured = an
         .params
         .iter()
-        .filter(|param| !param.skipped)
+        .filter(|param| !param.skipped || args.call_id.as_ref() == Some(&param.ident))
         .map(|param| {
             let key = LitStr::new(&param.ident.to_string(), param.ident.span());
             // Spanned at the argument's type, so that a missing `Serialize` points there.
@@ -49,32 +65,32 @@ pub(crate) fn expand(kind: Kind, args: &Args, item: ItemFn, an: &Analysis) -> To
             let ident = Ident::new(&param.ident.to_string(), at);
             quote_spanned!(at=> (#key, #p::arg(&#ident)))
         });
-    let capture =
-        quote!(let __graphmind_input = #p::capture(&__GRAPHMIND_SITE, || [#(#captured),*]););
-
-    // The tool-call id or the invocation key, read before the body takes its arguments.
-    let key = match (kind, &args.call_id, &args.invocation) {
-        (Kind::Tool, Some(id), _) => {
-            let at = Span::call_site().located_at(
-                an.params
-                    .iter()
-                    .find(|p| p.ident == *id)
-                    .map_or(id.span(), |p| p.ty.span()),
-            );
-            let ident = Ident::new(&id.to_string(), at);
-            quote_spanned!(at=> #p::call_id(&#ident))
+    let build = quote!(|| #p::object([#(#captured),*]));
+    let capture = match kind {
+        Kind::Tool => {
+            let check = args.call_id.as_ref().map(|id| {
+                let at = Span::call_site().located_at(
+                    an.params
+                        .iter()
+                        .find(|p| p.ident == *id)
+                        .map_or(id.span(), |p| p.ty.span()),
+                );
+                let ident = Ident::new(&id.to_string(), at);
+                quote_spanned!(at=> #p::assert_call_id(&#ident);)
+            });
+            quote!(#check let __graphmind_input = #p::capture(#build);)
         }
-        (Kind::ModelStep, _, Some(expr)) => {
-            quote_spanned!(expr.span()=> #p::Key::explicit(&(#expr)))
+        Kind::ModelStep => {
+            let group = match (&args.invocation, an.params.first()) {
+                (Some(expr), _) => quote_spanned!(expr.span()=> #p::Grouping::explicit(#expr)),
+                (None, Some(first)) => {
+                    let ident = &first.ident;
+                    quote!({ use #p::{ViaAuto as _, ViaStepRequest as _}; (&&#p::Req(&#ident)).gm_group() })
+                }
+                (None, None) => quote!(#p::Grouping::Auto),
+            };
+            quote!(let __graphmind_input = #p::capture_step(#build, || #group);)
         }
-        (Kind::ModelStep, _, None) => match an.params.first() {
-            Some(first) => {
-                let ident = &first.ident;
-                quote!((&&#p::Request(&#ident)).key())
-            }
-            None => quote!(#p::Key::none()),
-        },
-        (Kind::Tool, None, _) => quote!(#p::Key::none()),
     };
 
     // The body, pasted once. `__graphmind_out` pins the block's type for `?` and `return`.
@@ -96,9 +112,9 @@ pub(crate) fn expand(kind: Kind, args: &Args, item: ItemFn, an: &Analysis) -> To
                 (param.mutable && matches!(an.shape, Shape::Async)).then(|| quote!(mut));
             quote_spanned!(at=> let #mutability #ident = #p::retry_clone(&#ident);)
         });
-        quote!(#p::Retry(move || { #(#clones)* #future }))
+        quote!(#p::Repeat(move || { #(#clones)* #future }))
     } else {
-        quote!(#p::Once(#future))
+        quote!(#p::Once::new(move || #future))
     };
     if retry {
         // The outer bindings are only cloned from; the clones carry the user's `mut`.
@@ -113,21 +129,21 @@ pub(crate) fn expand(kind: Kind, args: &Args, item: ItemFn, an: &Analysis) -> To
 
     let entry = Ident::new(
         &format!(
-            "{}_{}",
+            "{}{}",
             match kind {
                 Kind::Tool => "tool",
                 Kind::ModelStep => "model_step",
             },
             match an.ret {
-                Ret::Value => "value",
-                Ret::Result => "result",
-                Ret::Stream => "stream",
-                Ret::StreamResult => "stream_result",
+                Ret::Value => "",
+                Ret::Result => "_result",
+                Ret::Stream => "_stream",
+                Ret::StreamResult => "_stream_result",
             }
         ),
         Span::call_site(),
     );
-    let call = quote!(#p::#entry(&__GRAPHMIND_SITE, __graphmind_input, #key, #body));
+    let call = quote!(#p::#entry(&__GRAPHMIND_SITE, __graphmind_input, #body));
     let call = match an.shape {
         Shape::Async => quote!(#call.await),
         Shape::Boxed => quote!(::std::boxed::Box::pin(#call)),
@@ -135,7 +151,8 @@ pub(crate) fn expand(kind: Kind, args: &Args, item: ItemFn, an: &Analysis) -> To
     quote! {
         #(#attrs)*
         #vis #sig {
-            static __GRAPHMIND_SITE: #p::Site = #site;
+            static __GRAPHMIND_SITE: #site_ty = #site;
+            #register
             #capture
             #call
         }

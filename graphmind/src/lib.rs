@@ -54,3 +54,4 @@ pub use session::{Session, Stats, init, session};
 mod gate;
 
 pub use graphmind_macros::{model_step, tool};
+mod run_macro;
