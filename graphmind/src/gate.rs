@@ -11,9 +11,14 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use std::time::{Duration, Instant};
+
 use graphmind_protocol::{
-    ExecRefused, ExecResume, ExecResumed, Extra, Message, PausePoint, RefusedCode, ResumeAction,
+    ExecPaused, ExecRefused, ExecResume, ExecResumed, Extra, Message, NodeKind, PausePoint,
+    RefusedCode, ResumeAction,
 };
+
+use crate::exec::scope::HoldClock;
 use serde_json::Value;
 use tokio::sync::oneshot;
 
@@ -60,6 +65,8 @@ pub(crate) struct Held {
     pub(crate) retry: bool,
     /// Whether `inject` is allowed here, and how to check the value.
     pub(crate) inject: Option<Validator>,
+    /// Whether `abort` is allowed here (the gate is inside a run scope it can cancel).
+    pub(crate) abort: bool,
     pub(crate) sink: Arc<dyn GateSink>,
     pub(crate) tx: oneshot::Sender<Decision>,
 }
@@ -139,6 +146,13 @@ impl Registry {
                 RefusedCode::Unsupported,
                 format!(
                     "retry is turned off for {} (retry = false, or a `&mut` argument)",
+                    held.node_id
+                ),
+            )),
+            ResumeAction::Abort if !held.abort => Some((
+                RefusedCode::Unsupported,
+                format!(
+                    "abort needs a run scope to cancel; {} was called outside graphmind::run",
                     held.node_id
                 ),
             )),
@@ -252,4 +266,139 @@ pub(crate) fn contains_placeholder(v: &Value, depth: usize) -> bool {
             .any(|(k, x)| k == "__REDACTED__" || contains_placeholder(x, depth + 1)),
         _ => false,
     }
+}
+
+// ---- holding a gate -----------------------------------------------------------------------
+
+/// One gate about to be decided.
+pub(crate) struct GateSpec<'a> {
+    pub(crate) host: &'a Arc<dyn crate::exec::Host>,
+    pub(crate) run_id: &'a str,
+    pub(crate) node_id: &'a str,
+    pub(crate) kind: NodeKind,
+    pub(crate) name: &'a str,
+    pub(crate) point: PausePoint,
+    pub(crate) retry: bool,
+    pub(crate) inject: Option<Validator>,
+    pub(crate) abort: bool,
+    /// Hold clocks of the enclosing `time::timeout`s.
+    pub(crate) clock: Option<Arc<HoldClock>>,
+}
+
+/// What a gate decided, and how long it held.
+pub(crate) struct Outcome {
+    pub(crate) decision: Decision,
+    pub(crate) held: Duration,
+}
+
+/// Decides one gate: continues at once unless attached and a breakpoint or step mode
+/// matches; otherwise emits `exec.paused`, holds until released, and returns the decision.
+/// Dropping the returned future while held releases the gate with `continue`
+/// (`exec.resumed` included).
+pub(crate) async fn decide(spec: GateSpec<'_>) -> Outcome {
+    let Some(reason) = crate::exec::should_pause(&**spec.host, spec.kind, spec.name, spec.point)
+    else {
+        return Outcome {
+            decision: Decision::CONTINUE,
+            held: Duration::ZERO,
+        };
+    };
+    let pause_id = crate::exec::next_id("pause");
+    let host = Arc::clone(spec.host);
+    host.emit(
+        spec.run_id,
+        Message::ExecPaused(ExecPaused {
+            pause_id: pause_id.clone(),
+            node_id: spec.node_id.to_owned(),
+            point: spec.point,
+            reason: Some(reason),
+            extra: Extra::new(),
+        }),
+    );
+    let (tx, rx) = oneshot::channel();
+    let sink: Arc<dyn GateSink> = host.clone();
+    host.gates().insert(
+        pause_id.clone(),
+        Held {
+            run_id: spec.run_id.to_owned(),
+            node_id: spec.node_id.to_owned(),
+            point: spec.point,
+            retry: spec.retry,
+            inject: spec.inject,
+            abort: spec.abort,
+            sink,
+            tx,
+        },
+    );
+    let started = Instant::now();
+    let guard = HoldGuard {
+        host: &host,
+        pause_id: &pause_id,
+        clock: spec.clock,
+        started,
+    };
+    if let Some(clock) = &guard.clock {
+        clock.hold_started(started);
+    }
+    // A detach between the decision and the insert: release_all already ran, so release
+    // this one here (it would otherwise wait for the next debugger).
+    if !host.attached() {
+        host.gates().release(&pause_id);
+    }
+    let decision = match host.pause_timeout() {
+        None => rx.await.unwrap_or(Decision::CONTINUE),
+        Some(limit) => {
+            let mut rx = rx;
+            match tokio::time::timeout(limit, &mut rx).await {
+                Ok(d) => d.unwrap_or(Decision::CONTINUE),
+                Err(_) => {
+                    if host.gates().release(&pause_id) {
+                        Decision::CONTINUE
+                    } else {
+                        // Resolved at the same moment: take what the debugger said.
+                        rx.try_recv().unwrap_or(Decision::CONTINUE)
+                    }
+                }
+            }
+        }
+    };
+    let held = started.elapsed();
+    drop(guard);
+    Outcome { decision, held }
+}
+
+/// Ends a hold: on drop (finished or cancelled) the gate leaves the registry, with
+/// `exec.resumed continue` if nobody released it yet, and the hold clocks stop.
+struct HoldGuard<'a> {
+    host: &'a Arc<dyn crate::exec::Host>,
+    pause_id: &'a str,
+    clock: Option<Arc<HoldClock>>,
+    started: Instant,
+}
+
+impl Drop for HoldGuard<'_> {
+    fn drop(&mut self) {
+        let _ = self.started;
+        self.host.gates().release(self.pause_id);
+        if let Some(clock) = &self.clock {
+            clock.hold_ended(Instant::now());
+        }
+    }
+}
+
+/// A validator that accepts what deserializes into `T`.
+pub(crate) fn validator_for<T: serde::de::DeserializeOwned>() -> Validator {
+    Box::new(|v: &Value| {
+        serde_json::from_value::<T>(v.clone())
+            .map(drop)
+            .map_err(|e| {
+                (
+                    RefusedCode::Schema,
+                    format!(
+                        "the injected value does not fit `{}`: {e}",
+                        std::any::type_name::<T>()
+                    ),
+                )
+            })
+    })
 }

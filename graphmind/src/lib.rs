@@ -52,6 +52,30 @@ pub use session::{Session, Stats, init, session};
 
 #[cfg(feature = "enabled")]
 mod gate;
+#[cfg(feature = "enabled")]
+mod exec;
+#[cfg(feature = "enabled")]
+pub mod model;
+#[cfg(feature = "enabled")]
+mod node;
+#[cfg(feature = "enabled")]
+mod roster;
+#[cfg(feature = "enabled")]
+mod run;
+#[cfg(feature = "enabled")]
+pub mod tee;
+#[cfg(feature = "enabled")]
+pub mod time;
+#[cfg(feature = "enabled")]
+mod tokens;
+#[cfg(feature = "enabled")]
+#[doc(hidden)]
+#[path = "private.rs"]
+pub mod __private;
+#[cfg(feature = "enabled")]
+pub use run::{Aborted, run, run_result};
+#[cfg(feature = "enabled")]
+pub use roster::tools as tool_roster;
 
 pub use graphmind_macros::{model_step, tool};
 mod run_macro;

@@ -1,0 +1,222 @@
+//! The execution side of the runtime: what a gated call needs from its session ([`Host`]),
+//! the scope it runs in (run, hold clocks), ids, and the policies for tools and model steps.
+
+pub(crate) mod scope;
+pub(crate) mod step;
+pub(crate) mod tool;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use graphmind_protocol::{
+    BreakpointMatcher, Extra, Message, Mode, NodeKind, PausePoint, PauseReason, SdkInfo,
+};
+
+use crate::gate::{GateSink, Registry};
+
+/// What the execution side needs from a session. The session implements it; the unit tests
+/// implement it with an in-memory recorder.
+pub(crate) trait Host: GateSink + Send + Sync + 'static {
+    /// Enabled (not disabled, not disposed): events are recorded.
+    fn enabled(&self) -> bool;
+    /// Attached to a debugger: gates may hold.
+    fn attached(&self) -> bool;
+    /// Records one event for `run_id` (stamps seq/ts; never blocks).
+    fn emit(&self, run_id: &str, message: Message);
+    /// Current breakpoints and mode.
+    fn debug_state(&self) -> (Vec<BreakpointMatcher>, Mode);
+    /// Held gates.
+    fn gates(&self) -> &Registry;
+    /// Automatic continue after this long held; `None` = wait forever.
+    fn pause_timeout(&self) -> Option<Duration>;
+    /// Token batching interval (34 ms by default).
+    fn token_interval(&self) -> Duration;
+    /// App name for run.started.
+    fn app(&self) -> String;
+    /// SDK info for run.started.
+    fn sdk(&self) -> SdkInfo;
+    /// Session meta merged into run.started.meta.
+    fn meta(&self) -> Extra;
+    /// Whether [`Host::first_use`] still has work to do (cheap).
+    fn needs_first_use(&self) -> bool {
+        false
+    }
+    /// The first instrumented use: starts the transport, or waits for attachment when the
+    /// session was configured to.
+    fn first_use(&self) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+        Box::pin(std::future::ready(()))
+    }
+}
+
+impl Host for crate::session::Inner {
+    fn enabled(&self) -> bool {
+        self.is_enabled()
+    }
+    fn attached(&self) -> bool {
+        self.is_attached()
+    }
+    fn emit(&self, run_id: &str, message: Message) {
+        let _ = crate::session::Inner::emit(self, run_id, message);
+    }
+    fn debug_state(&self) -> (Vec<BreakpointMatcher>, Mode) {
+        let s = crate::session::Inner::debug_state(self);
+        (s.breakpoints.clone(), s.mode)
+    }
+    fn gates(&self) -> &Registry {
+        &self.gates
+    }
+    fn pause_timeout(&self) -> Option<Duration> {
+        self.config.pause_timeout
+    }
+    fn token_interval(&self) -> Duration {
+        self.config.token_interval
+    }
+    fn app(&self) -> String {
+        self.config.app.clone()
+    }
+    fn sdk(&self) -> SdkInfo {
+        SdkInfo {
+            name: self.config.sdk_name.clone(),
+            version: self.config.sdk_version.clone(),
+            extra: Extra::new(),
+        }
+    }
+    fn meta(&self) -> Extra {
+        self.config.meta.clone()
+    }
+    fn needs_first_use(&self) -> bool {
+        crate::session::Inner::needs_first_use(self)
+    }
+    fn first_use(&self) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+        Box::pin(crate::session::Inner::first_use(self))
+    }
+}
+
+/// Whether the default session records events (one relaxed load once it exists).
+#[inline]
+pub(crate) fn default_enabled() -> bool {
+    crate::session::default_enabled()
+}
+
+/// The default session as a host.
+pub(crate) fn default_host() -> Arc<dyn Host> {
+    let inner: Arc<crate::session::Inner> = crate::session::session().inner().clone();
+    inner
+}
+
+
+/// Whether a gate at `point` of node (`kind`, `name`) should hold, and why.
+pub(crate) fn should_pause(
+    host: &dyn Host,
+    kind: NodeKind,
+    name: &str,
+    point: PausePoint,
+) -> Option<PauseReason> {
+    if !host.attached() {
+        return None;
+    }
+    let (breakpoints, mode) = host.debug_state();
+    if breakpoints.iter().any(|m| m.matches(kind, name, point)) {
+        return Some(if point == PausePoint::Error {
+            PauseReason::Error
+        } else {
+            PauseReason::Breakpoint
+        });
+    }
+    if mode == Mode::Step && point != PausePoint::After {
+        return Some(if point == PausePoint::Error {
+            PauseReason::Error
+        } else {
+            PauseReason::Step
+        });
+    }
+    None
+}
+
+// ---- ids ---------------------------------------------------------------------------------
+
+fn random_bytes<const N: usize>() -> [u8; N] {
+    let mut buf = [0u8; N];
+    if getrandom::fill(&mut buf).is_err() {
+        // No OS randomness: fall back to the clock, ids only need to be unlikely to repeat.
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let seed = nanos ^ u128::from(std::process::id()) << 64;
+        for (i, b) in buf.iter_mut().enumerate() {
+            *b = (seed >> ((i % 16) * 8)) as u8;
+        }
+    }
+    buf
+}
+
+fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    bytes.iter().fold(String::new(), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
+}
+
+/// Six hex characters fixed for the process.
+fn process_base() -> &'static str {
+    static BASE: OnceLock<String> = OnceLock::new();
+    BASE.get_or_init(|| hex(&random_bytes::<3>()))
+}
+
+static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// `<prefix>_<6 hex per process>_<counter>` (`pause_`, `call_`, `inv_`).
+pub(crate) fn next_id(prefix: &str) -> String {
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed) + 1;
+    format!("{prefix}_{}_{n}", process_base())
+}
+
+/// `run_` + 12 hex.
+pub(crate) fn new_run_id() -> String {
+    format!("run_{}", hex(&random_bytes::<6>()))
+}
+
+/// Milliseconds as the protocol writes durations: rounded to 0.01, never negative or NaN.
+pub(crate) fn millis(d: Duration) -> f64 {
+    let ms = (d.as_secs_f64() * 1000.0 * 100.0).round() / 100.0;
+    if ms.is_finite() && ms > 0.0 { ms } else { 0.0 }
+}
+
+/// Milliseconds between two instants (0 if `to` is earlier).
+pub(crate) fn millis_between(from: Instant, to: Instant) -> f64 {
+    millis(to.saturating_duration_since(from))
+}
+
+// ---- the implicit run ----------------------------------------------------------------------
+
+/// Calls outside any run scope are attributed to one implicit run per session, announced
+/// with `run.started {meta:{name:"implicit", implicit:true}}` on first use.
+pub(crate) fn implicit_run(host: &Arc<dyn Host>) -> String {
+    static RUNS: Mutex<Vec<(usize, String)>> = Mutex::new(Vec::new());
+    let key = Arc::as_ptr(host).cast::<()>() as usize;
+    let mut runs = RUNS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((_, id)) = runs.iter().find(|(k, _)| *k == key) {
+        return id.clone();
+    }
+    let id = new_run_id();
+    let mut meta = host.meta();
+    meta.insert("name".into(), "implicit".into());
+    meta.insert("implicit".into(), true.into());
+    host.emit(
+        &id,
+        Message::RunStarted(graphmind_protocol::RunStarted {
+            app: host.app(),
+            sdk: host.sdk(),
+            meta: Some(meta),
+            extra: Extra::new(),
+        }),
+    );
+    runs.push((key, id.clone()));
+    id
+}
+
+#[cfg(test)]
+pub(crate) mod testhost;

@@ -1,0 +1,161 @@
+//! The task-local scope a gated call runs in: its run (if any) and the hold clocks of the
+//! `graphmind::time::timeout`s around it.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use futures_util::task::AtomicWaker;
+
+use super::Host;
+
+tokio::task_local! {
+    static SCOPE: Scope;
+}
+
+/// What a future inside `graphmind::run` / `graphmind::time::timeout` sees.
+#[derive(Clone, Default)]
+pub(crate) struct Scope {
+    pub(crate) run: Option<Arc<RunCtx>>,
+    pub(crate) clock: Option<Arc<HoldClock>>,
+}
+
+impl Scope {
+    /// The scope of the running task (empty outside any run or timeout).
+    pub(crate) fn current() -> Self {
+        SCOPE.try_with(Clone::clone).unwrap_or_default()
+    }
+
+    /// Whether the running task's session records events: a run's session, else the default
+    /// session. One thread-local read and one or two relaxed loads.
+    pub(crate) fn enabled_now() -> bool {
+        match SCOPE.try_with(|s| s.run.as_ref().map(|r| r.host.enabled())) {
+            Ok(Some(on)) => on,
+            _ => crate::exec::default_enabled(),
+        }
+    }
+
+    /// Runs `fut` with this scope installed.
+    pub(crate) fn enter<F: Future>(self, fut: F) -> tokio::task::futures::TaskLocalFuture<Self, F> {
+        SCOPE.scope(self, fut)
+    }
+}
+
+/// One run scope.
+pub(crate) struct RunCtx {
+    pub(crate) host: Arc<dyn Host>,
+    pub(crate) run_id: String,
+    pub(crate) name: String,
+    /// `agent:<name>`.
+    pub(crate) agent_node: String,
+    aborted: AtomicBool,
+    waker: AtomicWaker,
+    /// Invocation grouping state for model steps.
+    pub(crate) steps: Mutex<StepState>,
+}
+
+/// The last model-step invocation of a run.
+#[derive(Default)]
+pub(crate) struct StepState {
+    pub(crate) invocation: Option<Invocation>,
+}
+
+/// One invocation: consecutive model steps of one conversation.
+pub(crate) struct Invocation {
+    pub(crate) id: String,
+    pub(crate) key: Option<String>,
+    pub(crate) first: Option<u64>,
+    pub(crate) len: usize,
+    pub(crate) steps: u32,
+}
+
+impl RunCtx {
+    pub(crate) fn new(host: Arc<dyn Host>, run_id: String, name: String) -> Self {
+        Self {
+            host,
+            agent_node: format!("agent:{name}"),
+            run_id,
+            name,
+            aborted: AtomicBool::new(false),
+            waker: AtomicWaker::new(),
+            steps: Mutex::new(StepState::default()),
+        }
+    }
+
+    /// Marks the run aborted and wakes its scope, which drops the run's future.
+    pub(crate) fn abort(&self) {
+        self.aborted.store(true, Ordering::Release);
+        self.waker.wake();
+    }
+
+    pub(crate) fn is_aborted(&self) -> bool {
+        self.aborted.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn register_waker(&self, waker: &std::task::Waker) {
+        self.waker.register(waker);
+    }
+}
+
+/// The clock of one hold-aware timeout: counts the time gates inside it were held.
+pub(crate) struct HoldClock {
+    parent: Option<Arc<HoldClock>>,
+    state: Mutex<ClockState>,
+}
+
+#[derive(Default)]
+struct ClockState {
+    holding: usize,
+    since: Option<Instant>,
+    held: Duration,
+}
+
+impl HoldClock {
+    pub(crate) fn new(parent: Option<Arc<HoldClock>>) -> Self {
+        Self {
+            parent,
+            state: Mutex::new(ClockState::default()),
+        }
+    }
+
+    fn each(self: &Arc<Self>, mut f: impl FnMut(&mut ClockState)) {
+        let mut next = Some(self);
+        let mut depth = 0;
+        while let Some(clock) = next {
+            f(&mut clock.state.lock().unwrap_or_else(PoisonError::into_inner));
+            next = clock.parent.as_ref();
+            depth += 1;
+            if depth > 1024 {
+                break;
+            }
+        }
+    }
+
+    /// A gate inside this clock (and its parents) started holding.
+    pub(crate) fn hold_started(self: &Arc<Self>, now: Instant) {
+        self.each(|s| {
+            if s.holding == 0 {
+                s.since = Some(now);
+            }
+            s.holding += 1;
+        });
+    }
+
+    /// A gate inside this clock (and its parents) stopped holding.
+    pub(crate) fn hold_ended(self: &Arc<Self>, now: Instant) {
+        self.each(|s| {
+            s.holding = s.holding.saturating_sub(1);
+            if s.holding == 0
+                && let Some(since) = s.since.take()
+            {
+                s.held += now.saturating_duration_since(since);
+            }
+        });
+    }
+
+    /// (a gate is held right now, total held time of finished holds)
+    pub(crate) fn snapshot(&self) -> (bool, Duration) {
+        let s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        (s.holding > 0, s.held)
+    }
+}

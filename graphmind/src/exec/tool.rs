@@ -1,0 +1,440 @@
+//! The gate policy shared by tools and model steps (PROTOCOL.md's action table), and the
+//! tool entry points of `__private`.
+
+use std::sync::Arc;
+
+use futures_core::Stream;
+use graphmind_protocol::{
+    ErrorInfo, Extra, NodeKind, PausePoint, ResumeAction, Status, TokenUsage,
+};
+use serde_json::Value;
+
+use super::Host;
+use super::scope::{RunCtx, Scope};
+use crate::__private::{Body, Input, StreamItem, ToolError, ToolOutput, ToolSite};
+use crate::gate::{GateSpec, Validator, decide, validator_for};
+use crate::node::{Finish, NodeRun, StartSpec, error_info, short_type_name, to_value};
+use crate::tee::{Observer, Tee};
+
+/// How the policy reads one kind of output `O`.
+pub(crate) struct Policy<O> {
+    /// `Some` if the output is an error (gated at `error`).
+    pub(crate) error: fn(&O) -> Option<ErrorInfo>,
+    /// The recorded output of a successful call.
+    pub(crate) encode: fn(&O) -> Option<Value>,
+    /// Inject support: a validator and the conversion of an accepted value.
+    pub(crate) inject: Option<(fn() -> Validator, fn(Value) -> Option<O>)>,
+    /// Whether there is an `after` gate.
+    pub(crate) after: bool,
+    /// Usage and finish reason for node.finished.
+    pub(crate) usage: fn(&O) -> (Option<TokenUsage>, Option<String>),
+}
+
+/// Everything known about one call before it starts.
+pub(crate) struct Call {
+    pub(crate) host: Arc<dyn Host>,
+    pub(crate) scope: Scope,
+    pub(crate) run: Option<Arc<RunCtx>>,
+    pub(crate) run_id: String,
+    pub(crate) kind: NodeKind,
+    pub(crate) name: String,
+    pub(crate) retry: bool,
+}
+
+impl Call {
+    /// The host, scope and run of the running task.
+    pub(crate) fn current(kind: NodeKind, name: &str, retry: bool) -> Self {
+        let scope = Scope::current();
+        let run = scope.run.clone();
+        let host = run
+            .as_ref()
+            .map_or_else(super::default_host, |r| Arc::clone(&r.host));
+        let run_id = match &run {
+            Some(r) => r.run_id.clone(),
+            None => super::implicit_run(&host),
+        };
+        Self {
+            host,
+            scope,
+            run,
+            run_id,
+            kind,
+            name: name.to_owned(),
+            retry,
+        }
+    }
+
+    async fn gate(
+        &self,
+        node: &mut NodeRun,
+        point: PausePoint,
+        inject: Option<Validator>,
+    ) -> ResumeAction2 {
+        let out = decide(GateSpec {
+            host: &self.host,
+            run_id: &self.run_id,
+            node_id: &node.node_id,
+            kind: self.kind,
+            name: &self.name,
+            point,
+            retry: self.retry,
+            inject,
+            abort: self.run.is_some(),
+            clock: self.scope.clock.clone(),
+        })
+        .await;
+        node.add_held(out.held);
+        match out.decision.action {
+            ResumeAction::Continue => ResumeAction2::Continue,
+            ResumeAction::Retry => ResumeAction2::Retry,
+            ResumeAction::Inject => {
+                ResumeAction2::Inject(out.decision.output.unwrap_or(Value::Null))
+            }
+            ResumeAction::Abort => ResumeAction2::Abort,
+        }
+    }
+
+    /// Ends the run from inside: the run scope drops the future that awaits this.
+    async fn abort(&self) -> ! {
+        if let Some(run) = &self.run {
+            run.abort();
+        }
+        std::future::pending::<()>().await;
+        unreachable!("the run scope drops an aborted call before it is polled again")
+    }
+}
+
+enum ResumeAction2 {
+    Continue,
+    Retry,
+    Inject(Value),
+    Abort,
+}
+
+fn injected_extra(recovered: bool) -> Extra {
+    let mut extra = Extra::new();
+    extra.insert("injected".into(), true.into());
+    if recovered {
+        extra.insert("recoveredFromError".into(), true.into());
+    }
+    extra
+}
+
+/// Runs the gates and the body per the action table. Finishes the node, except when
+/// `keep_open` and the call succeeded: then the open node is returned (streams).
+pub(crate) async fn gated<B: Body>(
+    call: &Call,
+    mut node: NodeRun,
+    mut body: B,
+    policy: &Policy<B::Output>,
+    keep_open: bool,
+) -> (B::Output, Option<NodeRun>) {
+    if call.host.needs_first_use() {
+        call.host.first_use().await;
+    }
+    let validator = |p: &Policy<B::Output>| p.inject.map(|(v, _)| v());
+    let mut attempts: u32 = 0;
+    loop {
+        // before
+        match call
+            .gate(&mut node, PausePoint::Before, validator(policy))
+            .await
+        {
+            ResumeAction2::Continue | ResumeAction2::Retry => {}
+            ResumeAction2::Inject(v) => {
+                if let Some(out) = policy.inject.and_then(|(_, conv)| conv(v.clone())) {
+                    node.finish(
+                        Status::Ok,
+                        Finish {
+                            output: Some(v),
+                            extra: injected_extra(false),
+                            ..Finish::default()
+                        },
+                    );
+                    return (out, None);
+                }
+            }
+            ResumeAction2::Abort => {
+                node.finish(Status::Aborted, Finish::default());
+                call.abort().await;
+            }
+        }
+        attempts += 1;
+        let Some(fut) = body.attempt() else {
+            unreachable!("retry is refused at the gate for a body that runs once")
+        };
+        let out = fut.await;
+        let mut extra = Extra::new();
+        if attempts > 1 {
+            extra.insert("attempts".into(), attempts.into());
+        }
+        if let Some(err) = (policy.error)(&out) {
+            node.error(err);
+            match call
+                .gate(&mut node, PausePoint::Error, validator(policy))
+                .await
+            {
+                ResumeAction2::Continue => {
+                    node.finish(
+                        Status::Error,
+                        Finish {
+                            extra,
+                            ..Finish::default()
+                        },
+                    );
+                    return (out, None);
+                }
+                ResumeAction2::Retry => continue,
+                ResumeAction2::Inject(v) => {
+                    if let Some(fixed) = policy.inject.and_then(|(_, conv)| conv(v.clone())) {
+                        extra.extend(injected_extra(true));
+                        node.finish(
+                            Status::Ok,
+                            Finish {
+                                output: Some(v),
+                                extra,
+                                ..Finish::default()
+                            },
+                        );
+                        return (fixed, None);
+                    }
+                    node.finish(Status::Error, Finish::default());
+                    return (out, None);
+                }
+                ResumeAction2::Abort => {
+                    node.finish(Status::Aborted, Finish::default());
+                    call.abort().await;
+                }
+            }
+        }
+        if keep_open {
+            return (out, Some(node));
+        }
+        let (usage, reason) = (policy.usage)(&out);
+        if let Some(r) = reason {
+            extra.insert("finishReason".into(), r.into());
+        }
+        if policy.after {
+            match call
+                .gate(&mut node, PausePoint::After, validator(policy))
+                .await
+            {
+                ResumeAction2::Continue => {}
+                ResumeAction2::Retry => continue,
+                ResumeAction2::Inject(v) => {
+                    if let Some(other) = policy.inject.and_then(|(_, conv)| conv(v.clone())) {
+                        extra.extend(injected_extra(false));
+                        node.finish(
+                            Status::Ok,
+                            Finish {
+                                output: Some(v),
+                                usage,
+                                extra,
+                            },
+                        );
+                        return (other, None);
+                    }
+                }
+                ResumeAction2::Abort => {
+                    node.finish(
+                        Status::Aborted,
+                        Finish {
+                            output: (policy.encode)(&out),
+                            usage,
+                            extra,
+                        },
+                    );
+                    call.abort().await;
+                }
+            }
+        }
+        node.finish(
+            Status::Ok,
+            Finish {
+                output: (policy.encode)(&out),
+                usage,
+                extra,
+            },
+        );
+        return (out, None);
+    }
+}
+
+fn no_usage<O>(_: &O) -> (Option<TokenUsage>, Option<String>) {
+    (None, None)
+}
+
+fn start_tool(call: &Call, site: &ToolSite, input: Value) -> NodeRun {
+    let instance_id = site
+        .call_id
+        .and_then(|k| input.get(k))
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .map_or_else(|| super::next_id("call"), str::to_owned);
+    NodeRun::start(
+        Arc::clone(&call.host),
+        call.run_id.clone(),
+        StartSpec {
+            node_id: site.node_id.to_owned(),
+            kind: NodeKind::Tool,
+            name: site.name.to_owned(),
+            instance_id,
+            parent_id: call.run.as_ref().map(|r| r.agent_node.clone()),
+            input: Some(input),
+            extra: Extra::new(),
+        },
+    )
+}
+
+async fn first<B: Body>(mut body: B) -> B::Output {
+    let Some(fut) = body.attempt() else {
+        unreachable!("a body always runs at least once")
+    };
+    fut.await
+}
+
+/// A tool returning a plain value: gates before and after.
+pub async fn tool<B, R>(site: &'static ToolSite, input: Input, body: B) -> R
+where
+    B: Body<Output = R>,
+    R: ToolOutput,
+{
+    let Input(Some(input)) = input else {
+        return first(body).await;
+    };
+    let call = Call::current(NodeKind::Tool, site.name, site.retry && B::RETRY);
+    let node = start_tool(&call, site, input);
+    let policy = Policy::<R> {
+        error: |_| None,
+        encode: |r| Some(to_value(r)),
+        inject: Some((validator_for::<R>, |v| serde_json::from_value(v).ok())),
+        after: true,
+        usage: no_usage,
+    };
+    gated(&call, node, body, &policy, false).await.0
+}
+
+fn result_error<T, E: ToolError>(r: &Result<T, E>) -> Option<ErrorInfo> {
+    r.as_ref()
+        .err()
+        .map(|e| error_info(short_type_name::<E>(), e.to_string()))
+}
+
+/// A tool returning `Result<T, E>`: gates before, after (on `Ok`) and error (on `Err`).
+pub async fn tool_result<B, T, E>(site: &'static ToolSite, input: Input, body: B) -> Result<T, E>
+where
+    B: Body<Output = Result<T, E>>,
+    T: ToolOutput,
+    E: ToolError,
+{
+    let Input(Some(input)) = input else {
+        return first(body).await;
+    };
+    let call = Call::current(NodeKind::Tool, site.name, site.retry && B::RETRY);
+    let node = start_tool(&call, site, input);
+    let policy = Policy::<Result<T, E>> {
+        error: result_error::<T, E>,
+        encode: |r| r.as_ref().ok().map(to_value),
+        inject: Some((validator_for::<T>, |v| {
+            serde_json::from_value(v).ok().map(Ok)
+        })),
+        after: true,
+        usage: no_usage,
+    };
+    gated(&call, node, body, &policy, false).await.0
+}
+
+/// A streaming tool: gated before start only; items are observed as token previews and
+/// counted; `node.finished` (`streaming: true`, `chunks`) when the stream ends or is dropped.
+pub async fn tool_stream<B, S>(site: &'static ToolSite, input: Input, body: B) -> Tee<S>
+where
+    B: Body<Output = S>,
+    S: Stream,
+    S::Item: StreamItem,
+{
+    let Input(Some(input)) = input else {
+        return Tee::passthrough(first(body).await);
+    };
+    let call = Call::current(NodeKind::Tool, site.name, site.retry && B::RETRY);
+    let node = start_tool(&call, site, input);
+    let policy = Policy::<S> {
+        error: |_| None,
+        encode: |_| None,
+        inject: None,
+        after: false,
+        usage: no_usage,
+    };
+    let (stream, node) = gated(&call, node, body, &policy, true).await;
+    match node {
+        Some(node) => Tee::new(stream, Observer::new(node), observe_item::<S::Item>),
+        None => Tee::passthrough(stream),
+    }
+}
+
+/// A streaming tool returning `Result<impl Stream, E>`: an `Err` at creation is recorded
+/// (node.error, finished `error`) without an error gate.
+pub async fn tool_stream_result<B, S, E>(
+    site: &'static ToolSite,
+    input: Input,
+    body: B,
+) -> Result<Tee<S>, E>
+where
+    B: Body<Output = Result<S, E>>,
+    S: Stream,
+    S::Item: StreamItem,
+    E: ToolError,
+{
+    let Input(Some(input)) = input else {
+        return first(body).await.map(Tee::passthrough);
+    };
+    let call = Call::current(NodeKind::Tool, site.name, site.retry && B::RETRY);
+    let mut node = start_tool(&call, site, input);
+    // Only a before gate: an error at creation is recorded, not gated.
+    match call.gate(&mut node, PausePoint::Before, None).await {
+        ResumeAction2::Abort => {
+            node.finish(Status::Aborted, Finish::default());
+            call.abort().await;
+        }
+        ResumeAction2::Continue | ResumeAction2::Retry | ResumeAction2::Inject(_) => {}
+    }
+    match first(body).await {
+        Ok(stream) => Ok(Tee::new(
+            stream,
+            Observer::new(node),
+            observe_item::<S::Item>,
+        )),
+        Err(e) => {
+            node.error(error_info(short_type_name::<E>(), e.to_string()));
+            node.finish(Status::Error, Finish::default());
+            Err(e)
+        }
+    }
+}
+
+/// Previews one streamed tool item: strings as they are, other values as compact JSON;
+/// an item serialized as `{"Err": …}` is recorded as an error.
+pub(crate) fn observe_item<I: StreamItem>(obs: &mut Observer, item: &I) {
+    obs.chunks += 1;
+    match to_value(item) {
+        Value::String(s) => obs.node.push_token(graphmind_protocol::DeltaKind::Text, &s),
+        Value::Object(map) if map.len() == 1 && map.contains_key("Err") => {
+            let msg = match &map["Err"] {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            obs.errors += 1;
+            obs.node.error(error_info("StreamError", msg));
+        }
+        Value::Object(map) if map.len() == 1 && map.contains_key("Ok") => {
+            let text = match &map["Ok"] {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            obs.node
+                .push_token(graphmind_protocol::DeltaKind::Text, &text);
+        }
+        other => obs
+            .node
+            .push_token(graphmind_protocol::DeltaKind::Text, &other.to_string()),
+    }
+}

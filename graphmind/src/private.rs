@@ -1,0 +1,279 @@
+//! What the attribute macros expand to. Not public API: no stability promise outside
+//! `graphmind-macros` of the same version. The contract is written down in
+//! `docs/dev/private-api.md`.
+//!
+//! An expansion makes two calls: [`capture`] (or [`capture_step`]) builds the node input
+//! from borrowed arguments, lazily and only when the session records events; then one
+//! policy entry point ([`tool`], [`tool_result`], [`tool_stream`], [`tool_stream_result`],
+//! [`model_step`], …) runs the gates, the body and the events. Bounds the expansion adds are
+//! graphmind traits with `#[diagnostic::on_unimplemented]` messages.
+
+use std::borrow::Cow;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+pub use serde_json::Value;
+
+pub use crate::model::{Grouping, StepChunk, StepRequest, StepResponse};
+pub use crate::roster::RosterEntry;
+pub use crate::tee::Tee;
+
+/// The static record of one `#[graphmind::tool]` function.
+#[derive(Debug)]
+pub struct ToolSite {
+    /// Tool name (fn name, or `name = "…"`).
+    pub name: &'static str,
+    /// `tool:<name>`.
+    pub node_id: &'static str,
+    /// Whether the body may be re-run (`false` with `retry = false` or a `&mut` argument).
+    pub retry: bool,
+    /// The parameter whose value is the model's tool-call id (`call_id = <arg>`); the
+    /// runtime reads it from the captured input (a non-empty string becomes the instanceId).
+    pub call_id: Option<&'static str>,
+}
+
+/// The static record of one `#[graphmind::model_step]` function.
+#[derive(Debug)]
+pub struct StepSite {
+    /// The function's name (informational).
+    pub name: &'static str,
+    /// `tools = [a, b]` from the attribute: tool names added to the graph hint.
+    pub tools: &'static [&'static str],
+    /// Whether the body may be re-run on retry.
+    pub retry: bool,
+}
+
+/// A captured node input: `None` when nothing is recorded (disabled session).
+#[derive(Debug)]
+pub struct Input(pub(crate) Option<Value>);
+
+/// A captured model-step input with its invocation grouping.
+#[derive(Debug)]
+pub struct StepInput(pub(crate) Option<(Value, Grouping)>);
+
+/// Builds the input (`{param: value}`) only if the running task's session records events.
+#[inline]
+pub fn capture(build: impl FnOnce() -> Value) -> Input {
+    if crate::exec::scope::Scope::enabled_now() {
+        Input(Some(build()))
+    } else {
+        Input(None)
+    }
+}
+
+/// [`capture`] for model steps; `group` says which invocation the step belongs to (see
+/// [`Grouping`] and [`Req`]).
+#[inline]
+pub fn capture_step(build: impl FnOnce() -> Value, group: impl FnOnce() -> Grouping) -> StepInput {
+    if crate::exec::scope::Scope::enabled_now() {
+        StepInput(Some((build(), group())))
+    } else {
+        StepInput(None)
+    }
+}
+
+/// A JSON object from `(parameter name, value)` pairs, in order.
+pub fn object<const N: usize>(fields: [(&'static str, Value); N]) -> Value {
+    Value::Object(fields.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
+}
+
+/// An argument of an instrumented function, recorded in the node's input.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be recorded as a graphmind node input",
+    label = "this argument must implement `serde::Serialize`",
+    note = "derive `serde::Serialize` for it, or leave it out with `skip({Self})` → `#[graphmind::tool(skip(arg))]`"
+)]
+pub trait Arg {
+    /// The argument as JSON.
+    fn to_input(&self) -> Value;
+}
+
+impl<T: Serialize + ?Sized> Arg for T {
+    fn to_input(&self) -> Value {
+        crate::node::to_value(self)
+    }
+}
+
+/// One argument as JSON (for [`object`]).
+#[inline]
+pub fn arg<T: Arg + ?Sized>(value: &T) -> Value {
+    value.to_input()
+}
+
+/// A by-value argument of a retryable function: cloned afresh for every attempt.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` must be `Clone` so a retry can re-run the call with fresh arguments",
+    label = "this argument is not `Clone`",
+    note = "implement or derive `Clone`, or turn retry off with `#[graphmind::tool(retry = false)]`"
+)]
+pub trait RetryArg: Clone {}
+
+impl<T: Clone> RetryArg for T {}
+
+/// A fresh clone of a by-value argument for one attempt.
+#[inline]
+pub fn retry_clone<T: RetryArg>(value: &T) -> T {
+    value.clone()
+}
+
+/// An argument named by `call_id = <arg>`: it holds the model's tool-call id.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a tool-call id",
+    label = "`call_id` must name a `String`, `&str` or `Option<String>` argument"
+)]
+pub trait CallId {
+    /// The id, if there is one.
+    fn call_id(&self) -> Option<Cow<'_, str>>;
+}
+
+impl CallId for str {
+    fn call_id(&self) -> Option<Cow<'_, str>> {
+        (!self.is_empty()).then_some(Cow::Borrowed(self))
+    }
+}
+impl CallId for String {
+    fn call_id(&self) -> Option<Cow<'_, str>> {
+        self.as_str().call_id()
+    }
+}
+impl<T: CallId + ?Sized> CallId for &T {
+    fn call_id(&self) -> Option<Cow<'_, str>> {
+        (**self).call_id()
+    }
+}
+impl<T: CallId> CallId for Option<T> {
+    fn call_id(&self) -> Option<Cow<'_, str>> {
+        self.as_ref().and_then(CallId::call_id)
+    }
+}
+
+/// Type check for `call_id = <arg>` (the value itself is read from the captured input).
+#[inline]
+pub fn assert_call_id<T: CallId + ?Sized>(_: &T) {}
+
+/// The value type of a tool (its return type, or the `Ok` type of a `Result`).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be the output of a #[graphmind::tool]",
+    label = "the return type must implement `serde::Serialize` and `serde::Deserialize`",
+    note = "graphmind records the output and deserializes injected values into it"
+)]
+pub trait ToolOutput: Serialize + DeserializeOwned {}
+
+impl<T: Serialize + DeserializeOwned> ToolOutput for T {}
+
+/// The error type of a tool or model step returning `Result`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be reported as a graphmind node error",
+    label = "the error type must implement `std::fmt::Display`"
+)]
+pub trait ToolError: std::fmt::Display {}
+
+impl<T: std::fmt::Display + ?Sized> ToolError for T {}
+
+/// An item of a streaming tool: previewed as a token delta.
+#[diagnostic::on_unimplemented(
+    message = "items of a streaming #[graphmind::tool] must implement `serde::Serialize`",
+    label = "`{Self}` is not `Serialize`"
+)]
+pub trait StreamItem: Serialize {}
+
+impl<T: Serialize> StreamItem for T {}
+
+/// The response type of a `#[graphmind::model_step]` (or the `Ok` type of its `Result`).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be the response of a #[graphmind::model_step]",
+    label = "it must implement `graphmind::model::StepResponse`, `serde::Serialize` and `serde::Deserialize`"
+)]
+pub trait StepOutput: StepResponse + Serialize + DeserializeOwned {}
+
+impl<T: StepResponse + Serialize + DeserializeOwned> StepOutput for T {}
+
+/// A body the policy may run once or several times.
+pub trait Body {
+    /// What one attempt yields.
+    type Output;
+    /// One attempt.
+    type Fut: Future<Output = Self::Output>;
+    /// Whether the body can run more than once.
+    const RETRY: bool;
+    /// Starts the next attempt; `None` if the body cannot run again.
+    fn attempt(&mut self) -> Option<Self::Fut>;
+}
+
+/// A retryable body: a factory that clones by-value arguments for every attempt.
+pub struct Repeat<F>(pub F);
+
+impl<F: FnMut() -> Fut, Fut: Future> Body for Repeat<F> {
+    type Output = Fut::Output;
+    type Fut = Fut;
+    const RETRY: bool = true;
+    fn attempt(&mut self) -> Option<Fut> {
+        Some((self.0)())
+    }
+}
+
+/// A body that runs at most once (`retry = false`, `&mut` arguments).
+pub struct Once<F>(Option<F>);
+
+impl<F> Once<F> {
+    /// Wraps the body.
+    pub const fn new(body: F) -> Self {
+        Self(Some(body))
+    }
+}
+
+impl<F: FnOnce() -> Fut, Fut: Future> Body for Once<F> {
+    type Output = Fut::Output;
+    type Fut = Fut;
+    const RETRY: bool = false;
+    fn attempt(&mut self) -> Option<Fut> {
+        self.0.take().map(|f| f())
+    }
+}
+
+pub use crate::exec::step::{
+    model_step, model_step_result, model_step_stream, model_step_stream_result,
+};
+pub use crate::exec::tool::{tool, tool_result, tool_stream, tool_stream_result};
+
+/// Invocation grouping by autoref specialization: `(&&Req(&req)).gm_group()` uses the
+/// request's [`StepRequest`] impl when it has one, else [`Grouping::Auto`].
+pub struct Req<'a, T: ?Sized>(pub &'a T);
+
+/// Picked when the request implements [`StepRequest`].
+pub trait ViaStepRequest {
+    /// The grouping.
+    fn gm_group(&self) -> Grouping;
+}
+
+impl<T: StepRequest + ?Sized> ViaStepRequest for &Req<'_, T> {
+    fn gm_group(&self) -> Grouping {
+        Grouping::of(self.0)
+    }
+}
+
+/// The fallback: group by the captured input's `messages`.
+pub trait ViaAuto {
+    /// The grouping.
+    fn gm_group(&self) -> Grouping;
+}
+
+impl<T: ?Sized> ViaAuto for &&Req<'_, T> {
+    fn gm_group(&self) -> Grouping {
+        Grouping::Auto
+    }
+}
+
+/// Registers a tool in the binary's roster (drawn in the graph hint).
+#[macro_export]
+#[doc(hidden)]
+macro_rules! __graphmind_register_tool {
+    ($name:expr) => {
+        ::graphmind::__private::inventory::submit! {
+            ::graphmind::__private::RosterEntry::new($name)
+        }
+    };
+}
+
+pub use inventory;
