@@ -16,6 +16,7 @@ function el(tag, cls, text) {
 
 export function fmtMs(ms) {
   if (ms == null || !Number.isFinite(ms)) return '';
+  if (ms === 0) return '0 ms';
   if (ms < 1) return `${ms.toFixed(2)} ms`;
   if (ms < 1000) return `${Math.round(ms)} ms`;
   if (ms < 60_000) return `${(ms / 1000).toFixed(ms < 10_000 ? 2 : 1)} s`;
@@ -63,6 +64,12 @@ export class Canvas {
     this.structure = -1;
   }
 
+  /** Folds every group (true) or unfolds them all (false). */
+  foldAll(on) {
+    this.collapsed = new Set(on && this.layout ? this.layout.groups.map((g) => g.id) : []);
+    this.structure = -1;
+  }
+
   /** Position of a node's card (or its folded group) in world coordinates. */
   anchor(nodeId) {
     if (!this.layout) return null;
@@ -103,7 +110,9 @@ export class Canvas {
       const parentId = n.parentId ?? (n.kind !== 'agent' && model.rootId !== n.nodeId ? model.rootId : null);
       list.push({ id: n.nodeId, parentId, order: n.order, kind: n.kind, name: n.name });
     }
-    const L = layout(list, this.collapsed);
+    const vw = this.viewport.clientWidth || 800;
+    const vh = this.viewport.clientHeight || 600;
+    const L = layout(list, this.collapsed, Math.max(0.3, Math.min(1.5, vh / vw)));
     this.layout = L;
     // cards: create, move, drop
     for (const [id, pos] of L.cards) {

@@ -15,7 +15,18 @@ const GROUP_MIN = 7;
  * @param {Set<string>} collapsed group ids (the parent's id) drawn folded into one summary card
  * @returns {{cards:Map<string,{x:number,y:number}>, groups:any[], edges:any[], width:number, height:number}}
  */
-export function layout(nodes, collapsed = new Set()) {
+export function layout(nodes, collapsed = new Set(), aspect = 0.7) {
+  // widen the leaf grids until the whole graph is about as wide as the view's shape asks
+  let best = null;
+  for (const factor of [2, 4, 8, 16, 32]) {
+    const L = build(nodes, collapsed, factor);
+    best = L;
+    if (L.groups.length === 0 || L.height <= L.width * aspect) break;
+  }
+  return best;
+}
+
+function build(nodes, collapsed, factor) {
   const byId = new Map(nodes.map((n) => [n.id, n]));
   const kids = new Map();
   const roots = [];
@@ -64,7 +75,7 @@ export function layout(nodes, collapsed = new Set()) {
       leaves.sort((a, b) => (a.kind + a.name).localeCompare(b.kind + b.name) || a.order - b.order);
       const folded = collapsed.has(parentId);
       const count = folded ? 1 : leaves.length;
-      const cols = folded ? 1 : Math.max(2, Math.ceil(Math.sqrt((2 * count * (CARD_H + GAP_Y)) / (CARD_W + GAP_Y))));
+      const cols = folded ? 1 : Math.min(count, Math.max(2, Math.ceil(Math.sqrt((factor * count * (CARD_H + GAP_Y)) / (CARD_W + GAP_Y)))));
       const rows = Math.ceil(count / cols);
       const gw = GROUP_PAD * 2 + cols * CARD_W + (cols - 1) * GAP_Y;
       const gh = GROUP_HEAD + GROUP_PAD * 2 + rows * CARD_H + (rows - 1) * GAP_Y;

@@ -53,7 +53,7 @@ const state = {
   hubVersion: null,
 };
 
-const metrics = { replayMs: null, renderMs: null, events: 0, nodes: 0, runId: null };
+const metrics = { replayMs: null, renderMs: null, renderedAt: null, events: 0, nodes: 0, runId: null };
 window.__graphmindViewer = { state, metrics };
 
 const canControl = () => Boolean(state.token) && !state.tokenRejected;
@@ -122,7 +122,8 @@ function onFrame(f) {
       state.replayed = true;
       metrics.replayMs = performance.now() - state.subscribedAt;
       renderNow();
-      metrics.renderMs = performance.now() - state.subscribedAt;
+      metrics.renderedAt = performance.now();
+      metrics.renderMs = metrics.renderedAt - state.subscribedAt;
       metrics.events = state.model.eventCount;
       metrics.nodes = state.model.nodes.size;
       metrics.runId = f.runId;
@@ -168,6 +169,7 @@ function selectRun(runId, byUser) {
   if (runId === state.selectedRun && state.model) return;
   state.selectedRun = runId;
   state.selectedNode = null;
+  $('[data-testid="fold-all"]').textContent = 'Fold groups';
   history.replaceState(null, '', `${location.pathname}#run=${encodeURIComponent(runId)}`);
   subscribe(runId, true);
   inspector.clear();
@@ -498,6 +500,14 @@ $('[data-testid="fit"]').addEventListener('click', () => {
   canvas.userMoved = false;
   canvas.fit();
 });
+function toggleFold() {
+  const on = canvas.collapsed.size === 0;
+  canvas.foldAll(on);
+  canvas.userMoved = false;
+  $('[data-testid="fold-all"]').textContent = canvas.collapsed.size ? 'Unfold groups' : 'Fold groups';
+  scheduleCanvas();
+}
+$('[data-testid="fold-all"]').addEventListener('click', toggleFold);
 $('[data-testid="zoom-in"]').addEventListener('click', () => canvas.zoomBy(1.25));
 $('[data-testid="zoom-out"]').addEventListener('click', () => canvas.zoomBy(0.8));
 
@@ -515,7 +525,9 @@ document.addEventListener('keydown', (ev) => {
     else gates.openInject(g);
     return;
   }
-  if (key === 'f') {
+  if (key === 'g') {
+    toggleFold();
+  } else if (key === 'f') {
     canvas.userMoved = false;
     canvas.fit();
   } else if (ev.key === 'Escape') {

@@ -1,0 +1,167 @@
+// Shared plumbing of the browser tests: a real `graphmind serve`, headless Chromium, apps.
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+const TARGET = process.env.CARGO_TARGET_DIR ? path.resolve(ROOT, process.env.CARGO_TARGET_DIR) : path.join(ROOT, 'target');
+export const GRAPHMIND_BIN = process.env.GRAPHMIND_BIN || path.join(TARGET, 'debug', 'graphmind');
+export const AGENT_BIN = process.env.GRAPHMIND_AGENT_BIN || path.join(TARGET, 'debug', 'examples', 'support_agent');
+export const SHOTS = process.env.GRAPHMIND_SHOTS || path.join(TARGET, 'browser-screenshots');
+export const CHROMIUM = process.env.CHROMIUM_BIN || '/usr/bin/chromium';
+
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-component-update',
+  '--disable-sync',
+];
+
+/** Resolves when `pred()` is truthy; rejects after `ms` with `what` in the message. */
+export async function until(pred, ms, what) {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await pred();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+function collect(proc) {
+  const out = { stdout: '', stderr: '' };
+  proc.stdout.setEncoding('utf8');
+  proc.stderr.setEncoding('utf8');
+  proc.stdout.on('data', (d) => (out.stdout += d));
+  proc.stderr.on('data', (d) => (out.stderr += d));
+  out.exited = new Promise((resolve) => proc.on('exit', (code, signal) => resolve({ code, signal })));
+  return out;
+}
+
+/**
+ * Starts `graphmind serve --port <port> --json --no-open` with GRAPHMIND_HOME in a temp dir and
+ * waits for its JSON line. Returns the port, the page's URL with the viewer token, and stop().
+ */
+export async function startHub({ port = 0, home, args = [] } = {}) {
+  if (!fs.existsSync(GRAPHMIND_BIN)) throw new Error(`no graphmind binary at ${GRAPHMIND_BIN}: run tests/browser/run.sh (it builds it)`);
+  home = home || fs.mkdtempSync(path.join(os.tmpdir(), 'gm-browser-'));
+  const proc = spawn(GRAPHMIND_BIN, ['serve', '--port', String(port), '--json', '--no-open', ...args], {
+    env: { ...process.env, GRAPHMIND_HOME: home, NO_PROXY: '127.0.0.1,localhost', RUST_LOG: process.env.RUST_LOG || 'warn' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const io = collect(proc);
+  const info = await until(
+    () => {
+      const line = io.stdout.split('\n').find((l) => l.trim().startsWith('{'));
+      if (!line && proc.exitCode !== null) throw new Error(`graphmind serve exited ${proc.exitCode}: ${io.stderr}`);
+      return line ? JSON.parse(line) : null;
+    },
+    20_000,
+    'graphmind serve to print its JSON line',
+  );
+  const base = `http://127.0.0.1:${info.port}`;
+  const token = viewerToken(info, home);
+  return {
+    ...info,
+    home,
+    base,
+    token,
+    viewerUrl: (extra = '') => `${base}/#token=${token}${extra ? `&${extra}` : ''}`,
+    ingestUrl: `ws://127.0.0.1:${info.port}/ingest`,
+    io,
+    proc,
+    async stop() {
+      if (proc.exitCode === null) {
+        proc.kill('SIGTERM');
+        await Promise.race([io.exited, new Promise((r) => setTimeout(r, 5000))]);
+        if (proc.exitCode === null) proc.kill('SIGKILL');
+      }
+    },
+  };
+}
+
+function viewerToken(info, home) {
+  for (const k of ['viewerUrl', 'url']) {
+    const m = typeof info[k] === 'string' && info[k].match(/#.*token=([^&]+)/);
+    if (m) return decodeURIComponent(m[1]);
+  }
+  if (typeof info.viewerToken === 'string') return info.viewerToken;
+  const runFile = path.join(home, 'run', `serve-${info.port}.json`);
+  if (fs.existsSync(runFile)) {
+    const rf = JSON.parse(fs.readFileSync(runFile, 'utf8'));
+    if (typeof rf.viewerToken === 'string') return rf.viewerToken;
+  }
+  throw new Error(`cannot find the viewer token in ${JSON.stringify(info)}`);
+}
+
+/** JSON from the hub's HTTP API. */
+export async function api(hub, p) {
+  const r = await fetch(`${hub.base}${p}`);
+  if (!r.ok) throw new Error(`GET ${p}: ${r.status}`);
+  return r.json();
+}
+
+export async function launch() {
+  return chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+}
+
+/** A fresh page with console errors collected (a test can assert there were none). */
+export async function newPage(browser, { width = 1400, height = 860 } = {}) {
+  const page = await browser.newPage({ viewport: { width, height } });
+  page.errors = [];
+  page.on('pageerror', (e) => page.errors.push(e.message));
+  page.on('console', (m) => m.type() === 'error' && page.errors.push(m.text()));
+  return page;
+}
+
+export async function shot(page, name) {
+  fs.mkdirSync(SHOTS, { recursive: true });
+  const file = path.join(SHOTS, `${name}.png`);
+  await page.screenshot({ path: file });
+  return file;
+}
+
+/** Runs the support agent example against the hub; resolves when it exits. */
+export function startAgent(hub, args = [], env = {}) {
+  if (!fs.existsSync(AGENT_BIN)) throw new Error(`no support agent at ${AGENT_BIN}: run tests/browser/run.sh (it builds it)`);
+  const proc = spawn(AGENT_BIN, args, {
+    env: { ...process.env, GRAPHMIND_URL: hub.ingestUrl, NO_PROXY: '127.0.0.1,localhost', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const io = collect(proc);
+  return { proc, io, kill: () => proc.exitCode === null && proc.kill('SIGKILL') };
+}
+
+/** Runs a Python agent (graphmind-ai 0.5.1) against the hub. */
+export function startPython(hub, script, env = {}) {
+  const proc = spawn('python3', [script], {
+    env: { ...process.env, GRAPHMIND_URL: hub.ingestUrl, NO_PROXY: '127.0.0.1,localhost', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const io = collect(proc);
+  return { proc, io, kill: () => proc.exitCode === null && proc.kill('SIGKILL') };
+}
+
+/** The card of a node, by nodeId. */
+export function card(page, nodeId) {
+  return page.locator(`[data-testid="node-card"][data-node-id="${nodeId}"]`);
+}
+
+/** Waits until the page shows the run with this id as selected and replayed. */
+export async function waitRun(page, runId) {
+  await page.waitForFunction(
+    (id) => {
+      const v = document.querySelector('[data-testid="canvas"]');
+      return v && v.dataset.runId === id && v.dataset.replayed === 'true';
+    },
+    runId,
+    { timeout: 10_000 },
+  );
+}

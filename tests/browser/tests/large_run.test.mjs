@@ -1,0 +1,105 @@
+// A generated 300-node, 5,000-event run loads and renders within 1 s: measured from the click
+// on the run (subscribe, replay from the hub's store, model, layout, DOM) to the drawn canvas,
+// and from a cold page load with a deep link. Prints the numbers for BENCHMARKS.md.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startHub, launch, newPage, shot, api, until } from '../lib/harness.mjs';
+import { FakeApp, sendGeneratedRun } from '../lib/fake-app.mjs';
+
+const NODES = 300;
+const EVENTS = 5000;
+const BUDGET_MS = 1000;
+let hub;
+let browser;
+let runId;
+let smallRun;
+
+before(async () => {
+  hub = await startHub();
+  browser = await launch();
+  const app = new FakeApp(hub.ingestUrl, 'load-generator');
+  await app.connect();
+  ({ runId } = sendGeneratedRun(app, { nodes: NODES, events: EVENTS }));
+  // a second, small run to start the page on
+  smallRun = sendGeneratedRun(app, { nodes: 3, events: 8 }).runId;
+  await until(async () => {
+    const runs = await api(hub, '/api/runs');
+    const list = Array.isArray(runs) ? runs : runs.runs;
+    const r = list.find((x) => x.runId === runId);
+    return r && r.eventCount >= EVENTS && r.status === 'ok';
+  }, 30_000, 'the hub to store the generated run');
+  await app.close();
+});
+
+after(async () => {
+  await browser?.close();
+  await hub?.stop();
+});
+
+async function renderedIn(page) {
+  await page.waitForFunction(
+    ({ id, n }) => {
+      const v = document.querySelector('[data-testid="canvas"]');
+      return v && v.dataset.runId === id && v.dataset.replayed === 'true' && document.querySelectorAll('[data-testid="node-card"]').length === n;
+    },
+    { id: runId, n: NODES },
+    { timeout: 10_000 },
+  );
+  return page.evaluate(() => window.__graphmindViewer.metrics);
+}
+
+test('a 300-node, 5,000-event run renders within 1 s of selecting it', async () => {
+  const page = await newPage(browser);
+  await page.goto(`${hub.viewerUrl(`run=${smallRun}`)}`);
+  await page.locator(`[data-testid="run-item"][data-run-id="${runId}"]`).waitFor();
+  const samples = [];
+  for (let i = 0; i < 3; i++) {
+    // switch away and back, each time from a click, timed inside the page
+    await page.locator(`[data-testid="run-item"][data-run-id="${smallRun}"]`).click();
+    await page.waitForFunction((id) => document.querySelector('[data-testid="canvas"]').dataset.runId === id && document.querySelector('[data-testid="canvas"]').dataset.replayed === 'true', smallRun);
+    const t0 = await page.evaluate((id) => {
+      const t = performance.now();
+      document.querySelector(`[data-testid="run-item"][data-run-id="${id}"]`).click();
+      return t;
+    }, runId);
+    const m = await renderedIn(page);
+    const tEnd = await page.evaluate(() => window.__graphmindViewer.metrics.renderedAt);
+    samples.push(tEnd - t0);
+    assert.equal(m.nodes, NODES);
+    assert.equal(m.events, EVENTS);
+  }
+  const worst = Math.max(...samples);
+  console.log(`viewer: ${NODES} nodes / ${EVENTS} events, click to drawn: ${samples.map((s) => s.toFixed(0)).join(', ')} ms (worst ${worst.toFixed(0)} ms)`);
+  assert.ok(worst < BUDGET_MS, `rendering took ${worst.toFixed(0)} ms, budget ${BUDGET_MS} ms`);
+
+  // readable: folded into groups, fitted to the view, zoomable
+  const groups = await page.locator('[data-testid="node-group"]').count();
+  assert.ok(groups >= 1, 'repeated siblings are grouped');
+  const zoom = Number(await page.locator('[data-testid="canvas"]').getAttribute('data-zoom'));
+  assert.ok(zoom > 0 && zoom < 1, `fit-to-view zoomed out (${zoom})`);
+  await page.click('[data-testid="zoom-in"]');
+  assert.ok(Number(await page.locator('[data-testid="canvas"]').getAttribute('data-zoom')) > zoom);
+  await page.click('[data-testid="fit"]');
+  assert.equal(Number(await page.locator('[data-testid="canvas"]').getAttribute('data-zoom')), zoom);
+  await shot(page, 'large-run');
+  // folding turns every group into one summary card, and back
+  await page.click('[data-testid="fold-all"]');
+  await until(async () => (await page.locator('[data-testid="node-card"]').count()) < 50, 5000, 'groups to fold');
+  assert.match(await page.locator('[data-testid="group-summary"]').first().textContent(), /\d+ ok/);
+  await shot(page, 'large-run-folded');
+  await page.click('[data-testid="fold-all"]');
+  await until(async () => (await page.locator('[data-testid="node-card"]').count()) === NODES, 5000, 'groups to unfold');
+  assert.deepEqual(page.errors, []);
+});
+
+test('a cold page load with a deep link to the 300-node run renders within 1 s', async () => {
+  const page = await newPage(browser);
+  await page.goto(`${hub.base}/?run=${runId}`);
+  const m = await renderedIn(page);
+  // performance.now() counts from the navigation's start
+  console.log(`viewer: cold load with deep link, navigation to drawn: ${m.renderedAt.toFixed(0)} ms (subscribe to drawn ${m.renderMs.toFixed(0)} ms)`);
+  assert.ok(m.renderedAt < BUDGET_MS, `cold load took ${m.renderedAt.toFixed(0)} ms`);
+  // a deep link without a token still shows the run, read-only
+  await page.locator('[data-testid="token-note"]').waitFor({ state: 'visible' });
+  await shot(page, 'large-run-cold');
+});
