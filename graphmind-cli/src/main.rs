@@ -1,1 +1,42 @@
-fn main() {}
+//! `graphmind`: the debugger hub (`graphmind serve`) and the commands that control it.
+
+mod control;
+mod paths;
+mod serve;
+mod viewer;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// graphmind — a live debugger for AI agents.
+#[derive(Parser, Debug)]
+#[command(name = "graphmind", version, about, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Start the debugger hub: apps report to /ingest, the viewer is served on the same port.
+    Serve(serve::ServeArgs),
+    /// Commands that talk to a running `graphmind serve`.
+    #[command(flatten)]
+    Control(control::ControlCommand),
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() { 1 } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    match cli.command {
+        Command::Serve(args) => serve::main(args),
+        Command::Control(cmd) => control::main(cmd),
+    }
+}

@@ -1,0 +1,329 @@
+//! The HTTP API (`docs/http-api.md`).
+
+// Handler helpers return a ready `Response` as their error; it is moved once, never stored.
+#![allow(clippy::result_large_err)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use graphmind_protocol::{BreakpointMatcher, Mode, ResumeAction};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::security::{bearer, is_json};
+use super::state::{Hub, Need, Outcome};
+
+/// The API routes (and `/health`).
+pub fn routes() -> Router<Arc<Hub>> {
+    Router::new()
+        .route("/health", get(health))
+        .route("/api/runs", get(runs))
+        .route("/api/runs/{run_id}", get(run))
+        .route("/api/runs/{run_id}/events", get(events))
+        .route("/api/pauses", get(pauses))
+        .route("/api/runs/{run_id}/pauses/{pause_id}", get(pause))
+        .route("/api/runs/{run_id}/pauses/{pause_id}/resume", post(resume))
+        .route("/api/debug", get(debug).post(debug_replace))
+        .route("/api/debug/breakpoints/set", post(breakpoint_set))
+        .route("/api/debug/breakpoints/clear", post(breakpoint_clear))
+        .route("/api/debug/mode", post(mode_set))
+}
+
+fn error(status: StatusCode, msg: impl Into<String>) -> Response {
+    (status, axum::Json(json!({"error": msg.into()}))).into_response()
+}
+
+fn json_text(status: StatusCode, body: String) -> Response {
+    (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+async fn health(State(hub): State<Arc<Hub>>) -> Response {
+    axum::Json(hub.health()).into_response()
+}
+
+#[derive(Deserialize)]
+struct LimitQuery {
+    limit: Option<usize>,
+}
+
+async fn runs(State(hub): State<Arc<Hub>>, Query(q): Query<LimitQuery>) -> Response {
+    let limit = q.limit.unwrap_or(200).min(1000);
+    axum::Json(json!({"runs": hub.runs(limit)})).into_response()
+}
+
+async fn run(State(hub): State<Arc<Hub>>, Path(run_id): Path<String>) -> Response {
+    match hub.run(&run_id) {
+        Some(r) => axum::Json(r).into_response(),
+        None => error(StatusCode::NOT_FOUND, format!("no run {run_id}")),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct EventsQuery {
+    after_seq: Option<u64>,
+    limit: Option<usize>,
+}
+
+async fn events(
+    State(hub): State<Arc<Hub>>,
+    Path(run_id): Path<String>,
+    Query(q): Query<EventsQuery>,
+) -> Response {
+    if hub.run(&run_id).is_none() {
+        return error(StatusCode::NOT_FOUND, format!("no run {run_id}"));
+    }
+    let limit = q.limit.unwrap_or(1000).clamp(1, 10_000);
+    hub.writer.barrier().await;
+    let reader = Arc::clone(&hub.reader);
+    let rid = run_id.clone();
+    let after = q.after_seq;
+    let rows =
+        match tokio::task::spawn_blocking(move || reader.events(&rid, after, limit + 1)).await {
+            Ok(Ok(rows)) => rows,
+            Ok(Err(e)) => return error(StatusCode::INTERNAL_SERVER_ERROR, e),
+            Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+        };
+    let more = rows.len() > limit;
+    let rows = &rows[..rows.len().min(limit)];
+    let next = if more { rows.last().map(|r| r.0) } else { None };
+    let mut body = String::with_capacity(64 + rows.iter().map(|r| r.1.len() + 1).sum::<usize>());
+    body.push_str(r#"{"runId":"#);
+    body.push_str(&Value::from(run_id).to_string());
+    body.push_str(r#","events":["#);
+    for (i, (_, text)) in rows.iter().enumerate() {
+        if i > 0 {
+            body.push(',');
+        }
+        body.push_str(text);
+    }
+    body.push_str(&format!(
+        r#"],"more":{more},"nextAfterSeq":{}}}"#,
+        next.map_or_else(|| "null".to_owned(), |n| n.to_string())
+    ));
+    json_text(StatusCode::OK, body)
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PausesQuery {
+    run_id: Option<String>,
+    wait: Option<f64>,
+}
+
+async fn pauses(State(hub): State<Arc<Hub>>, Query(q): Query<PausesQuery>) -> Response {
+    let list = match q.wait.filter(|w| w.is_finite() && *w > 0.0) {
+        Some(w) => {
+            hub.wait_pauses(q.run_id.as_deref(), Duration::from_secs_f64(w.min(600.0)))
+                .await
+        }
+        None => hub.pauses(q.run_id.as_deref()),
+    };
+    axum::Json(json!({"pauses": list})).into_response()
+}
+
+async fn pause(
+    State(hub): State<Arc<Hub>>,
+    Path((run_id, pause_id)): Path<(String, String)>,
+) -> Response {
+    match hub.pause(&run_id, &pause_id) {
+        Some(p) => axum::Json(p).into_response(),
+        None => error(
+            StatusCode::NOT_FOUND,
+            format!("no pause {pause_id} in run {run_id}"),
+        ),
+    }
+}
+
+fn outcome_response(run_id: &str, pause_id: &str, o: &Outcome) -> Response {
+    let status = match o {
+        Outcome::Resumed { .. } => StatusCode::OK,
+        Outcome::Sent => StatusCode::ACCEPTED,
+        Outcome::Refused { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+        Outcome::Taken(_) => StatusCode::CONFLICT,
+        Outcome::Gone(_) => StatusCode::GONE,
+        Outcome::Invalid(_) => StatusCode::BAD_REQUEST,
+        Outcome::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+        Outcome::Forbidden(_) => StatusCode::FORBIDDEN,
+    };
+    let mut body = json!({"outcome": o.name(), "pauseId": pause_id, "runId": run_id});
+    if let Some(m) = o.message() {
+        body["message"] = json!(m);
+        if !o.ok() {
+            body["error"] = json!(m);
+        }
+    }
+    match o {
+        Outcome::Resumed { action } => body["action"] = json!(action),
+        Outcome::Refused { code, .. } => body["code"] = json!(code),
+        _ => {}
+    }
+    (status, axum::Json(body)).into_response()
+}
+
+/// Content type first (a cross-site form cannot send JSON), then the token.
+fn gate(hub: &Hub, headers: &HeaderMap, need: Need) -> Result<(), Response> {
+    if !is_json(headers) {
+        return Err(error(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "mutations take Content-Type: application/json",
+        ));
+    }
+    hub.authorize_agent(bearer(headers), need).map_err(|o| {
+        let status = if matches!(o, Outcome::Forbidden(_)) {
+            StatusCode::FORBIDDEN
+        } else {
+            StatusCode::UNAUTHORIZED
+        };
+        error(status, o.message().unwrap_or_default())
+    })
+}
+
+fn body_json(body: &Bytes) -> Result<serde_json::Map<String, Value>, Response> {
+    match serde_json::from_slice::<Value>(body) {
+        Ok(Value::Object(o)) => Ok(o),
+        Ok(_) => Err(error(
+            StatusCode::BAD_REQUEST,
+            "the body must be a JSON object",
+        )),
+        Err(e) => Err(error(
+            StatusCode::BAD_REQUEST,
+            format!("the body is not JSON: {e}"),
+        )),
+    }
+}
+
+async fn resume(
+    State(hub): State<Arc<Hub>>,
+    Path((run_id, pause_id)): Path<(String, String)>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let fail = |o: Outcome| outcome_response(&run_id, &pause_id, &o);
+    if !is_json(&headers) {
+        let mut r = fail(Outcome::Invalid(
+            "mutations take Content-Type: application/json".into(),
+        ));
+        *r.status_mut() = StatusCode::UNSUPPORTED_MEDIA_TYPE;
+        return r;
+    }
+    // Token validity first, so a caller without a token learns nothing else.
+    if let Err(o) = hub.authorize_agent(bearer(&headers), Need::Debug) {
+        return fail(o);
+    }
+    let body = match serde_json::from_slice::<Value>(&body) {
+        Ok(Value::Object(o)) => o,
+        _ => return fail(Outcome::Invalid("the body must be a JSON object".into())),
+    };
+    let Some(action) = body
+        .get("action")
+        .and_then(Value::as_str)
+        .and_then(ResumeAction::from_str)
+    else {
+        return fail(Outcome::Invalid(
+            "action must be continue, retry, inject or abort".into(),
+        ));
+    };
+    if let Err(o) = hub.authorize_agent(bearer(&headers), Need::Resume(action)) {
+        return fail(o);
+    }
+    let output = body.get("output").cloned();
+    let o = hub.resume(&run_id, &pause_id, action, output).await;
+    fail(o)
+}
+
+async fn debug(State(hub): State<Arc<Hub>>) -> Response {
+    axum::Json(hub.debug_json()).into_response()
+}
+
+fn matcher_of(v: Option<&Value>) -> Result<BreakpointMatcher, Response> {
+    let Some(v) = v else {
+        return Err(error(StatusCode::BAD_REQUEST, "needs a matcher"));
+    };
+    serde_json::from_value(v.clone())
+        .map_err(|e| error(StatusCode::BAD_REQUEST, format!("bad matcher: {e}")))
+}
+
+async fn debug_replace(State(hub): State<Arc<Hub>>, headers: HeaderMap, body: Bytes) -> Response {
+    if let Err(r) = gate(&hub, &headers, Need::Debug) {
+        return r;
+    }
+    let body = match body_json(&body) {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    let bps = match body.get("breakpoints") {
+        None => None,
+        Some(v) => match serde_json::from_value::<Vec<BreakpointMatcher>>(v.clone()) {
+            Ok(b) => Some(b),
+            Err(e) => return error(StatusCode::BAD_REQUEST, format!("bad breakpoints: {e}")),
+        },
+    };
+    let mode = match body.get("mode") {
+        None => None,
+        Some(v) => match v.as_str().and_then(Mode::from_str) {
+            Some(m) => Some(m),
+            None => return error(StatusCode::BAD_REQUEST, "mode must be run or step"),
+        },
+    };
+    axum::Json(hub.replace_debug(bps, mode)).into_response()
+}
+
+async fn breakpoint_set(State(hub): State<Arc<Hub>>, headers: HeaderMap, body: Bytes) -> Response {
+    if let Err(r) = gate(&hub, &headers, Need::Debug) {
+        return r;
+    }
+    let body = match body_json(&body) {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    match matcher_of(body.get("matcher")) {
+        Ok(m) => axum::Json(hub.set_breakpoint(m)).into_response(),
+        Err(r) => r,
+    }
+}
+
+async fn breakpoint_clear(
+    State(hub): State<Arc<Hub>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    if let Err(r) = gate(&hub, &headers, Need::Debug) {
+        return r;
+    }
+    let body = match body_json(&body) {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    if body.get("all").and_then(Value::as_bool) == Some(true) {
+        return axum::Json(hub.clear_breakpoints(None)).into_response();
+    }
+    match matcher_of(body.get("matcher")) {
+        Ok(m) => axum::Json(hub.clear_breakpoints(Some(m))).into_response(),
+        Err(r) => r,
+    }
+}
+
+async fn mode_set(State(hub): State<Arc<Hub>>, headers: HeaderMap, body: Bytes) -> Response {
+    if let Err(r) = gate(&hub, &headers, Need::Debug) {
+        return r;
+    }
+    let body = match body_json(&body) {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    match body
+        .get("mode")
+        .and_then(Value::as_str)
+        .and_then(Mode::from_str)
+    {
+        Some(m) => axum::Json(hub.set_mode(m)).into_response(),
+        None => error(StatusCode::BAD_REQUEST, "mode must be run or step"),
+    }
+}

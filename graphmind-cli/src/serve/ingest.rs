@@ -1,0 +1,267 @@
+//! `/ingest`: the apps' WebSocket. Handshake, then every frame is parsed, shrunk if its
+//! payload is over budget, deduped and stored; bad frames are counted and ignored.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use axum::extract::State;
+use axum::extract::ws::{CloseFrame, Message as WsMessage, WebSocket, WebSocketUpgrade};
+use axum::response::Response;
+use futures_util::{SinkExt, StreamExt};
+use graphmind_protocol::{Envelope, Message, PAYLOAD_BUDGET, Parsed, parse, shrink_payload};
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use super::state::{AppOut, Hub};
+
+/// Largest frame an app may send (close 1009 above it).
+pub const MAX_FRAME: usize = 16 * 1024 * 1024;
+
+/// Upgrades to the app protocol.
+pub async fn handler(ws: WebSocketUpgrade, State(hub): State<Arc<Hub>>) -> Response {
+    ws.max_message_size(MAX_FRAME)
+        .max_frame_size(MAX_FRAME)
+        .on_upgrade(move |socket| serve_app(hub, socket))
+}
+
+/// Whether a socket error is the frame-size limit.
+pub fn is_capacity_error(e: &axum::Error) -> bool {
+    let s = e.to_string();
+    s.contains("Space limit exceeded") || s.contains("too long") || s.contains("too big")
+}
+
+async fn serve_app(hub: Arc<Hub>, socket: WebSocket) {
+    let (mut sink, mut stream) = socket.split();
+    let (tx, mut rx) = mpsc::unbounded_channel::<AppOut>();
+    let writer = tokio::spawn(async move {
+        while let Some(out) = rx.recv().await {
+            match out {
+                AppOut::Text(s) => {
+                    if sink.send(WsMessage::Text(s.into())).await.is_err() {
+                        break;
+                    }
+                }
+                AppOut::Close(code, reason) => {
+                    let _ = sink
+                        .send(WsMessage::Close(Some(CloseFrame {
+                            code,
+                            reason: reason.into(),
+                        })))
+                        .await;
+                    break;
+                }
+            }
+        }
+        let _ = sink.close().await;
+    });
+    let mut conn: Option<u64> = None;
+    while let Some(msg) = stream.next().await {
+        let msg = match msg {
+            Ok(m) => m,
+            Err(e) => {
+                if is_capacity_error(&e) {
+                    let _ = tx.send(AppOut::Close(
+                        1009,
+                        format!("frame too large: the limit is {MAX_FRAME} bytes"),
+                    ));
+                }
+                break;
+            }
+        };
+        match msg {
+            WsMessage::Text(text) => {
+                let text = text.as_str();
+                hub.stats.frames_in.fetch_add(1, Ordering::Relaxed);
+                let keep_going = match conn {
+                    None => match handshake(&hub, text, &tx) {
+                        Handshake::Done(c) => {
+                            conn = Some(c);
+                            true
+                        }
+                        Handshake::Ignored => true,
+                        Handshake::Close => false,
+                    },
+                    Some(c) => event(&hub, c, text, &tx).await,
+                };
+                if !keep_going {
+                    break;
+                }
+            }
+            WsMessage::Binary(_) => {
+                hub.stats.binary_frames.fetch_add(1, Ordering::Relaxed);
+            }
+            WsMessage::Close(_) => break,
+            WsMessage::Ping(_) | WsMessage::Pong(_) => {}
+        }
+    }
+    if let Some(c) = conn {
+        hub.app_disconnected(c);
+    }
+    drop(tx);
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(2), writer).await;
+}
+
+enum Handshake {
+    Done(u64),
+    Ignored,
+    Close,
+}
+
+fn version_mismatch(tx: &mpsc::UnboundedSender<AppOut>, gm: &Value) {
+    let _ = tx.send(AppOut::Close(
+        1002,
+        format!("unsupported protocol version gm={gm}; this hub speaks gm 1"),
+    ));
+}
+
+struct HelloInfo {
+    app: Option<String>,
+    capabilities: Vec<String>,
+    resume_token: Option<String>,
+}
+
+/// A hello that does not fit the strict schema (e.g. no `versions.client`) is still a hello.
+fn loose_hello(text: &str) -> Option<HelloInfo> {
+    let v: Value = serde_json::from_str(text).ok()?;
+    let o = v.as_object()?;
+    if o.get("type")?.as_str()? != "hello" || o.get("gm")?.as_u64()? != 1 {
+        return None;
+    }
+    let p = o.get("payload")?.as_object()?;
+    Some(HelloInfo {
+        app: p.get("app").and_then(Value::as_str).map(str::to_owned),
+        capabilities: p
+            .get("capabilities")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default(),
+        resume_token: p
+            .get("resumeToken")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+    })
+}
+
+fn handshake(hub: &Hub, text: &str, tx: &mpsc::UnboundedSender<AppOut>) -> Handshake {
+    let info = match parse(text) {
+        Parsed::Ok(Envelope {
+            message: Message::Hello(h),
+            ..
+        }) => HelloInfo {
+            app: h.app,
+            capabilities: h.capabilities,
+            resume_token: h.resume_token,
+        },
+        Parsed::VersionMismatch(gm) => {
+            version_mismatch(tx, &gm);
+            return Handshake::Close;
+        }
+        Parsed::Invalid(_) => match loose_hello(text) {
+            Some(h) => h,
+            None => {
+                hub.stats
+                    .ignored_before_hello
+                    .fetch_add(1, Ordering::Relaxed);
+                return Handshake::Ignored;
+            }
+        },
+        _ => {
+            hub.stats
+                .ignored_before_hello
+                .fetch_add(1, Ordering::Relaxed);
+            return Handshake::Ignored;
+        }
+    };
+    let (conn, _identity, ack) = hub.app_hello(
+        tx.clone(),
+        info.app,
+        info.capabilities,
+        info.resume_token.as_deref().filter(|t| !t.is_empty()),
+    );
+    let _ = tx.send(AppOut::Text(ack));
+    Handshake::Done(conn)
+}
+
+/// Shrinks an envelope whose payload is over budget. Returns the envelope to account with
+/// and the text to store.
+fn shrink(env: Envelope, text: &str) -> (Envelope, Arc<str>, bool) {
+    if text.len() <= PAYLOAD_BUDGET {
+        return (env, Arc::from(text), false);
+    }
+    let Value::Object(mut payload) = env.message.payload_value() else {
+        return (env, Arc::from(text), false);
+    };
+    let report = shrink_payload(&mut payload, PAYLOAD_BUDGET);
+    if !report.shrunk {
+        return (env, Arc::from(text), false);
+    }
+    let shrunk = Envelope {
+        message: Message::Unknown {
+            kind: env.message.type_name().to_owned(),
+            payload: Value::Object(payload),
+        },
+        ..env.clone()
+    };
+    let body = shrunk.to_json();
+    let typed = match parse(&body) {
+        Parsed::Ok(e) | Parsed::UnknownType(e) => e,
+        _ => env,
+    };
+    (typed, Arc::from(body), true)
+}
+
+/// Handles one frame after the handshake. Returns false when the connection must close.
+async fn event(hub: &Arc<Hub>, conn: u64, text: &str, tx: &mpsc::UnboundedSender<AppOut>) -> bool {
+    let env = match parse(text) {
+        Parsed::Ok(env) => env,
+        Parsed::UnknownType(env) => {
+            hub.stats.unknown_types.fetch_add(1, Ordering::Relaxed);
+            env
+        }
+        Parsed::VersionMismatch(gm) => {
+            version_mismatch(tx, &gm);
+            return false;
+        }
+        Parsed::Invalid(_) => {
+            hub.stats.invalid_frames.fetch_add(1, Ordering::Relaxed);
+            return true;
+        }
+    };
+    // Run-independent frames and hub → app types carry no event of a run.
+    if env.run_id == graphmind_protocol::RUN_ANY
+        || env.run_id.is_empty()
+        || matches!(
+            env.message,
+            Message::Hello(_)
+                | Message::HelloAck(_)
+                | Message::ExecResume(_)
+                | Message::BreakpointSet(_)
+                | Message::BreakpointClear(_)
+                | Message::ModeSet(_)
+        )
+    {
+        return true;
+    }
+    let (env, body, shrunk) = shrink(env, text);
+    if shrunk {
+        hub.stats.shrunk.fetch_add(1, Ordering::Relaxed);
+    }
+    if hub.needs_seqs(&env.run_id) {
+        hub.writer.barrier().await;
+        let reader = Arc::clone(&hub.reader);
+        let run = env.run_id.clone();
+        let seqs = tokio::task::spawn_blocking(move || reader.seqs(&run))
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .unwrap_or_default();
+        hub.install_seqs(&env.run_id, seqs);
+    }
+    hub.app_event(conn, &env, body).await;
+    true
+}

@@ -1,0 +1,330 @@
+//! `graphmind serve`: the debugger hub. One loopback port serves `/ingest` (apps),
+//! `/ws/ui` (viewers), the HTTP API and the viewer page.
+
+mod api;
+mod ingest;
+mod security;
+mod state;
+mod storage;
+mod tokens;
+mod ui_feed;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::routing::get;
+use clap::{Args, ValueEnum};
+use graphmind_protocol::{BreakpointMatcher, NodeKind, PausePoint};
+use serde_json::json;
+
+use crate::paths;
+use state::{Config, Hub};
+use storage::{Retention, Storage};
+use tokens::Token;
+
+/// What the agent token (run file) may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AllowControl {
+    /// Breakpoints and mode only.
+    Off,
+    /// Also continue, retry and abort held gates.
+    Resume,
+    /// Also inject results.
+    Inject,
+}
+
+impl AllowControl {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Off => "off",
+            Self::Resume => "resume",
+            Self::Inject => "inject",
+        }
+    }
+}
+
+/// Flags of `graphmind serve`.
+#[derive(Args, Debug, Clone)]
+pub struct ServeArgs {
+    /// Port on 127.0.0.1 (0 picks a free one).
+    #[arg(long, default_value_t = 4747)]
+    pub port: u16,
+    /// Database file (default $GRAPHMIND_HOME/graphmind.db, GRAPHMIND_HOME defaulting to ~/.graphmind).
+    #[arg(long)]
+    pub db: Option<PathBuf>,
+    /// Do not open the viewer in a browser.
+    #[arg(long)]
+    pub no_open: bool,
+    /// Pause on errors: on (every error), off, or a node kind (only errors of that kind).
+    #[arg(long, default_value = "on", value_name = "on|off|KIND")]
+    pub pause_on_error: String,
+    /// What the agent token in the run file may do.
+    #[arg(long, value_enum, default_value_t = AllowControl::Off)]
+    pub allow_control: AllowControl,
+    /// Print one JSON line {port,url,pid,version,…} on stdout once listening; logs go to stderr.
+    #[arg(long)]
+    pub json: bool,
+    /// Keep the newest N runs at start (runs older than 30 days are dropped too).
+    #[arg(long, default_value_t = 200)]
+    pub keep: usize,
+    /// Milliseconds before a run whose app went away counts as abandoned (tests shorten it;
+    /// env GRAPHMIND_ABANDON_GRACE_MS too).
+    #[arg(long, hide = true)]
+    pub abandon_grace_ms: Option<u64>,
+}
+
+/// Epoch milliseconds.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+fn initial_breakpoints(flag: &str) -> Result<Vec<BreakpointMatcher>, String> {
+    match flag {
+        "on" => Ok(vec![BreakpointMatcher::at(PausePoint::Error)]),
+        "off" => Ok(Vec::new()),
+        kind => match NodeKind::from_str(kind) {
+            Some(k) => Ok(vec![BreakpointMatcher {
+                kind: Some(k),
+                ..BreakpointMatcher::at(PausePoint::Error)
+            }]),
+            None => Err(format!(
+                "--pause-on-error takes on, off or a node kind (agent, llm, tool, chain, \
+                 retriever, server, resource, prompt, custom), not {kind:?}"
+            )),
+        },
+    }
+}
+
+/// A started hub.
+pub struct Running {
+    /// The port listened on.
+    pub port: u16,
+    /// `http://127.0.0.1:<port>`.
+    pub url: String,
+    /// The viewer link with its token in the fragment.
+    pub viewer_url: String,
+    /// The run file.
+    pub run_file: PathBuf,
+    hub: Arc<Hub>,
+    server: tokio::task::JoinHandle<()>,
+    ticker: tokio::task::JoinHandle<()>,
+}
+
+/// Starts a hub: storage, tokens, listener, run file. Returns once it is listening.
+pub async fn start(args: &ServeArgs) -> Result<Running, String> {
+    let breakpoints = initial_breakpoints(&args.pause_on_error)?;
+    let home = paths::home();
+    paths::private_dir(&home).map_err(|e| format!("cannot create {}: {e}", home.display()))?;
+    let db = args.db.clone().unwrap_or_else(paths::default_db);
+    let retention = Retention {
+        keep: args.keep,
+        max_age_days: 30,
+    };
+    let storage = {
+        let db = db.clone();
+        tokio::task::spawn_blocking(move || Storage::open(&db, retention, now_ms()))
+            .await
+            .map_err(|e| e.to_string())??
+    };
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", args.port))
+        .await
+        .map_err(|e| {
+            if e.kind() == std::io::ErrorKind::AddrInUse {
+                format!(
+                    "port {} is in use (is another graphmind serve running? try --port 0)",
+                    args.port
+                )
+            } else {
+                format!("cannot listen on 127.0.0.1:{}: {e}", args.port)
+            }
+        })?;
+    let port = listener.local_addr().map_err(|e| e.to_string())?.port();
+    let grace_ms = args
+        .abandon_grace_ms
+        .or_else(|| {
+            std::env::var("GRAPHMIND_ABANDON_GRACE_MS")
+                .ok()
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(15_000);
+    let cfg = Config {
+        version: env!("CARGO_PKG_VERSION"),
+        port,
+        allow_control: args.allow_control,
+        viewer_token: Token::generate()?,
+        agent_token: Token::generate()?,
+        abandon_grace: Duration::from_millis(grace_ms),
+    };
+    let url = format!("http://127.0.0.1:{port}");
+    let viewer_url = format!("{url}/#token={}", cfg.viewer_token.as_str());
+    let run_doc = json!({
+        "port": port,
+        "pid": std::process::id(),
+        "url": url,
+        "token": cfg.agent_token.as_str(),
+        "allowControl": cfg.allow_control.as_str(),
+        "version": cfg.version,
+    });
+    let hub = Hub::new(
+        cfg,
+        storage.writer,
+        storage.reader,
+        storage.runs,
+        breakpoints,
+    );
+    let app: Router = Router::new()
+        .route("/ingest", get(ingest::handler))
+        .route("/ws/ui", get(ui_feed::handler))
+        .merge(api::routes())
+        .merge(crate::viewer::routes())
+        .layer(DefaultBodyLimit::max(2 * 1024 * 1024))
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&hub),
+            security::guard,
+        ))
+        .with_state(Arc::clone(&hub));
+    let run_dir = paths::run_dir();
+    paths::private_dir(&run_dir)
+        .map_err(|e| format!("cannot create {}: {e}", run_dir.display()))?;
+    let run_file = paths::run_file(port);
+    paths::write_private(&run_file, format!("{run_doc}\n").as_bytes())
+        .map_err(|e| format!("cannot write {}: {e}", run_file.display()))?;
+    let server = tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, app).await {
+            eprintln!("graphmind: server stopped: {e}");
+        }
+    });
+    let ticker = {
+        let hub = Arc::clone(&hub);
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_millis(100));
+            loop {
+                tick.tick().await;
+                hub.flush_dirty_runs();
+            }
+        })
+    };
+    Ok(Running {
+        port,
+        url,
+        viewer_url,
+        run_file,
+        hub,
+        server,
+        ticker,
+    })
+}
+
+impl Running {
+    /// Stops listening, closes app connections, flushes storage and removes the run file.
+    pub async fn shutdown(self) {
+        self.server.abort();
+        self.ticker.abort();
+        self.hub.close_apps();
+        let _ = tokio::time::timeout(Duration::from_secs(5), self.hub.writer.barrier()).await;
+        let _ = std::fs::remove_file(&self.run_file);
+    }
+}
+
+fn open_browser(url: &str) {
+    let opener = if cfg!(target_os = "macos") {
+        "open"
+    } else {
+        "xdg-open"
+    };
+    let child = std::process::Command::new(opener)
+        .arg(url)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+    if let Ok(mut c) = child {
+        std::thread::spawn(move || {
+            let _ = c.wait();
+        });
+    }
+}
+
+async fn stop_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let term = signal(SignalKind::terminate());
+        let hup = signal(SignalKind::hangup());
+        match (term, hup) {
+            (Ok(mut term), Ok(mut hup)) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                    _ = hup.recv() => {}
+                }
+            }
+            _ => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+/// `graphmind serve`.
+pub fn main(args: ServeArgs) -> ExitCode {
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("graphmind: cannot start the runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let code = rt.block_on(async {
+        let running = match start(&args).await {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("graphmind: {e}");
+                return ExitCode::from(1);
+            }
+        };
+        if args.json {
+            let line = json!({
+                "port": running.port,
+                "url": running.url,
+                "pid": std::process::id(),
+                "version": env!("CARGO_PKG_VERSION"),
+                "viewerUrl": running.viewer_url,
+                "runFile": running.run_file,
+            });
+            println!("{line}");
+            eprintln!("graphmind: listening on {}", running.url);
+            eprintln!("graphmind: viewer at {}", running.viewer_url);
+        } else {
+            println!("graphmind: listening on {}", running.url);
+            println!("graphmind: viewer at {}", running.viewer_url);
+            println!(
+                "graphmind: apps report to ws://127.0.0.1:{}/ingest; agent token in {}",
+                running.port,
+                running.run_file.display()
+            );
+        }
+        if !args.no_open {
+            open_browser(&running.viewer_url);
+        }
+        stop_signal().await;
+        eprintln!("graphmind: shutting down");
+        running.shutdown().await;
+        ExitCode::SUCCESS
+    });
+    rt.shutdown_timeout(Duration::from_millis(500));
+    code
+}

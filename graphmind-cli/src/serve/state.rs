@@ -1,0 +1,1262 @@
+//! The hub's live state: debug state, connected apps and their identities (run ownership),
+//! runs, the pause registry and connected viewers. One mutex guards it; nothing awaits while
+//! holding it.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use graphmind_protocol::{
+    BreakpointChange, BreakpointMatcher, Envelope, ExecResume, Extra, HelloAck, HubVersions,
+    Message, Mode, ModeSet, PausePoint, RUN_ANY, ResumeAction,
+};
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, oneshot, watch};
+
+use super::storage::{EventRow, Reader, RunRow, Writer};
+use super::tokens::{Token, random_id};
+use super::{AllowControl, now_ms};
+
+/// How long a resume waits for the app's `exec.resumed` / `exec.refused`.
+pub const RESUME_WAIT: Duration = Duration::from_secs(5);
+/// How long a closed pause is remembered (to tell "taken" from "gone").
+const CLOSED_MEMORY: Duration = Duration::from_secs(600);
+/// Capacity of a viewer's outgoing queue; a viewer that falls this far behind is dropped
+/// (it reconnects and replays).
+pub const VIEWER_QUEUE: usize = 65_536;
+/// Largest `exec.resume` frame sent to an app (the Python client closes on frames > 1 MiB).
+pub const MAX_CONTROL_FRAME: usize = 1024 * 1024;
+
+/// Fixed settings of one hub start.
+#[derive(Debug)]
+pub struct Config {
+    /// Hub version.
+    pub version: &'static str,
+    /// Port listened on.
+    pub port: u16,
+    /// What the agent token may do.
+    pub allow_control: AllowControl,
+    /// Token of the viewer page (URL fragment).
+    pub viewer_token: Token,
+    /// Token of agents and scripts (run file).
+    pub agent_token: Token,
+    /// Grace before a run whose app went away counts as abandoned.
+    pub abandon_grace: Duration,
+}
+
+/// Counters since start (reported by `/health`).
+#[derive(Debug, Default)]
+pub struct Stats {
+    /// Text frames received on /ingest.
+    pub frames_in: AtomicU64,
+    /// Events accepted (new (runId, seq)).
+    pub events_accepted: AtomicU64,
+    /// Events dropped as duplicates.
+    pub duplicates: AtomicU64,
+    /// Frames that were not valid envelopes.
+    pub invalid_frames: AtomicU64,
+    /// Binary frames (ignored).
+    pub binary_frames: AtomicU64,
+    /// Frames of unknown type (stored opaquely).
+    pub unknown_types: AtomicU64,
+    /// Payloads shrunk to the budget.
+    pub shrunk: AtomicU64,
+    /// Frames before hello (ignored).
+    pub ignored_before_hello: AtomicU64,
+}
+
+impl Stats {
+    fn to_json(&self) -> Value {
+        let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        json!({
+            "framesIn": g(&self.frames_in),
+            "eventsAccepted": g(&self.events_accepted),
+            "duplicates": g(&self.duplicates),
+            "invalidFrames": g(&self.invalid_frames),
+            "binaryFrames": g(&self.binary_frames),
+            "unknownTypes": g(&self.unknown_types),
+            "shrunk": g(&self.shrunk),
+            "ignoredBeforeHello": g(&self.ignored_before_hello),
+        })
+    }
+}
+
+/// A frame for an app connection's writer.
+#[derive(Debug)]
+pub enum AppOut {
+    /// A text frame.
+    Text(String),
+    /// Close with a code and reason.
+    Close(u16, String),
+}
+
+/// A message for a viewer connection's writer.
+#[derive(Debug, Clone)]
+pub enum ViewerOut {
+    /// A ready feed frame.
+    Frame(Arc<str>),
+    /// A live event of a run (the viewer filters by its subscription).
+    Event {
+        /// The run.
+        run_id: Arc<str>,
+        /// The event's seq.
+        seq: u64,
+        /// The stored envelope.
+        body: Arc<str>,
+    },
+}
+
+/// The answer to a resume request.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// The app confirmed the release.
+    Resumed {
+        /// The action the app reported.
+        action: String,
+    },
+    /// Sent, not confirmed in time.
+    Sent,
+    /// The app refused; the gate stays held.
+    Refused {
+        /// The app's code.
+        code: String,
+        /// The app's message.
+        message: Option<String>,
+    },
+    /// Another resume won.
+    Taken(String),
+    /// No such open pause.
+    Gone(String),
+    /// Bad request.
+    Invalid(String),
+    /// Missing or wrong token.
+    Unauthorized(String),
+    /// Token valid but not allowed.
+    Forbidden(String),
+}
+
+impl Outcome {
+    /// The wire name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Resumed { .. } => "resumed",
+            Self::Sent => "sent",
+            Self::Refused { .. } => "refused",
+            Self::Taken(_) => "taken",
+            Self::Gone(_) => "gone",
+            Self::Invalid(_) => "invalid",
+            Self::Unauthorized(_) => "unauthorized",
+            Self::Forbidden(_) => "forbidden",
+        }
+    }
+
+    /// Whether the request succeeded.
+    pub fn ok(&self) -> bool {
+        matches!(self, Self::Resumed { .. } | Self::Sent)
+    }
+
+    /// A readable explanation.
+    pub fn message(&self) -> Option<String> {
+        match self {
+            Self::Resumed { .. } => None,
+            Self::Sent => Some("sent to the app; it has not confirmed within 5 s".into()),
+            Self::Refused { message, code } => Some(
+                message
+                    .clone()
+                    .unwrap_or_else(|| format!("the app refused ({code})")),
+            ),
+            Self::Taken(m)
+            | Self::Gone(m)
+            | Self::Invalid(m)
+            | Self::Unauthorized(m)
+            | Self::Forbidden(m) => Some(m.clone()),
+        }
+    }
+}
+
+/// What a token is asked to do.
+#[derive(Debug, Clone, Copy)]
+pub enum Need {
+    /// Change breakpoints or mode.
+    Debug,
+    /// Resume a gate with this action.
+    Resume(ResumeAction),
+}
+
+#[derive(Debug, Default)]
+struct NodeSeen {
+    kind: Option<String>,
+    name: Option<String>,
+    instance_id: Option<String>,
+    input: Option<Value>,
+    output: Option<Value>,
+    error: Option<Value>,
+}
+
+#[derive(Debug)]
+struct RunState {
+    app: Option<String>,
+    name: Option<String>,
+    status: String,
+    started_at: Option<u64>,
+    ended_at: Option<u64>,
+    sdk: Option<Value>,
+    created_at: u64,
+    event_count: u64,
+    /// The identity (app session) that owns the run.
+    owner: Option<u64>,
+    /// Seqs stored; `None` until loaded from the database for a run of an earlier start.
+    seqs: Option<HashSet<u64>>,
+    nodes: HashMap<String, NodeSeen>,
+}
+
+impl RunState {
+    fn finished(&self) -> bool {
+        matches!(self.status.as_str(), "ok" | "error" | "aborted")
+    }
+
+    fn row(&self, run_id: &str) -> RunRow {
+        RunRow {
+            run_id: run_id.to_owned(),
+            app: self.app.clone(),
+            name: self.name.clone(),
+            status: self.status.clone(),
+            started_at: self.started_at,
+            ended_at: self.ended_at,
+            sdk: self.sdk.as_ref().map(Value::to_string),
+            created_at: self.created_at,
+            event_count: self.event_count,
+        }
+    }
+}
+
+#[derive(Debug)]
+struct InFlight {
+    request_id: String,
+    waiter: Option<oneshot::Sender<Outcome>>,
+}
+
+#[derive(Debug)]
+struct Pause {
+    run_id: String,
+    pause_id: String,
+    node_id: String,
+    point: String,
+    reason: String,
+    instance_id: Option<String>,
+    since: u64,
+    kind: Option<String>,
+    name: Option<String>,
+    input: Option<Value>,
+    output: Option<Value>,
+    error: Option<Value>,
+    identity: Option<u64>,
+    inflight: Option<InFlight>,
+}
+
+impl Pause {
+    fn to_json(&self) -> Value {
+        json!({
+            "pauseId": self.pause_id,
+            "runId": self.run_id,
+            "nodeId": self.node_id,
+            "point": self.point,
+            "reason": self.reason,
+            "instanceId": self.instance_id,
+            "since": self.since,
+            "kind": self.kind,
+            "name": self.name,
+            "input": self.input,
+            "output": self.output,
+            "error": self.error,
+            "state": if self.inflight.is_some() { "resuming" } else { "open" },
+        })
+    }
+}
+
+#[derive(Debug)]
+struct Closed {
+    at: Instant,
+    action: Option<String>,
+    by: &'static str,
+}
+
+#[derive(Debug)]
+struct AppConn {
+    identity: u64,
+    tx: mpsc::UnboundedSender<AppOut>,
+    app: Option<String>,
+}
+
+#[derive(Debug)]
+struct ViewerConn {
+    tx: mpsc::Sender<ViewerOut>,
+    sub: Option<Arc<str>>,
+}
+
+type PauseKey = (String, String);
+
+#[derive(Debug)]
+struct State {
+    breakpoints: Vec<BreakpointMatcher>,
+    mode: Mode,
+    apps: HashMap<u64, AppConn>,
+    /// Session token → identity.
+    tokens: HashMap<String, u64>,
+    /// Identity → its live connection.
+    live: HashMap<u64, u64>,
+    runs: HashMap<String, RunState>,
+    pauses: HashMap<PauseKey, Pause>,
+    closed: HashMap<PauseKey, Closed>,
+    viewers: HashMap<u64, ViewerConn>,
+    dirty: HashSet<String>,
+}
+
+/// The hub.
+pub struct Hub {
+    /// Settings of this start.
+    pub cfg: Config,
+    /// Counters.
+    pub stats: Stats,
+    /// The storage writer.
+    pub writer: Writer,
+    /// The storage readers.
+    pub reader: Arc<Reader>,
+    state: Mutex<State>,
+    seq: AtomicU64,
+    ids: AtomicU64,
+    subscribed: AtomicUsize,
+    pauses_version: watch::Sender<u64>,
+}
+
+fn matcher_json(m: &BreakpointMatcher) -> Value {
+    serde_json::to_value(m).unwrap_or(Value::Null)
+}
+
+impl Hub {
+    /// A hub over opened storage with the given initial debug state.
+    pub fn new(
+        cfg: Config,
+        writer: Writer,
+        reader: Arc<Reader>,
+        stored: Vec<RunRow>,
+        breakpoints: Vec<BreakpointMatcher>,
+    ) -> Arc<Self> {
+        let runs = stored
+            .into_iter()
+            .map(|r| {
+                let sdk = r.sdk.as_deref().and_then(|s| serde_json::from_str(s).ok());
+                (
+                    r.run_id,
+                    RunState {
+                        app: r.app,
+                        name: r.name,
+                        status: r.status,
+                        started_at: r.started_at,
+                        ended_at: r.ended_at,
+                        sdk,
+                        created_at: r.created_at,
+                        event_count: r.event_count,
+                        owner: None,
+                        seqs: None,
+                        nodes: HashMap::new(),
+                    },
+                )
+            })
+            .collect();
+        Arc::new(Self {
+            cfg,
+            stats: Stats::default(),
+            writer,
+            reader,
+            state: Mutex::new(State {
+                breakpoints,
+                mode: Mode::Run,
+                apps: HashMap::new(),
+                tokens: HashMap::new(),
+                live: HashMap::new(),
+                runs,
+                pauses: HashMap::new(),
+                closed: HashMap::new(),
+                viewers: HashMap::new(),
+                dirty: HashSet::new(),
+            }),
+            seq: AtomicU64::new(0),
+            ids: AtomicU64::new(1),
+            subscribed: AtomicUsize::new(0),
+            pauses_version: watch::channel(0).0,
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock must not take the whole hub down with it.
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn next_id(&self) -> u64 {
+        self.ids.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// A hub → app frame with runId `*` (or the given run) and the hub's own seq.
+    fn frame(&self, run_id: &str, message: Message) -> String {
+        Envelope::new(
+            self.seq.fetch_add(1, Ordering::Relaxed),
+            now_ms(),
+            run_id,
+            message,
+        )
+        .to_json()
+    }
+
+    // ----- apps -------------------------------------------------------------------------
+
+    /// Registers an app connection after its hello and builds the `hello.ack`. Returns the
+    /// connection id, its identity and the ack frame.
+    pub fn app_hello(
+        &self,
+        tx: mpsc::UnboundedSender<AppOut>,
+        app: Option<String>,
+        capabilities: Vec<String>,
+        resume_token: Option<&str>,
+    ) -> (u64, u64, String) {
+        let conn = self.next_id();
+        let session_token = random_id("sess");
+        let mut st = self.lock();
+        let identity = resume_token
+            .and_then(|t| st.tokens.get(t).copied())
+            .unwrap_or_else(|| self.next_id());
+        st.tokens.insert(session_token.clone(), identity);
+        st.live.insert(identity, conn);
+        st.apps.insert(conn, AppConn { identity, tx, app });
+        // The identity's runs are live again.
+        let st = &mut *st;
+        for (id, run) in &mut st.runs {
+            if run.owner == Some(identity) {
+                if run.status == "abandoned" {
+                    run.status = "running".into();
+                }
+                st.dirty.insert(id.clone());
+            }
+        }
+        let ack = HelloAck {
+            versions: HubVersions {
+                protocol: graphmind_protocol::PROTOCOL_VERSION,
+                viewer: self.cfg.version.to_owned(),
+                extra: Extra::new(),
+            },
+            capabilities,
+            breakpoints: st.breakpoints.clone(),
+            mode: st.mode,
+            session_token: Some(session_token),
+            hub_capabilities: Some(
+                [
+                    "run-claim",
+                    "dedupe",
+                    "shrink",
+                    "request-id",
+                    "pause-registry",
+                ]
+                .map(String::from)
+                .to_vec(),
+            ),
+            extra: Extra::new(),
+        };
+        let frame = self.frame(RUN_ANY, Message::HelloAck(ack));
+        (conn, identity, frame)
+    }
+
+    /// Handles an app connection going away: its pauses close (the app already continued),
+    /// and its unfinished runs become abandoned unless it comes back within the grace.
+    pub fn app_disconnected(self: &Arc<Self>, conn: u64) {
+        let mut orphaned = false;
+        let identity;
+        {
+            let mut st = self.lock();
+            let Some(app) = st.apps.remove(&conn) else {
+                return;
+            };
+            identity = app.identity;
+            if st.live.get(&identity) != Some(&conn) {
+                return; // the identity already moved to a newer connection
+            }
+            st.live.remove(&identity);
+            let st = &mut *st;
+            let keys: Vec<PauseKey> = st
+                .pauses
+                .iter()
+                .filter(|(_, p)| p.identity == Some(identity))
+                .map(|(k, _)| k.clone())
+                .collect();
+            for k in keys {
+                if let Some(mut p) = st.pauses.remove(&k) {
+                    if let Some(w) = p.inflight.take().and_then(|f| f.waiter) {
+                        let _ = w.send(Outcome::Gone(
+                            "the app disconnected; its held gates continued".into(),
+                        ));
+                    }
+                    st.closed.insert(
+                        k,
+                        Closed {
+                            at: Instant::now(),
+                            action: Some("continue".into()),
+                            by: "disconnect",
+                        },
+                    );
+                }
+            }
+            for (id, run) in &st.runs {
+                if run.owner == Some(identity) && !run.finished() {
+                    orphaned = true;
+                    st.dirty.insert(id.clone());
+                }
+            }
+        }
+        self.pauses_changed();
+        if orphaned {
+            let hub = Arc::clone(self);
+            tokio::spawn(async move {
+                tokio::time::sleep(hub.cfg.abandon_grace).await;
+                hub.abandon(identity).await;
+            });
+        }
+    }
+
+    async fn abandon(&self, identity: u64) {
+        let rows: Vec<RunRow> = {
+            let mut st = self.lock();
+            if st.live.contains_key(&identity) {
+                return;
+            }
+            let st = &mut *st;
+            let mut rows = Vec::new();
+            for (id, run) in &mut st.runs {
+                if run.owner == Some(identity) && run.status == "running" {
+                    run.status = "abandoned".into();
+                    st.dirty.insert(id.clone());
+                    rows.push(run.row(id));
+                }
+            }
+            rows
+        };
+        for r in rows {
+            self.writer.run(r).await;
+        }
+    }
+
+    /// Whether a run's events need its stored seqs loaded first (a run of an earlier start).
+    pub fn needs_seqs(&self, run_id: &str) -> bool {
+        self.lock()
+            .runs
+            .get(run_id)
+            .is_some_and(|r| r.seqs.is_none())
+    }
+
+    /// Installs the stored seqs of a run of an earlier start.
+    pub fn install_seqs(&self, run_id: &str, seqs: HashSet<u64>) {
+        if let Some(r) = self.lock().runs.get_mut(run_id)
+            && r.seqs.is_none()
+        {
+            r.seqs = Some(seqs);
+        }
+    }
+
+    /// Takes in one event of an app: dedupe, run and pause bookkeeping, storage, fan-out.
+    /// `body` is the envelope text to store (already shrunk).
+    pub async fn app_event(&self, conn: u64, env: &Envelope, body: Arc<str>) {
+        let run_id = env.run_id.as_str();
+        let mut rows = Vec::new();
+        let mut pauses_changed = false;
+        {
+            let mut guard = self.lock();
+            let st = &mut *guard;
+            let Some(app) = st.apps.get(&conn) else {
+                return;
+            };
+            let identity = app.identity;
+            let app_name = app.app.clone();
+            let now = now_ms();
+            let run = st.runs.entry(run_id.to_owned()).or_insert_with(|| {
+                let r = RunState {
+                    app: app_name,
+                    name: None,
+                    status: "running".into(),
+                    started_at: None,
+                    ended_at: None,
+                    sdk: None,
+                    created_at: now,
+                    event_count: 0,
+                    owner: Some(identity),
+                    seqs: Some(HashSet::new()),
+                    nodes: HashMap::new(),
+                };
+                rows.push(r.row(run_id));
+                r
+            });
+            if let Some(seqs) = &mut run.seqs
+                && !seqs.insert(env.seq)
+            {
+                self.stats.duplicates.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+            self.stats.events_accepted.fetch_add(1, Ordering::Relaxed);
+            // Ownership: the identity that claimed the run keeps it while it is connected;
+            // a run whose owner is gone goes to whoever reports it now.
+            let owner_live = run.owner.is_some_and(|o| st.live.contains_key(&o));
+            if run.owner != Some(identity) && !owner_live {
+                run.owner = Some(identity);
+            }
+            run.event_count += 1;
+            if run.status == "abandoned" {
+                run.status = "running".into();
+                rows.push(run.row(run_id));
+            }
+            st.dirty.insert(run_id.to_owned());
+            match &env.message {
+                Message::RunStarted(p) => {
+                    run.app = Some(p.app.clone());
+                    run.sdk = serde_json::to_value(&p.sdk).ok();
+                    run.name = p
+                        .meta
+                        .as_ref()
+                        .and_then(|m| m.get("name"))
+                        .and_then(Value::as_str)
+                        .map(str::to_owned);
+                    run.started_at = Some(env.ts);
+                    rows.push(run.row(run_id));
+                }
+                Message::RunFinished(p) => {
+                    run.status = p.status.as_str().to_owned();
+                    run.ended_at = Some(env.ts);
+                    run.nodes.clear();
+                    rows.push(run.row(run_id));
+                }
+                Message::NodeStarted(p) => {
+                    run.nodes.insert(
+                        p.node_id.clone(),
+                        NodeSeen {
+                            kind: Some(p.kind.as_str().to_owned()),
+                            name: Some(p.name.clone()),
+                            instance_id: Some(p.instance_id.clone()),
+                            input: p.input.clone(),
+                            output: None,
+                            error: None,
+                        },
+                    );
+                }
+                Message::NodeFinished(p) => {
+                    let n = run.nodes.entry(p.node_id.clone()).or_default();
+                    n.output.clone_from(&p.output);
+                }
+                Message::NodeError(p) => {
+                    let n = run.nodes.entry(p.node_id.clone()).or_default();
+                    n.error = serde_json::to_value(&p.error).ok();
+                }
+                Message::ExecPaused(p) => {
+                    let seen = run.nodes.get(&p.node_id);
+                    let reason = p.reason.map_or_else(
+                        || {
+                            if p.point == PausePoint::Error {
+                                "error"
+                            } else if st.mode == Mode::Step && p.point != PausePoint::After {
+                                "step"
+                            } else {
+                                "breakpoint"
+                            }
+                        },
+                        |r| r.as_str(),
+                    );
+                    let node_kind = seen
+                        .and_then(|n| n.kind.clone())
+                        .or_else(|| p.node_id.split_once(':').map(|(k, _)| k.to_owned()));
+                    let node_name = seen
+                        .and_then(|n| n.name.clone())
+                        .or_else(|| p.node_id.split_once(':').map(|(_, n)| n.to_owned()));
+                    let key = (run_id.to_owned(), p.pause_id.clone());
+                    st.closed.remove(&key);
+                    st.pauses.insert(
+                        key,
+                        Pause {
+                            run_id: run_id.to_owned(),
+                            pause_id: p.pause_id.clone(),
+                            node_id: p.node_id.clone(),
+                            point: p.point.as_str().to_owned(),
+                            reason: reason.to_owned(),
+                            instance_id: seen.and_then(|n| n.instance_id.clone()),
+                            since: now,
+                            kind: node_kind,
+                            name: node_name,
+                            input: seen.and_then(|n| n.input.clone()),
+                            output: seen.and_then(|n| n.output.clone()),
+                            error: seen.and_then(|n| n.error.clone()),
+                            identity: run.owner,
+                            inflight: None,
+                        },
+                    );
+                    pauses_changed = true;
+                }
+                Message::ExecResumed(p) => {
+                    let key = find_pause(&st.pauses, run_id, &p.pause_id, identity);
+                    if let Some(mut pause) = key.as_ref().and_then(|k| st.pauses.remove(k)) {
+                        let by = match pause.inflight.take().and_then(|f| f.waiter) {
+                            Some(w) => {
+                                let _ = w.send(Outcome::Resumed {
+                                    action: p.action.as_str().to_owned(),
+                                });
+                                "hub"
+                            }
+                            None => "app",
+                        };
+                        prune_closed(&mut st.closed);
+                        st.closed.insert(
+                            (pause.run_id, pause.pause_id),
+                            Closed {
+                                at: Instant::now(),
+                                action: Some(p.action.as_str().to_owned()),
+                                by,
+                            },
+                        );
+                        pauses_changed = true;
+                    }
+                }
+                Message::ExecRefused(p) => {
+                    let key = find_pause(&st.pauses, run_id, &p.pause_id, identity);
+                    if let Some(pause) = key.as_ref().and_then(|k| st.pauses.get_mut(k))
+                        && let Some(f) = pause.inflight.take()
+                    {
+                        if let Some(w) = f.waiter {
+                            let _ = w.send(Outcome::Refused {
+                                code: p.code.as_str().to_owned(),
+                                message: p.message.clone(),
+                            });
+                        }
+                        pauses_changed = true;
+                    }
+                }
+                _ => {}
+            }
+        }
+        for r in rows {
+            self.writer.run(r).await;
+        }
+        let run_arc: Arc<str> = Arc::from(run_id);
+        self.writer
+            .event(EventRow {
+                run_id: Arc::clone(&run_arc),
+                seq: env.seq,
+                ts: env.ts,
+                kind: env.message.type_name().to_owned(),
+                body: Arc::clone(&body),
+            })
+            .await;
+        if pauses_changed {
+            self.pauses_changed();
+        }
+        // Fan-out after the event is queued for storage: a viewer that subscribes later
+        // finds it in the database, one that subscribed earlier gets it here.
+        if self.subscribed.load(Ordering::Relaxed) > 0 {
+            let mut st = self.lock();
+            let mut dead = Vec::new();
+            for (id, v) in &st.viewers {
+                if v.sub.as_deref() == Some(run_id)
+                    && v.tx
+                        .try_send(ViewerOut::Event {
+                            run_id: Arc::clone(&run_arc),
+                            seq: env.seq,
+                            body: Arc::clone(&body),
+                        })
+                        .is_err()
+                {
+                    dead.push(*id);
+                }
+            }
+            for id in dead {
+                drop_viewer(&mut st, &self.subscribed, id);
+            }
+        }
+    }
+
+    // ----- resume -----------------------------------------------------------------------
+
+    /// Checks a bearer token of the HTTP API for `need`.
+    pub fn authorize_agent(&self, bearer: Option<&str>, need: Need) -> Result<(), Outcome> {
+        let Some(token) = bearer else {
+            return Err(Outcome::Unauthorized(
+                "missing Authorization: Bearer <agent token> (the token is in the run file)".into(),
+            ));
+        };
+        if self.cfg.viewer_token.matches(token) {
+            return Err(Outcome::Unauthorized(
+                "this is the viewer token; the HTTP API takes the agent token from the run file"
+                    .into(),
+            ));
+        }
+        if !self.cfg.agent_token.matches(token) {
+            return Err(Outcome::Unauthorized("wrong token".into()));
+        }
+        let allowed = match need {
+            Need::Debug => true,
+            Need::Resume(ResumeAction::Inject) => self.cfg.allow_control == AllowControl::Inject,
+            Need::Resume(_) => self.cfg.allow_control != AllowControl::Off,
+        };
+        if allowed {
+            Ok(())
+        } else {
+            let (what, flag) = match need {
+                Need::Resume(ResumeAction::Inject) => ("inject", "inject"),
+                _ => ("resume gates", "resume"),
+            };
+            Err(Outcome::Forbidden(format!(
+                "the agent token may not {what}: start graphmind serve with --allow-control {flag}"
+            )))
+        }
+    }
+
+    /// Checks the viewer token of a `/ws/ui` control frame.
+    pub fn authorize_viewer(&self, token: Option<&str>) -> Result<(), Outcome> {
+        match token {
+            Some(t) if self.cfg.viewer_token.matches(t) => Ok(()),
+            Some(t) if self.cfg.agent_token.matches(t) => Err(Outcome::Unauthorized(
+                "this is the agent token; viewer control takes the token of the viewer link".into(),
+            )),
+            Some(_) => Err(Outcome::Unauthorized(
+                "wrong token; open the link graphmind serve printed".into(),
+            )),
+            None => Err(Outcome::Unauthorized(
+                "control needs the viewer token: open the link graphmind serve printed".into(),
+            )),
+        }
+    }
+
+    /// Sends `exec.resume` to the app owning the run and waits (bounded) for its answer.
+    /// The first resume of a pause wins; others get `taken` while it is in flight or after
+    /// it released the gate.
+    pub async fn resume(
+        &self,
+        run_id: &str,
+        pause_id: &str,
+        action: ResumeAction,
+        output: Option<Value>,
+    ) -> Outcome {
+        if action == ResumeAction::Inject && output.is_none() {
+            return Outcome::Invalid("inject needs an output".into());
+        }
+        let request_id = random_id("req");
+        let payload = ExecResume {
+            pause_id: pause_id.to_owned(),
+            action,
+            output: if action == ResumeAction::Inject {
+                output
+            } else {
+                None
+            },
+            input: None,
+            request_id: Some(request_id.clone()),
+            extra: Extra::new(),
+        };
+        let frame = self.frame(run_id, Message::ExecResume(payload));
+        if frame.len() > MAX_CONTROL_FRAME {
+            return Outcome::Invalid(format!(
+                "the output is too large ({} bytes); at most {MAX_CONTROL_FRAME} bytes reach an app",
+                frame.len()
+            ));
+        }
+        let rx = {
+            let mut guard = self.lock();
+            let st = &mut *guard;
+            let key = (run_id.to_owned(), pause_id.to_owned());
+            let Some(pause) = st.pauses.get_mut(&key) else {
+                return match st.closed.get(&key) {
+                    Some(c) if c.by == "hub" => Outcome::Taken(format!(
+                        "another resume already released this pause ({})",
+                        c.action.as_deref().unwrap_or("?")
+                    )),
+                    Some(c) if c.by == "disconnect" => {
+                        Outcome::Gone("the app disconnected; its held gates continued".into())
+                    }
+                    Some(_) => Outcome::Gone("the app already released this pause".into()),
+                    None => Outcome::Gone(format!("no open pause {pause_id} in run {run_id}")),
+                };
+            };
+            if pause.inflight.is_some() {
+                return Outcome::Taken("another resume of this pause is in flight".into());
+            }
+            let conn = pause.identity.and_then(|i| st.live.get(&i));
+            let Some(app) = conn.and_then(|c| st.apps.get(c)) else {
+                return Outcome::Gone("the app that owns this run is not connected".into());
+            };
+            if app.tx.send(AppOut::Text(frame)).is_err() {
+                return Outcome::Gone("the app that owns this run is not connected".into());
+            }
+            let (tx, rx) = oneshot::channel();
+            pause.inflight = Some(InFlight {
+                request_id: request_id.clone(),
+                waiter: Some(tx),
+            });
+            rx
+        };
+        self.pauses_changed();
+        match tokio::time::timeout(RESUME_WAIT, rx).await {
+            Ok(Ok(outcome)) => outcome,
+            Ok(Err(_)) => Outcome::Gone("the pause closed".into()),
+            Err(_) => {
+                // Let a later resume try again.
+                let mut st = self.lock();
+                let key = (run_id.to_owned(), pause_id.to_owned());
+                if let Some(p) = st.pauses.get_mut(&key)
+                    && p.inflight
+                        .as_ref()
+                        .is_some_and(|f| f.request_id == request_id)
+                {
+                    p.inflight = None;
+                }
+                drop(st);
+                self.pauses_changed();
+                Outcome::Sent
+            }
+        }
+    }
+
+    // ----- debug state ------------------------------------------------------------------
+
+    /// The debug state as JSON.
+    pub fn debug_json(&self) -> Value {
+        let st = self.lock();
+        debug_json(&st)
+    }
+
+    fn push_debug(&self, st: &State, frames: &[String]) {
+        for app in st.apps.values() {
+            for f in frames {
+                let _ = app.tx.send(AppOut::Text(f.clone()));
+            }
+        }
+        let mut feed = debug_json(st);
+        feed["type"] = json!("debug");
+        broadcast(st, &Arc::from(feed.to_string()));
+    }
+
+    /// Adds a breakpoint unless an equal one exists.
+    pub fn set_breakpoint(&self, m: BreakpointMatcher) -> Value {
+        let m = BreakpointMatcher {
+            extra: Extra::new(),
+            ..m
+        };
+        let mut st = self.lock();
+        if !st.breakpoints.iter().any(|b| b.same_rule(&m)) {
+            st.breakpoints.push(m.clone());
+            let f = self.frame(
+                RUN_ANY,
+                Message::BreakpointSet(BreakpointChange {
+                    matcher: m,
+                    extra: Extra::new(),
+                }),
+            );
+            self.push_debug(&st, &[f]);
+        }
+        debug_json(&st)
+    }
+
+    /// Removes breakpoints equal to `m`, or all of them.
+    pub fn clear_breakpoints(&self, m: Option<BreakpointMatcher>) -> Value {
+        let mut st = self.lock();
+        let (gone, keep): (Vec<_>, Vec<_>) = std::mem::take(&mut st.breakpoints)
+            .into_iter()
+            .partition(|b| m.as_ref().is_none_or(|m| b.same_rule(m)));
+        st.breakpoints = keep;
+        let mut frames = Vec::new();
+        let mut sent: Vec<BreakpointMatcher> = Vec::new();
+        for g in gone {
+            if !sent.iter().any(|s| s.same_rule(&g)) {
+                frames.push(self.frame(
+                    RUN_ANY,
+                    Message::BreakpointClear(BreakpointChange {
+                        matcher: g.clone(),
+                        extra: Extra::new(),
+                    }),
+                ));
+                sent.push(g);
+            }
+        }
+        if !frames.is_empty() {
+            self.push_debug(&st, &frames);
+        }
+        debug_json(&st)
+    }
+
+    /// Switches the mode.
+    pub fn set_mode(&self, mode: Mode) -> Value {
+        let mut st = self.lock();
+        if st.mode != mode {
+            st.mode = mode;
+            let f = self.frame(
+                RUN_ANY,
+                Message::ModeSet(ModeSet {
+                    mode,
+                    extra: Extra::new(),
+                }),
+            );
+            self.push_debug(&st, &[f]);
+        }
+        debug_json(&st)
+    }
+
+    /// Replaces the breakpoints (when given) and the mode (when given).
+    pub fn replace_debug(&self, bps: Option<Vec<BreakpointMatcher>>, mode: Option<Mode>) -> Value {
+        if let Some(bps) = bps {
+            let current: Vec<BreakpointMatcher> = self.lock().breakpoints.clone();
+            for c in current
+                .iter()
+                .filter(|c| !bps.iter().any(|b| b.same_rule(c)))
+            {
+                self.clear_breakpoints(Some(c.clone()));
+            }
+            for b in bps {
+                self.set_breakpoint(b);
+            }
+        }
+        if let Some(m) = mode {
+            self.set_mode(m);
+        }
+        self.debug_json()
+    }
+
+    // ----- viewers ----------------------------------------------------------------------
+
+    /// Registers a viewer and builds its `hello` frame, atomically with respect to updates.
+    pub fn viewer_connected(&self, tx: mpsc::Sender<ViewerOut>) -> (u64, String) {
+        let id = self.next_id();
+        let mut st = self.lock();
+        let hello = json!({
+            "type": "hello",
+            "version": self.cfg.version,
+            "debug": debug_json(&st),
+            "runs": runs_json(&st, 200),
+            "pauses": pauses_json(&st, None),
+        });
+        st.viewers.insert(id, ViewerConn { tx, sub: None });
+        (id, hello.to_string())
+    }
+
+    /// Sets (or clears) a viewer's subscription.
+    pub fn viewer_subscribe(&self, id: u64, run: Option<Arc<str>>) {
+        let mut st = self.lock();
+        if let Some(v) = st.viewers.get_mut(&id) {
+            match (&v.sub, &run) {
+                (None, Some(_)) => {
+                    self.subscribed.fetch_add(1, Ordering::Relaxed);
+                }
+                (Some(_), None) => {
+                    self.subscribed.fetch_sub(1, Ordering::Relaxed);
+                }
+                _ => {}
+            }
+            v.sub = run;
+        }
+    }
+
+    /// Forgets a viewer.
+    pub fn viewer_disconnected(&self, id: u64) {
+        let mut st = self.lock();
+        drop_viewer(&mut st, &self.subscribed, id);
+    }
+
+    /// Sends `run` frames for runs changed since the last call (called on a short tick so a
+    /// flood of events becomes a few updates).
+    pub fn flush_dirty_runs(&self) {
+        let mut st = self.lock();
+        if st.dirty.is_empty() {
+            return;
+        }
+        let dirty = std::mem::take(&mut st.dirty);
+        if st.viewers.is_empty() {
+            return;
+        }
+        for id in dirty {
+            if let Some(r) = st.runs.get(&id) {
+                let frame = json!({"type": "run", "run": run_json(&st, &id, r)});
+                broadcast(&st, &Arc::from(frame.to_string()));
+            }
+        }
+    }
+
+    fn pauses_changed(&self) {
+        let st = self.lock();
+        if !st.viewers.is_empty() {
+            let frame = json!({"type": "pauses", "pauses": pauses_json(&st, None)});
+            broadcast(&st, &Arc::from(frame.to_string()));
+        }
+        drop(st);
+        self.pauses_version.send_modify(|v| *v += 1);
+    }
+
+    // ----- reads ------------------------------------------------------------------------
+
+    /// Runs, newest first.
+    pub fn runs(&self, limit: usize) -> Vec<Value> {
+        runs_json(&self.lock(), limit)
+    }
+
+    /// One run's summary.
+    pub fn run(&self, run_id: &str) -> Option<Value> {
+        let st = self.lock();
+        st.runs.get(run_id).map(|r| run_json(&st, run_id, r))
+    }
+
+    /// Open pauses, oldest first.
+    pub fn pauses(&self, run_id: Option<&str>) -> Vec<Value> {
+        pauses_json(&self.lock(), run_id)
+    }
+
+    /// Waits until a pause (of `run_id`, if given) is open, or the time is up.
+    pub async fn wait_pauses(&self, run_id: Option<&str>, wait: Duration) -> Vec<Value> {
+        let mut rx = self.pauses_version.subscribe();
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            rx.borrow_and_update();
+            let p = self.pauses(run_id);
+            if !p.is_empty() {
+                return p;
+            }
+            match tokio::time::timeout_at(deadline, rx.changed()).await {
+                Ok(Ok(())) => {}
+                _ => return self.pauses(run_id),
+            }
+        }
+    }
+
+    /// One pause, open or recently closed.
+    pub fn pause(&self, run_id: &str, pause_id: &str) -> Option<Value> {
+        let st = self.lock();
+        let key = (run_id.to_owned(), pause_id.to_owned());
+        if let Some(p) = st.pauses.get(&key) {
+            return Some(p.to_json());
+        }
+        st.closed
+            .get(&key)
+            .filter(|c| c.at.elapsed() < CLOSED_MEMORY)
+            .map(|c| {
+                json!({"pauseId": pause_id, "runId": run_id, "state": "closed",
+                   "action": c.action, "by": c.by})
+            })
+    }
+
+    /// The `/health` document.
+    pub fn health(&self) -> Value {
+        let st = self.lock();
+        json!({
+            "ok": true,
+            "version": self.cfg.version,
+            "pid": std::process::id(),
+            "port": self.cfg.port,
+            "apps": st.apps.len(),
+            "viewers": st.viewers.len(),
+            "runs": st.runs.len(),
+            "pauses": st.pauses.len(),
+            "stats": self.stats.to_json(),
+        })
+    }
+
+    /// Closes every app connection (shutdown).
+    pub fn close_apps(&self) {
+        let st = self.lock();
+        for app in st.apps.values() {
+            let _ = app.tx.send(AppOut::Close(
+                1001,
+                "graphmind serve is shutting down".into(),
+            ));
+        }
+    }
+}
+
+fn find_pause(
+    pauses: &HashMap<PauseKey, Pause>,
+    run_id: &str,
+    pause_id: &str,
+    identity: u64,
+) -> Option<PauseKey> {
+    let key = (run_id.to_owned(), pause_id.to_owned());
+    if pauses.contains_key(&key) {
+        return Some(key);
+    }
+    // Some clients report exec.resumed outside the run's id; pause ids are unique per app.
+    pauses
+        .iter()
+        .find(|(_, p)| p.pause_id == pause_id && p.identity == Some(identity))
+        .map(|(k, _)| k.clone())
+}
+
+fn prune_closed(closed: &mut HashMap<PauseKey, Closed>) {
+    if closed.len() > 1024 {
+        closed.retain(|_, c| c.at.elapsed() < CLOSED_MEMORY);
+    }
+}
+
+fn drop_viewer(st: &mut State, subscribed: &AtomicUsize, id: u64) {
+    if let Some(v) = st.viewers.remove(&id)
+        && v.sub.is_some()
+    {
+        subscribed.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+fn broadcast(st: &State, frame: &Arc<str>) {
+    for v in st.viewers.values() {
+        // A viewer whose queue is full is dropped on its next live event; a missed list
+        // update is repaired by the next one.
+        let _ = v.tx.try_send(ViewerOut::Frame(Arc::clone(frame)));
+    }
+}
+
+fn debug_json(st: &State) -> Value {
+    json!({
+        "breakpoints": st.breakpoints.iter().map(matcher_json).collect::<Vec<_>>(),
+        "mode": st.mode.as_str(),
+    })
+}
+
+fn run_json(st: &State, run_id: &str, r: &RunState) -> Value {
+    let live = !r.finished() && r.owner.is_some_and(|o| st.live.contains_key(&o));
+    let started = r.started_at.unwrap_or(r.created_at);
+    json!({
+        "runId": run_id,
+        "app": r.app,
+        "name": r.name,
+        "status": r.status,
+        "live": live,
+        "startedAt": started,
+        "endedAt": r.ended_at,
+        "durationMs": r.ended_at.map(|e| e.saturating_sub(started)),
+        "eventCount": r.event_count,
+        "sdk": r.sdk,
+    })
+}
+
+fn runs_json(st: &State, limit: usize) -> Vec<Value> {
+    let mut v: Vec<(&String, &RunState)> = st.runs.iter().collect();
+    v.sort_by(|a, b| {
+        let ka = a.1.started_at.unwrap_or(a.1.created_at);
+        let kb = b.1.started_at.unwrap_or(b.1.created_at);
+        kb.cmp(&ka).then_with(|| b.0.cmp(a.0))
+    });
+    v.into_iter()
+        .take(limit)
+        .map(|(id, r)| run_json(st, id, r))
+        .collect()
+}
+
+fn pauses_json(st: &State, run_id: Option<&str>) -> Vec<Value> {
+    let mut v: Vec<&Pause> = st
+        .pauses
+        .values()
+        .filter(|p| run_id.is_none_or(|r| p.run_id == r))
+        .collect();
+    v.sort_by(|a, b| {
+        a.since
+            .cmp(&b.since)
+            .then_with(|| a.pause_id.cmp(&b.pause_id))
+    });
+    v.into_iter().map(Pause::to_json).collect()
+}

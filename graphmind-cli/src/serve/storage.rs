@@ -1,0 +1,392 @@
+//! SQLite storage: a `runs` and an `events` table in WAL mode.
+//!
+//! All writes go through ONE writer thread that drains a channel and commits whatever has
+//! queued up in one transaction (prepared statements, `synchronous=NORMAL`), so a flood of
+//! small events costs one commit per batch, not one per event. `INSERT OR IGNORE` on the
+//! `(run_id, seq)` primary key makes replays idempotent. Reads use a small pool of separate
+//! connections, which WAL lets run beside the writer.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rusqlite::{Connection, params};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::paths;
+
+/// One stored envelope.
+#[derive(Debug, Clone)]
+pub struct EventRow {
+    /// The run.
+    pub run_id: Arc<str>,
+    /// Sender's seq.
+    pub seq: u64,
+    /// Sender's timestamp.
+    pub ts: u64,
+    /// Message type.
+    pub kind: String,
+    /// The envelope as JSON text.
+    pub body: Arc<str>,
+}
+
+/// The stored summary of a run (without its event count, which the writer keeps).
+#[derive(Debug, Clone, Default)]
+pub struct RunRow {
+    /// The run.
+    pub run_id: String,
+    /// App name.
+    pub app: Option<String>,
+    /// Run name.
+    pub name: Option<String>,
+    /// running, ok, error, aborted, abandoned.
+    pub status: String,
+    /// Start (run.started ts).
+    pub started_at: Option<u64>,
+    /// End (run.finished ts).
+    pub ended_at: Option<u64>,
+    /// SDK info as JSON text.
+    pub sdk: Option<String>,
+    /// When the hub first saw the run.
+    pub created_at: u64,
+    /// Stored events (read side only).
+    pub event_count: u64,
+}
+
+enum WriteOp {
+    Event(EventRow),
+    Run(RunRow),
+    Barrier(oneshot::Sender<()>),
+}
+
+/// Sends work to the writer thread. Cheap to clone.
+#[derive(Clone)]
+pub struct Writer {
+    tx: mpsc::Sender<WriteOp>,
+}
+
+/// Queue depth of the writer channel; a full queue slows the senders down (backpressure to
+/// the apps' sockets) instead of growing without bound.
+const WRITER_QUEUE: usize = 65_536;
+/// Most operations committed in one transaction.
+const MAX_BATCH: usize = 16_384;
+
+impl Writer {
+    /// Queues an event.
+    pub async fn event(&self, row: EventRow) {
+        let _ = self.tx.send(WriteOp::Event(row)).await;
+    }
+
+    /// Queues a run summary upsert.
+    pub async fn run(&self, row: RunRow) {
+        let _ = self.tx.send(WriteOp::Run(row)).await;
+    }
+
+    /// Resolves once everything queued before it is committed.
+    pub async fn barrier(&self) {
+        let (tx, rx) = oneshot::channel();
+        if self.tx.send(WriteOp::Barrier(tx)).await.is_ok() {
+            let _ = rx.await;
+        }
+    }
+}
+
+/// The database: opened once at start (schema, retention), then a writer thread and readers.
+pub struct Storage {
+    /// The writer.
+    pub writer: Writer,
+    /// The reader pool.
+    pub reader: Arc<Reader>,
+    /// Runs kept after retention, newest first.
+    pub runs: Vec<RunRow>,
+}
+
+/// Retention policy applied at start.
+#[derive(Debug, Clone, Copy)]
+pub struct Retention {
+    /// Keep the newest N runs.
+    pub keep: usize,
+    /// Drop runs older than this many days.
+    pub max_age_days: u64,
+}
+
+fn pragmas(conn: &Connection) -> rusqlite::Result<()> {
+    conn.busy_timeout(Duration::from_secs(5))?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    conn.pragma_update(None, "temp_store", "MEMORY")?;
+    conn.pragma_update(None, "cache_size", -16_000)?;
+    Ok(())
+}
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY,
+    app TEXT,
+    name TEXT,
+    status TEXT NOT NULL DEFAULT 'running',
+    started_at INTEGER,
+    ended_at INTEGER,
+    sdk TEXT,
+    event_count INTEGER NOT NULL DEFAULT 0,
+    created_at INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS events (
+    run_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    ts INTEGER NOT NULL,
+    type TEXT NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (run_id, seq)
+) WITHOUT ROWID;
+";
+
+fn i64_of(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+fn u64_of(v: Option<i64>) -> Option<u64> {
+    v.map(|x| u64::try_from(x).unwrap_or(0))
+}
+
+impl Storage {
+    /// Opens (or creates, mode 0600) the database, applies the schema and the retention,
+    /// marks runs left `running` by an earlier hub as `abandoned`, and starts the writer.
+    pub fn open(path: &Path, retention: Retention, now_ms: u64) -> Result<Self, String> {
+        let fail = |what: &str, e: &dyn std::fmt::Display| {
+            format!("cannot {what} the database {}: {e}", path.display())
+        };
+        paths::ensure_parent(path).map_err(|e| fail("create the directory of", &e))?;
+        paths::touch_private(path).map_err(|e| fail("create", &e))?;
+        let conn = Connection::open(path).map_err(|e| fail("open", &e))?;
+        pragmas(&conn).map_err(|e| fail("configure", &e))?;
+        conn.execute_batch(SCHEMA)
+            .map_err(|e| fail("create the tables of", &e))?;
+        apply_retention(&conn, retention, now_ms).map_err(|e| fail("trim", &e))?;
+        conn.execute(
+            "UPDATE runs SET status = 'abandoned' WHERE status = 'running'",
+            [],
+        )
+        .map_err(|e| fail("update", &e))?;
+        let runs = load_runs(&conn, retention.keep.max(1)).map_err(|e| fail("read", &e))?;
+        // WAL and SHM files are created by SQLite with the database file's mode; make sure of
+        // it for files left by an earlier run.
+        for suffix in ["-wal", "-shm"] {
+            let mut p = path.as_os_str().to_owned();
+            p.push(suffix);
+            let p = PathBuf::from(p);
+            if p.exists() {
+                let _ = paths::touch_private(&p);
+            }
+        }
+        let (tx, rx) = mpsc::channel(WRITER_QUEUE);
+        std::thread::Builder::new()
+            .name("graphmind-writer".into())
+            .spawn(move || writer_loop(&conn, rx))
+            .map_err(|e| fail("start the writer of", &e))?;
+        Ok(Self {
+            writer: Writer { tx },
+            reader: Arc::new(Reader {
+                path: path.to_path_buf(),
+                pool: Mutex::new(Vec::new()),
+            }),
+            runs,
+        })
+    }
+}
+
+fn apply_retention(conn: &Connection, r: Retention, now_ms: u64) -> rusqlite::Result<()> {
+    let cutoff = now_ms.saturating_sub(r.max_age_days.saturating_mul(86_400_000));
+    let doomed: Vec<String> = {
+        let mut st = conn.prepare(
+            "SELECT run_id FROM runs WHERE run_id NOT IN (
+                 SELECT run_id FROM runs ORDER BY coalesce(started_at, created_at) DESC LIMIT ?1)
+             OR coalesce(started_at, created_at) < ?2",
+        )?;
+        st.query_map(params![i64_of(r.keep as u64), i64_of(cutoff)], |row| {
+            row.get(0)
+        })?
+        .collect::<rusqlite::Result<_>>()?
+    };
+    if doomed.is_empty() {
+        return Ok(());
+    }
+    let tx = conn.unchecked_transaction()?;
+    {
+        let mut ev = tx.prepare("DELETE FROM events WHERE run_id = ?1")?;
+        let mut run = tx.prepare("DELETE FROM runs WHERE run_id = ?1")?;
+        for id in &doomed {
+            ev.execute([id])?;
+            run.execute([id])?;
+        }
+    }
+    tx.commit()
+}
+
+fn load_runs(conn: &Connection, limit: usize) -> rusqlite::Result<Vec<RunRow>> {
+    let mut st = conn.prepare(
+        "SELECT run_id, app, name, status, started_at, ended_at, sdk, created_at, event_count
+         FROM runs ORDER BY coalesce(started_at, created_at) DESC LIMIT ?1",
+    )?;
+    st.query_map([i64_of(limit as u64)], |row| {
+        Ok(RunRow {
+            run_id: row.get(0)?,
+            app: row.get(1)?,
+            name: row.get(2)?,
+            status: row.get(3)?,
+            started_at: u64_of(row.get(4)?),
+            ended_at: u64_of(row.get(5)?),
+            sdk: row.get(6)?,
+            created_at: u64_of(row.get(7)?).unwrap_or(0),
+            event_count: u64_of(row.get(8)?).unwrap_or(0),
+        })
+    })?
+    .collect()
+}
+
+fn writer_loop(conn: &Connection, mut rx: mpsc::Receiver<WriteOp>) {
+    let mut batch = Vec::with_capacity(1024);
+    let mut barriers = Vec::new();
+    while let Some(op) = rx.blocking_recv() {
+        batch.push(op);
+        while batch.len() < MAX_BATCH {
+            match rx.try_recv() {
+                Ok(op) => batch.push(op),
+                Err(_) => break,
+            }
+        }
+        if let Err(e) = write_batch(conn, &mut batch, &mut barriers) {
+            eprintln!("graphmind: storing events failed: {e}");
+        }
+        batch.clear();
+        for b in barriers.drain(..) {
+            let _ = b.send(());
+        }
+    }
+}
+
+fn write_batch(
+    conn: &Connection,
+    batch: &mut Vec<WriteOp>,
+    barriers: &mut Vec<oneshot::Sender<()>>,
+) -> rusqlite::Result<()> {
+    let tx = conn.unchecked_transaction();
+    let mut counts: HashMap<Arc<str>, u64> = HashMap::new();
+    let result = (|| {
+        let tx = tx?;
+        {
+            let mut ins = tx.prepare_cached(
+                "INSERT OR IGNORE INTO events (run_id, seq, ts, type, body) VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?;
+            let mut up = tx.prepare_cached(
+                "INSERT INTO runs (run_id, app, name, status, started_at, ended_at, sdk, created_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+                 ON CONFLICT (run_id) DO UPDATE SET app = excluded.app, name = excluded.name,
+                   status = excluded.status, started_at = excluded.started_at,
+                   ended_at = excluded.ended_at, sdk = excluded.sdk",
+            )?;
+            for op in batch.drain(..) {
+                match op {
+                    WriteOp::Event(e) => {
+                        let n = ins.execute(params![
+                            &*e.run_id,
+                            i64_of(e.seq),
+                            i64_of(e.ts),
+                            e.kind,
+                            &*e.body
+                        ])?;
+                        if n == 1 {
+                            *counts.entry(e.run_id).or_default() += 1;
+                        }
+                    }
+                    WriteOp::Run(r) => {
+                        up.execute(params![
+                            r.run_id,
+                            r.app,
+                            r.name,
+                            r.status,
+                            r.started_at.map(i64_of),
+                            r.ended_at.map(i64_of),
+                            r.sdk,
+                            i64_of(r.created_at)
+                        ])?;
+                    }
+                    WriteOp::Barrier(b) => barriers.push(b),
+                }
+            }
+            let mut cnt = tx.prepare_cached(
+                "INSERT INTO runs (run_id, created_at, event_count) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (run_id) DO UPDATE SET event_count = event_count + excluded.event_count",
+            )?;
+            let now = i64_of(super::now_ms());
+            for (run, n) in &counts {
+                cnt.execute(params![&**run, now, i64_of(*n)])?;
+            }
+        }
+        tx.commit()
+    })();
+    // A failed batch still answers every barrier queued in it.
+    for op in batch.drain(..) {
+        if let WriteOp::Barrier(b) = op {
+            barriers.push(b);
+        }
+    }
+    result
+}
+
+/// Read connections, pooled.
+pub struct Reader {
+    path: PathBuf,
+    pool: Mutex<Vec<Connection>>,
+}
+
+impl Reader {
+    fn with<R>(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<R>) -> Result<R, String> {
+        let conn = self.pool.lock().ok().and_then(|mut p| p.pop());
+        let conn = match conn {
+            Some(c) => c,
+            None => {
+                let c = Connection::open(&self.path).map_err(|e| e.to_string())?;
+                c.busy_timeout(Duration::from_secs(5))
+                    .map_err(|e| e.to_string())?;
+                c
+            }
+        };
+        let out = f(&conn).map_err(|e| e.to_string());
+        if let Ok(mut p) = self.pool.lock()
+            && p.len() < 8
+        {
+            p.push(conn);
+        }
+        out
+    }
+
+    /// Stored envelopes of a run with seq > `after_seq` (all when `None`), in seq order.
+    pub fn events(
+        &self,
+        run_id: &str,
+        after_seq: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<(u64, String)>, String> {
+        self.with(|c| {
+            let mut st = c.prepare_cached(
+                "SELECT seq, body FROM events WHERE run_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
+            )?;
+            let after = after_seq.map_or(-1, i64_of);
+            st.query_map(params![run_id, after, i64_of(limit as u64)], |row| {
+                Ok((u64_of(row.get(0)?).unwrap_or(0), row.get(1)?))
+            })?
+            .collect()
+        })
+    }
+
+    /// Every stored seq of a run.
+    pub fn seqs(&self, run_id: &str) -> Result<HashSet<u64>, String> {
+        self.with(|c| {
+            let mut st = c.prepare_cached("SELECT seq FROM events WHERE run_id = ?1")?;
+            st.query_map([run_id], |row| Ok(u64_of(row.get(0)?).unwrap_or(0)))?
+                .collect()
+        })
+    }
+}

@@ -1,0 +1,340 @@
+//! `/ws/ui`: the viewer's live feed (`docs/dev/ui-feed.md`): the run list, a replay of the
+//! subscribed run followed by its live tail, the debug state, open pauses, and control frames
+//! in (checked against the viewer token).
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::extract::ws::{CloseFrame, Message as WsMessage, WebSocket, WebSocketUpgrade};
+use axum::response::Response;
+use futures_util::stream::SplitSink;
+use futures_util::{SinkExt, StreamExt};
+use graphmind_protocol::{BreakpointMatcher, Mode, ResumeAction};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use super::ingest::is_capacity_error;
+use super::state::{Hub, Outcome, VIEWER_QUEUE, ViewerOut};
+
+/// Largest frame a viewer may send.
+pub const MAX_VIEWER_FRAME: usize = 1024 * 1024;
+/// Events per replay frame.
+const REPLAY_PAGE: usize = 1000;
+/// Live events batched into one frame at most.
+const LIVE_BATCH: usize = 512;
+
+type Sink = SplitSink<WebSocket, WsMessage>;
+
+/// Upgrades to the viewer feed.
+pub async fn handler(ws: WebSocketUpgrade, State(hub): State<Arc<Hub>>) -> Response {
+    ws.max_message_size(MAX_VIEWER_FRAME)
+        .max_frame_size(MAX_VIEWER_FRAME)
+        .on_upgrade(move |socket| serve_viewer(hub, socket))
+}
+
+struct Sub {
+    run: Arc<str>,
+    replayed: HashSet<u64>,
+}
+
+async fn send(sink: &mut Sink, text: String) -> bool {
+    sink.send(WsMessage::Text(text.into())).await.is_ok()
+}
+
+fn events_frame(run: &str, bodies: &[Arc<str>], replay: bool) -> String {
+    let mut s = String::with_capacity(64 + bodies.iter().map(|b| b.len() + 1).sum::<usize>());
+    s.push_str(r#"{"type":"events","runId":"#);
+    s.push_str(&Value::from(run).to_string());
+    s.push_str(r#","events":["#);
+    for (i, b) in bodies.iter().enumerate() {
+        if i > 0 {
+            s.push(',');
+        }
+        s.push_str(b);
+    }
+    s.push_str(r#"],"replay":"#);
+    s.push_str(if replay { "true" } else { "false" });
+    s.push('}');
+    s
+}
+
+async fn serve_viewer(hub: Arc<Hub>, socket: WebSocket) {
+    let (mut sink, mut stream) = socket.split();
+    let (tx, mut rx) = mpsc::channel(VIEWER_QUEUE);
+    let (res_tx, mut res_rx) = mpsc::unbounded_channel::<String>();
+    let (id, hello) = hub.viewer_connected(tx);
+    let mut sub: Option<Sub> = None;
+    if send(&mut sink, hello).await {
+        loop {
+            tokio::select! {
+                incoming = stream.next() => {
+                    let text = match incoming {
+                        Some(Ok(WsMessage::Text(t))) => t,
+                        Some(Ok(WsMessage::Close(_))) | None => break,
+                        Some(Ok(_)) => continue,
+                        Some(Err(e)) => {
+                            if is_capacity_error(&e) {
+                                let _ = sink.send(WsMessage::Close(Some(CloseFrame {
+                                    code: 1009,
+                                    reason: "frame too large: the limit is 1 MiB".into(),
+                                }))).await;
+                            }
+                            break;
+                        }
+                    };
+                    if !control(&hub, id, text.as_str(), &mut sub, &mut sink, &res_tx).await {
+                        break;
+                    }
+                }
+                out = rx.recv() => {
+                    let Some(first) = out else { break }; // dropped by the hub (too slow)
+                    let mut items = vec![first];
+                    while items.len() < LIVE_BATCH {
+                        match rx.try_recv() {
+                            Ok(x) => items.push(x),
+                            Err(_) => break,
+                        }
+                    }
+                    if !forward(&mut sink, &mut sub, items).await {
+                        break;
+                    }
+                }
+                Some(r) = res_rx.recv() => {
+                    if !send(&mut sink, r).await {
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    hub.viewer_disconnected(id);
+    let _ = sink.close().await;
+}
+
+async fn forward(sink: &mut Sink, sub: &mut Option<Sub>, items: Vec<ViewerOut>) -> bool {
+    let mut batch: Vec<Arc<str>> = Vec::new();
+    for item in items {
+        match item {
+            ViewerOut::Frame(f) => {
+                if let Some(s) = sub.as_ref()
+                    && !batch.is_empty()
+                {
+                    if !send(sink, events_frame(&s.run, &batch, false)).await {
+                        return false;
+                    }
+                    batch.clear();
+                }
+                if !send(sink, f.to_string()).await {
+                    return false;
+                }
+            }
+            ViewerOut::Event { run_id, seq, body } => {
+                if let Some(s) = sub.as_mut()
+                    && s.run == run_id
+                    && !s.replayed.contains(&seq)
+                {
+                    batch.push(body);
+                }
+            }
+        }
+    }
+    match sub.as_ref() {
+        Some(s) if !batch.is_empty() => send(sink, events_frame(&s.run, &batch, false)).await,
+        _ => true,
+    }
+}
+
+async fn replay(hub: &Arc<Hub>, run: &Arc<str>, sink: &mut Sink) -> Option<HashSet<u64>> {
+    hub.writer.barrier().await;
+    let mut seen = HashSet::new();
+    let mut after = None;
+    loop {
+        let reader = Arc::clone(&hub.reader);
+        let r = Arc::clone(run);
+        let page = tokio::task::spawn_blocking(move || reader.events(&r, after, REPLAY_PAGE))
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .unwrap_or_default();
+        let Some(last) = page.last() else { break };
+        after = Some(last.0);
+        let full = page.len() == REPLAY_PAGE;
+        let bodies: Vec<Arc<str>> = page
+            .into_iter()
+            .map(|(seq, body)| {
+                seen.insert(seq);
+                Arc::from(body)
+            })
+            .collect();
+        if !send(sink, events_frame(run, &bodies, true)).await {
+            return None;
+        }
+        if !full {
+            break;
+        }
+    }
+    let done = json!({"type": "replayed", "runId": &**run});
+    if !send(sink, done.to_string()).await {
+        return None;
+    }
+    Some(seen)
+}
+
+fn result(request_id: &Value, outcome: &Outcome) -> String {
+    let mut v = json!({
+        "type": "result",
+        "requestId": request_id,
+        "ok": outcome.ok(),
+        "outcome": outcome.name(),
+        "message": outcome.message(),
+    });
+    if let Outcome::Refused { code, .. } = outcome {
+        v["code"] = json!(code);
+    }
+    if let Outcome::Resumed { action } = outcome {
+        v["action"] = json!(action);
+    }
+    v.to_string()
+}
+
+fn ok_result(request_id: &Value, debug: Value) -> String {
+    json!({"type": "result", "requestId": request_id, "ok": true, "outcome": "ok", "message": null, "debug": debug})
+        .to_string()
+}
+
+/// Handles one frame from the viewer. Returns false when the socket is gone.
+async fn control(
+    hub: &Arc<Hub>,
+    id: u64,
+    text: &str,
+    sub: &mut Option<Sub>,
+    sink: &mut Sink,
+    res_tx: &mpsc::UnboundedSender<String>,
+) -> bool {
+    let Ok(Value::Object(frame)) = serde_json::from_str::<Value>(text) else {
+        return send(
+            sink,
+            result(&Value::Null, &Outcome::Invalid("not a JSON object".into())),
+        )
+        .await;
+    };
+    let request_id = frame.get("requestId").cloned().unwrap_or(Value::Null);
+    let kind = frame.get("type").and_then(Value::as_str).unwrap_or("");
+    let str_field = |k: &str| frame.get(k).and_then(Value::as_str);
+    match kind {
+        "subscribe" => {
+            let Some(run) = str_field("runId") else {
+                return send(
+                    sink,
+                    result(
+                        &request_id,
+                        &Outcome::Invalid("subscribe needs runId".into()),
+                    ),
+                )
+                .await;
+            };
+            let run: Arc<str> = Arc::from(run);
+            hub.viewer_subscribe(id, Some(Arc::clone(&run)));
+            // Live events queue up in the channel while the replay is sent; the seqs of the
+            // replay filter out the overlap.
+            *sub = None;
+            match replay(hub, &run, sink).await {
+                Some(replayed) => {
+                    *sub = Some(Sub { run, replayed });
+                    true
+                }
+                None => false,
+            }
+        }
+        "unsubscribe" => {
+            hub.viewer_subscribe(id, None);
+            *sub = None;
+            true
+        }
+        "resume" | "breakpoint.set" | "breakpoint.clear" | "mode.set" => {
+            if let Err(o) = hub.authorize_viewer(str_field("token")) {
+                return send(sink, result(&request_id, &o)).await;
+            }
+            let answer = match kind {
+                "resume" => {
+                    let (Some(run), Some(pause)) = (str_field("runId"), str_field("pauseId"))
+                    else {
+                        return send(
+                            sink,
+                            result(
+                                &request_id,
+                                &Outcome::Invalid("resume needs runId and pauseId".into()),
+                            ),
+                        )
+                        .await;
+                    };
+                    let Some(action) = str_field("action").and_then(ResumeAction::from_str) else {
+                        return send(
+                            sink,
+                            result(
+                                &request_id,
+                                &Outcome::Invalid(
+                                    "action must be continue, retry, inject or abort".into(),
+                                ),
+                            ),
+                        )
+                        .await;
+                    };
+                    let output = frame.get("output").cloned();
+                    let (hub, run, pause, tx) = (
+                        Arc::clone(hub),
+                        run.to_owned(),
+                        pause.to_owned(),
+                        res_tx.clone(),
+                    );
+                    tokio::spawn(async move {
+                        let o = hub.resume(&run, &pause, action, output).await;
+                        let _ = tx.send(result(&request_id, &o));
+                    });
+                    return true;
+                }
+                "mode.set" => match str_field("mode").and_then(Mode::from_str) {
+                    Some(m) => ok_result(&request_id, hub.set_mode(m)),
+                    None => result(
+                        &request_id,
+                        &Outcome::Invalid("mode must be run or step".into()),
+                    ),
+                },
+                _ => {
+                    let all = frame.get("all").and_then(Value::as_bool) == Some(true);
+                    let matcher = frame
+                        .get("matcher")
+                        .cloned()
+                        .map(serde_json::from_value::<BreakpointMatcher>);
+                    match (kind, matcher) {
+                        ("breakpoint.clear", None) if all => {
+                            ok_result(&request_id, hub.clear_breakpoints(None))
+                        }
+                        ("breakpoint.set", Some(Ok(m))) => {
+                            ok_result(&request_id, hub.set_breakpoint(m))
+                        }
+                        ("breakpoint.clear", Some(Ok(m))) => {
+                            ok_result(&request_id, hub.clear_breakpoints(Some(m)))
+                        }
+                        (_, Some(Err(e))) => {
+                            result(&request_id, &Outcome::Invalid(format!("bad matcher: {e}")))
+                        }
+                        _ => result(&request_id, &Outcome::Invalid("needs a matcher".into())),
+                    }
+                }
+            };
+            send(sink, answer).await
+        }
+        _ => {
+            send(
+                sink,
+                result(
+                    &request_id,
+                    &Outcome::Invalid(format!("unknown frame type {kind:?}")),
+                ),
+            )
+            .await
+        }
+    }
+}
