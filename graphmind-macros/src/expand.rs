@@ -60,8 +60,9 @@ pub(crate) fn expand(kind: Kind, args: &Args, item: ItemFn, an: &Analysis) -> To
         .filter(|param| !param.skipped || args.call_id.as_ref() == Some(&param.ident))
         .map(|param| {
             let key = LitStr::new(&param.ident.to_string(), param.ident.span());
-            // Spanned at the argument's type, so that a missing `Serialize` points there.
-            let at = Span::call_site().located_at(param.ty.span());
+            // At the argument's type (with the name's hygiene), so that a missing
+            // `Serialize` points there.
+            let at = param.ident.span().located_at(param.ty.span());
             let ident = Ident::new(&param.ident.to_string(), at);
             quote_spanned!(at=> (#key, #p::arg(&#ident)))
         });
@@ -69,12 +70,11 @@ pub(crate) fn expand(kind: Kind, args: &Args, item: ItemFn, an: &Analysis) -> To
     let capture = match kind {
         Kind::Tool => {
             let check = args.call_id.as_ref().map(|id| {
-                let at = Span::call_site().located_at(
-                    an.params
-                        .iter()
-                        .find(|p| p.ident == *id)
-                        .map_or(id.span(), |p| p.ty.span()),
-                );
+                let at = an
+                    .params
+                    .iter()
+                    .find(|p| p.ident == *id)
+                    .map_or(id.span(), |p| p.ident.span().located_at(p.ty.span()));
                 let ident = Ident::new(&id.to_string(), at);
                 quote_spanned!(at=> #p::assert_call_id(&#ident);)
             });
@@ -107,7 +107,7 @@ pub(crate) fn expand(kind: Kind, args: &Args, item: ItemFn, an: &Analysis) -> To
     let body = if retry {
         let clones = an.params.iter().map(|param| {
             let ident = &param.ident;
-            let at = Span::call_site().located_at(param.ty.span());
+            let at = param.ident.span().located_at(param.ty.span());
             let mutability =
                 (param.mutable && matches!(an.shape, Shape::Async)).then(|| quote!(mut));
             quote_spanned!(at=> let #mutability #ident = #p::retry_clone(&#ident);)
@@ -143,18 +143,27 @@ pub(crate) fn expand(kind: Kind, args: &Args, item: ItemFn, an: &Analysis) -> To
         ),
         Span::call_site(),
     );
-    let call = quote!(#p::#entry(&__GRAPHMIND_SITE, __graphmind_input, #body));
+    // Spanned at the return type, so that a bound the output misses points there.
+    let at = match &sig.output {
+        syn::ReturnType::Type(_, ty) => ty.span(),
+        syn::ReturnType::Default => Span::call_site(),
+    };
+    let call = quote_spanned!(at=> #p::#entry(&__GRAPHMIND_SITE, __graphmind_input, #body));
     let call = match an.shape {
         Shape::Async => quote!(#call.await),
         Shape::Boxed => quote!(::std::boxed::Box::pin(#call)),
     };
-    quote! {
-        #(#attrs)*
-        #vis #sig {
+    // The outer braces keep the user's span: lints on the fn (`dead_code`) then see the
+    // user's item, not one from an external macro (where they are silenced).
+    let mut outer = proc_macro2::Group::new(
+        proc_macro2::Delimiter::Brace,
+        quote! {
             static __GRAPHMIND_SITE: #site_ty = #site;
             #register
             #capture
             #call
-        }
-    }
+        },
+    );
+    outer.set_span(block.brace_token.span.join());
+    quote!(#(#attrs)* #vis #sig #outer)
 }

@@ -10,11 +10,11 @@ async fn describe<T: Serialize + Clone + std::fmt::Debug>(
 }
 
 #[graphmind::tool]
-async fn first<'a, T>(items: &'a [T]) -> Option<&'a T>
+async fn first<'a, T>(items: &'a [T]) -> Option<T>
 where
-    T: Serialize + Sync,
+    T: Serialize + serde::de::DeserializeOwned + Clone + Sync,
 {
-    items.first()
+    items.first().cloned()
 }
 
 #[graphmind::tool]
@@ -29,6 +29,6 @@ async fn fallible(n: u32) -> Result<u32, std::io::Error> {
 #[tokio::main]
 async fn main() {
     assert_eq!(describe(3u8, "n").await, "n: 3");
-    assert_eq!(first(&[1, 2]).await, Some(&1));
+    assert_eq!(first(&[1, 2]).await, Some(1));
     assert_eq!(fallible(1).await.unwrap(), 8);
 }
