@@ -6,10 +6,12 @@
 //! The example binary `support_agent` is a thin `main` around it; `graphmind demo` can embed
 //! the same agent.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::time::Duration;
 
 use futures_util::{Stream, StreamExt, stream};
+use graphmind_protocol::DeltaKind;
 use serde::{Deserialize, Serialize};
 
 /// The ticket the example answers.
@@ -67,6 +69,51 @@ pub enum Chunk {
         /// `stop` or `tool_calls`.
         finish_reason: String,
     },
+}
+
+/// What graphmind reads from a chunk: text and tool-argument deltas, usage, finish reason.
+impl graphmind::model::StepChunk for Chunk {
+    fn deltas(&self, emit: &mut dyn FnMut(DeltaKind, &str)) {
+        match self {
+            Chunk::Text(text) => emit(DeltaKind::Text, text),
+            Chunk::ToolCall { arguments, .. } => emit(DeltaKind::ToolArgs, arguments),
+            Chunk::Done { .. } => {}
+        }
+    }
+
+    fn usage(&self) -> Option<graphmind::model::Usage> {
+        match self {
+            Chunk::Done {
+                input_tokens,
+                output_tokens,
+                ..
+            } => Some(graphmind::model::Usage {
+                input_tokens: *input_tokens,
+                output_tokens: *output_tokens,
+            }),
+            _ => None,
+        }
+    }
+
+    fn finish_reason(&self) -> Option<Cow<'_, str>> {
+        match self {
+            Chunk::Done { finish_reason, .. } => Some(Cow::Borrowed(finish_reason)),
+            _ => None,
+        }
+    }
+}
+
+/// How graphmind groups model steps into invocations: same first message, growing history.
+impl graphmind::model::StepRequest for ChatRequest {
+    fn first_message(&self) -> Option<Cow<'_, str>> {
+        self.messages
+            .first()
+            .map(|m| Cow::Borrowed(m.content.as_str()))
+    }
+
+    fn message_count(&self) -> usize {
+        self.messages.len()
+    }
 }
 
 /// A tool call the model asked for, assembled from its chunks.
