@@ -165,3 +165,43 @@ export async function waitRun(page, runId) {
     { timeout: 10_000 },
   );
 }
+
+/** Opens the viewer with the token and waits for the feed. */
+export async function openViewer(browser, hub, extra = '') {
+  const page = await newPage(browser);
+  await page.goto(hub.viewerUrl(extra));
+  await page.locator('[data-testid="conn-state"][data-state="open"]').waitFor();
+  return page;
+}
+
+/** Turns pause-on-error on or off through the page and waits for the hub's debug state. */
+export async function setPauseOnError(page, on) {
+  const box = page.locator('[data-testid="pause-on-error"]');
+  if ((await box.isChecked()) !== on) await box.click();
+  await page.waitForFunction((want) => document.querySelector('[data-testid="pause-on-error"]').checked === want, on);
+}
+
+/** Adds a breakpoint with the page's form and waits until the hub lists it. */
+export async function addBreakpoint(page, { kind = '', name = '', point = 'before' }) {
+  await page.selectOption('[data-testid="bp-kind"]', kind);
+  await page.fill('[data-testid="bp-name"]', name);
+  await page.selectOption('[data-testid="bp-point"]', point);
+  await page.click('[data-testid="bp-add"]');
+  const label = `${kind || '*'}:${name || '*'} @${point}`;
+  await page.locator('[data-testid="bp-chip"]', { hasText: label }).waitFor();
+}
+
+/** The banner of the gate held at this node (optionally at this point). */
+export function banner(page, nodeId, point) {
+  return page.locator(`[data-testid="gate-banner"][data-node-id="${nodeId}"]${point ? `[data-point="${point}"]` : ''}`);
+}
+
+/** Waits for a child process to exit, within `ms`. */
+export async function exited(agent, ms = 20_000) {
+  const r = await Promise.race([agent.io.exited, new Promise((res) => setTimeout(() => res(null), ms))]);
+  if (!r) {
+    agent.kill();
+    throw new Error(`agent still running after ${ms} ms\nstdout: ${agent.io.stdout}\nstderr: ${agent.io.stderr}`);
+  }
+  return r;
+}
