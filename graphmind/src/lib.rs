@@ -50,21 +50,21 @@ pub use config::{Config, RING_BYTES, RING_EVENTS, TOKEN_INTERVAL, WarnHook};
 pub use env::{DEFAULT_URL, PRODUCTION_VARS};
 pub use session::{Session, Stats, init, session};
 
+/// The wire protocol types (messages, payloads, matchers), for [`Session::emit`] and adapters.
+pub use graphmind_protocol as protocol;
+
 #[cfg(feature = "enabled")]
 mod gate;
 #[cfg(feature = "enabled")]
 mod exec;
-#[cfg(feature = "enabled")]
 pub mod model;
 #[cfg(feature = "enabled")]
 mod node;
 #[cfg(feature = "enabled")]
 mod roster;
-#[cfg(feature = "enabled")]
 mod run;
 #[cfg(feature = "enabled")]
 pub mod tee;
-#[cfg(feature = "enabled")]
 pub mod time;
 #[cfg(feature = "enabled")]
 mod tokens;
@@ -72,7 +72,6 @@ mod tokens;
 #[doc(hidden)]
 #[path = "private.rs"]
 pub mod __private;
-#[cfg(feature = "enabled")]
 pub use run::{Aborted, run, run_result};
 #[cfg(feature = "enabled")]
 pub use roster::tools as tool_roster;

@@ -1,11 +1,15 @@
 //! Hold-aware time: a timeout whose clock stops while a graphmind gate inside it is held,
 //! so a breakpoint does not make the agent's own deadlines fire.
 
-use std::pin::Pin;
-use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
+#[cfg(feature = "enabled")]
+use std::{
+    pin::Pin,
+    sync::Arc,
+    task::{Context, Poll},
+};
 
+#[cfg(feature = "enabled")]
 use crate::exec::scope::{HoldClock, Scope};
 
 /// The future passed to [`timeout`] did not finish in time (held time not counted).
@@ -33,6 +37,16 @@ impl std::error::Error for Elapsed {}
 /// # }
 /// ```
 pub async fn timeout<F: Future>(limit: Duration, fut: F) -> Result<F::Output, Elapsed> {
+    #[cfg(not(feature = "enabled"))]
+    return tokio::time::timeout(limit, fut)
+        .await
+        .map_err(|_| Elapsed(()));
+    #[cfg(feature = "enabled")]
+    hold_aware(limit, fut).await
+}
+
+#[cfg(feature = "enabled")]
+async fn hold_aware<F: Future>(limit: Duration, fut: F) -> Result<F::Output, Elapsed> {
     let outer = Scope::current();
     let clock = Arc::new(HoldClock::new(outer.clock.clone()));
     let scope = Scope {
@@ -50,6 +64,7 @@ pub async fn timeout<F: Future>(limit: Duration, fut: F) -> Result<F::Output, El
     .await
 }
 
+#[cfg(feature = "enabled")]
 struct HoldTimeout<F> {
     fut: Pin<Box<F>>,
     clock: Arc<HoldClock>,
@@ -58,6 +73,7 @@ struct HoldTimeout<F> {
     sleep: Pin<Box<tokio::time::Sleep>>,
 }
 
+#[cfg(feature = "enabled")]
 impl<F: Future> Future for HoldTimeout<F> {
     type Output = Result<F::Output, Elapsed>;
 

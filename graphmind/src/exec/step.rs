@@ -30,11 +30,8 @@ fn usage_of(u: Usage) -> TokenUsage {
 /// Grouping key from a captured input: its `messages` array (top level, or one level down).
 fn auto_key(input: &Value) -> Option<(u64, usize)> {
     let find = |v: &Value| v.get("messages").and_then(Value::as_array).cloned();
-    let messages = find(input).or_else(|| {
-        input
-            .as_object()
-            .and_then(|m| m.values().find_map(|v| find(v)))
-    })?;
+    let messages =
+        find(input).or_else(|| input.as_object().and_then(|m| m.values().find_map(find)))?;
     let first = messages.first().map(Value::to_string).unwrap_or_default();
     Some((hash_str(&first), messages.len()))
 }

@@ -16,6 +16,9 @@ use crate::gate::{GateSpec, Validator, decide, validator_for};
 use crate::node::{Finish, NodeRun, StartSpec, error_info, short_type_name, to_value};
 use crate::tee::{Observer, Tee};
 
+/// Inject support: a validator factory and the conversion of an accepted value.
+pub(crate) type InjectSupport<O> = (fn() -> Validator, fn(Value) -> Option<O>);
+
 /// How the policy reads one kind of output `O`.
 pub(crate) struct Policy<O> {
     /// `Some` if the output is an error (gated at `error`).
@@ -23,7 +26,7 @@ pub(crate) struct Policy<O> {
     /// The recorded output of a successful call.
     pub(crate) encode: fn(&O) -> Option<Value>,
     /// Inject support: a validator and the conversion of an accepted value.
-    pub(crate) inject: Option<(fn() -> Validator, fn(Value) -> Option<O>)>,
+    pub(crate) inject: Option<InjectSupport<O>>,
     /// Whether there is an `after` gate.
     pub(crate) after: bool,
     /// Usage and finish reason for node.finished.
