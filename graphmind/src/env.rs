@@ -80,7 +80,10 @@ mod tests {
 
     #[test]
     fn disabled_switch_beats_explicit_enabled() {
-        assert!(!resolve_enabled(Some(true), &env(&[("GRAPHMIND_DISABLED", "1")])));
+        assert!(!resolve_enabled(
+            Some(true),
+            &env(&[("GRAPHMIND_DISABLED", "1")])
+        ));
         assert!(resolve_enabled(None, &env(&[("GRAPHMIND_DISABLED", "0")])));
     }
 
@@ -111,6 +114,9 @@ mod tests {
         let e = env(&[("GRAPHMIND_URL", "ws://127.0.0.1:9/ingest")]);
         assert_eq!(resolve_url(Some("ws://h:1/x"), &e), "ws://h:1/x");
         assert_eq!(resolve_url(None, &e), "ws://127.0.0.1:9/ingest");
-        assert_eq!(resolve_url(Some(""), &env(&[("GRAPHMIND_URL", "")])), DEFAULT_URL);
+        assert_eq!(
+            resolve_url(Some(""), &env(&[("GRAPHMIND_URL", "")])),
+            DEFAULT_URL
+        );
     }
 }

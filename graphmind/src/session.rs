@@ -142,6 +142,27 @@ impl Session {
         &self.inner().url
     }
 
+    /// The breakpoints armed by the debugger (from `hello.ack`, `breakpoint.set` and
+    /// `breakpoint.clear`). Empty until a debugger attached.
+    #[must_use]
+    pub fn breakpoints(&self) -> Vec<BreakpointMatcher> {
+        self.inner().debug_state().breakpoints.clone()
+    }
+
+    /// The debugger's mode (`run` until a debugger says otherwise).
+    #[must_use]
+    pub fn mode(&self) -> Mode {
+        self.inner().debug_state().mode
+    }
+
+    /// Records one raw event for `run_id` (low-level: instrumentation normally does this).
+    /// It gets the next seq and the current time, lands in the replay ring and is sent by
+    /// the transport thread; this never waits for the socket. Returns the seq, or `None`
+    /// when the session is disabled or disposed.
+    pub fn emit(&self, run_id: &str, message: Message) -> Option<u64> {
+        self.inner().emit(run_id, message)
+    }
+
     /// Ends the session: every held gate continues (each emits `exec.resumed`), queued frames
     /// are flushed for a short while (200 ms at most), the socket is closed (code 1000) and
     /// pending `ready` calls return `false`. Idempotent; later events are ignored.
@@ -214,7 +235,8 @@ impl Inner {
     }
 
     pub(crate) fn set_attached(&self, on: bool) {
-        self.attached.store(on && !self.closing.load(Relaxed), Relaxed);
+        self.attached
+            .store(on && !self.closing.load(Relaxed), Relaxed);
     }
 
     pub(crate) fn ring(&self) -> MutexGuard<'_, Ring> {
@@ -247,7 +269,6 @@ impl Inner {
     }
 
     /// The breakpoints and mode to decide gates with (cheap: one read lock, one Arc clone).
-    #[allow(dead_code)] // called by the execution side
     pub(crate) fn debug_state(&self) -> Arc<DebugState> {
         Arc::clone(&self.debug.read().unwrap_or_else(PoisonError::into_inner))
     }
@@ -283,7 +304,6 @@ impl Inner {
     /// With [`Config::wait_for_attach`]: the first call (and every call racing with it) waits
     /// for `ready`; later calls return at once. Without it this only starts the transport.
     /// The execution side calls this on the first instrumented use.
-    #[allow(dead_code)] // called by the execution side
     pub(crate) async fn first_use(&self) {
         if self.first_use_done.load(Relaxed) || !self.enabled {
             return;
@@ -301,7 +321,6 @@ impl Inner {
 
     /// Whether [`Inner::first_use`] still has something to do (a cheap pre-check).
     #[inline]
-    #[allow(dead_code)] // called by the execution side
     pub(crate) fn needs_first_use(&self) -> bool {
         self.enabled && !self.first_use_done.load(Relaxed)
     }
@@ -450,7 +469,6 @@ pub fn session() -> Session {
 /// Whether the default session is enabled: one relaxed load once it exists (it is built from
 /// the environment on the first call if needed). The disabled fast path of instrumentation.
 #[inline]
-#[allow(dead_code)] // called by the execution side
 pub(crate) fn default_enabled() -> bool {
     match DEFAULT_STATE.load(Relaxed) {
         DEFAULT_ON => true,

@@ -74,6 +74,24 @@ impl Session {
         self.config.resolved_url()
     }
 
+    /// Always empty.
+    #[must_use]
+    pub fn breakpoints(&self) -> Vec<graphmind_protocol::BreakpointMatcher> {
+        Vec::new()
+    }
+
+    /// Always `run`.
+    #[must_use]
+    pub fn mode(&self) -> graphmind_protocol::Mode {
+        graphmind_protocol::Mode::Run
+    }
+
+    /// Records nothing; always `None`.
+    pub fn emit(&self, run_id: &str, message: graphmind_protocol::Message) -> Option<u64> {
+        let _ = (run_id, message);
+        None
+    }
+
     /// Does nothing.
     pub async fn dispose(&self) {}
 }

@@ -152,6 +152,7 @@ struct Shared {
     frames: Mutex<Vec<Frame>>,
     invalid: Mutex<Vec<String>>,
     conns: Mutex<Vec<Conn>>,
+    closes: Mutex<Vec<(usize, Option<u16>)>>,
     tcp_accepts: AtomicUsize,
     ws_accepts: AtomicUsize,
     seq: AtomicU64,
@@ -173,7 +174,9 @@ impl FakeDebugger {
     /// Starts on a free port, answering `hello` with a full ack: no breakpoints, mode `run`,
     /// sessionToken `tok-<connection number>`.
     pub async fn start() -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind 127.0.0.1:0");
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind 127.0.0.1:0");
         let port = listener.local_addr().expect("local addr").port();
         let (frozen, _) = watch::channel(false);
         let shared = Arc::new(Shared {
@@ -187,6 +190,7 @@ impl FakeDebugger {
             frames: Mutex::new(Vec::new()),
             invalid: Mutex::new(Vec::new()),
             conns: Mutex::new(Vec::new()),
+            closes: Mutex::new(Vec::new()),
             tcp_accepts: AtomicUsize::new(0),
             ws_accepts: AtomicUsize::new(0),
             seq: AtomicU64::new(0),
@@ -284,6 +288,12 @@ impl FakeDebugger {
             .count()
     }
 
+    /// Close frames received: `(connection, code)`.
+    #[must_use]
+    pub fn closes(&self) -> Vec<(usize, Option<u16>)> {
+        lock(&self.shared.closes).clone()
+    }
+
     /// Frames that failed validation, with the reason.
     #[must_use]
     pub fn invalid(&self) -> Vec<String> {
@@ -293,7 +303,11 @@ impl FakeDebugger {
     /// Panics if any received frame was invalid.
     pub fn assert_valid(&self) {
         let bad = self.invalid();
-        assert!(bad.is_empty(), "the client sent invalid frames:\n{}", bad.join("\n"));
+        assert!(
+            bad.is_empty(),
+            "the client sent invalid frames:\n{}",
+            bad.join("\n")
+        );
     }
 
     /// Waits until `pred` holds for the frames received so far; returns them. Panics with
@@ -449,7 +463,11 @@ impl FakeDebugger {
             match TcpListener::bind(("127.0.0.1", self.port)).await {
                 Ok(l) => break l,
                 Err(e) => {
-                    assert!(Instant::now() < deadline, "cannot rebind port {}: {e}", self.port);
+                    assert!(
+                        Instant::now() < deadline,
+                        "cannot rebind port {}: {e}",
+                        self.port
+                    );
                     tokio::time::sleep(Duration::from_millis(20)).await;
                 }
             }
@@ -466,6 +484,35 @@ impl Drop for FakeDebugger {
             self.assert_valid();
         }
     }
+}
+
+/// Polls `cond` every 5 ms until it holds; panics with `what` after `timeout`. Returns how
+/// long it took.
+pub async fn eventually(what: &str, timeout: Duration, cond: impl Fn() -> bool) -> Duration {
+    let start = Instant::now();
+    while !cond() {
+        assert!(
+            start.elapsed() < timeout,
+            "timed out after {timeout:?} waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    start.elapsed()
+}
+
+/// A small event for `Session::emit`: a `node.token` of `node_id` carrying `text`.
+#[must_use]
+pub fn token_event(node_id: &str, text: &str) -> graphmind::protocol::Message {
+    use graphmind::protocol::{DeltaKind, Extra, Message, NodeToken, TokenDelta};
+    Message::NodeToken(NodeToken {
+        node_id: node_id.to_owned(),
+        deltas: vec![TokenDelta {
+            t: DeltaKind::Text,
+            v: text.to_owned(),
+            extra: Extra::new(),
+        }],
+        extra: Extra::new(),
+    })
 }
 
 /// `type@seq` of each frame, for failure messages.
@@ -546,7 +593,12 @@ async fn serve(tcp: TcpStream, shared: Arc<Shared>, mut out: mpsc::UnboundedRece
                 Some(Ok(Ws::Binary(_))) => {
                     lock(&shared.invalid).push("a binary frame".to_owned());
                 }
-                Some(Ok(Ws::Close(_))) | None | Some(Err(_)) => return,
+                Some(Ok(Ws::Close(frame))) => {
+                    let code = frame.map(|f| u16::from(f.code));
+                    lock(&shared.closes).push((conn, code));
+                    return;
+                }
+                None | Some(Err(_)) => return,
                 Some(Ok(_)) => {}
             },
             text = out.recv() => match text {

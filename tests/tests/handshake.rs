@@ -15,7 +15,11 @@ async fn hello_announces_versions_capabilities_app_and_sdk() {
     let hello = hub.wait_for_kind("hello", SECOND).await;
     let p = hello.payload();
     assert_eq!(hello.run_id(), "*");
-    assert_eq!(hello.seq(), 0, "hello takes the first seq of the session counter");
+    assert_eq!(
+        hello.seq(),
+        0,
+        "hello takes the first seq of the session counter"
+    );
     assert_eq!(p["versions"]["protocol"], 1);
     assert_eq!(p["versions"]["client"], env!("CARGO_PKG_VERSION"));
     assert_eq!(
@@ -23,7 +27,10 @@ async fn hello_announces_versions_capabilities_app_and_sdk() {
         serde_json::json!(["pause", "step", "inject", "retry", "abort", "run-claim"])
     );
     assert_eq!(p["app"], "handshake-app");
-    assert_eq!(p["sdk"], serde_json::json!({"name": "rust", "version": "9.9.9"}));
+    assert_eq!(
+        p["sdk"],
+        serde_json::json!({"name": "rust", "version": "9.9.9"})
+    );
     assert!(p.get("resumeToken").is_none(), "no token before any ack");
     assert_eq!(hub.connections(), 1);
     assert!(gm.stats().attached);
@@ -54,7 +61,11 @@ async fn concurrent_ready_calls_share_one_connection_and_later_calls_are_instant
     for w in waiters {
         assert!(w.await.expect("joined"));
     }
-    assert_eq!(hub.connections(), 1, "16 concurrent ready() calls made one connection");
+    assert_eq!(
+        hub.connections(),
+        1,
+        "16 concurrent ready() calls made one connection"
+    );
     assert_eq!(hub.frames_of("hello").len(), 1);
 
     let t = std::time::Instant::now();

@@ -56,7 +56,8 @@ const BATCH: usize = 256;
 /// Largest frame accepted from the debugger (the protocol's cap).
 const MAX_FRAME: usize = 16 * 1024 * 1024;
 /// Capabilities announced in `hello`.
-pub(crate) const CAPABILITIES: [&str; 6] = ["pause", "step", "inject", "retry", "abort", "run-claim"];
+pub(crate) const CAPABILITIES: [&str; 6] =
+    ["pause", "step", "inject", "retry", "abort", "run-claim"];
 
 type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
@@ -263,7 +264,10 @@ async fn attempt(inner: &Inner, token: &mut Option<String>) -> Attempt {
     };
     let deadline = Instant::now() + cfg.handshake_timeout;
     let hello = hello_frame(inner, token.as_ref());
-    if !matches!(timeout_at(deadline, ws.send(Ws::text(hello))).await, Ok(Ok(()))) {
+    if !matches!(
+        timeout_at(deadline, ws.send(Ws::text(hello))).await,
+        Ok(Ok(()))
+    ) {
         return Attempt::Failed;
     }
     loop {
@@ -308,6 +312,10 @@ async fn attempt(inner: &Inner, token: &mut Option<String>) -> Attempt {
                 });
                 inner.ring().rewind();
                 inner.set_attached(true);
+                // Any pending `ready()` kick is satisfied by this attach.
+                inner
+                    .kick
+                    .store(false, std::sync::atomic::Ordering::Relaxed);
                 return Attempt::Attached(Box::new(ws));
             }
         }
@@ -468,7 +476,9 @@ fn handle_control(inner: &Inner, text: &str) {
                 }
             }),
             Message::BreakpointClear(change) => {
-                inner.update_debug_state(|s| s.breakpoints.retain(|m| !m.same_rule(&change.matcher)));
+                inner.update_debug_state(|s| {
+                    s.breakpoints.retain(|m| !m.same_rule(&change.matcher))
+                });
             }
             Message::ModeSet(set) => inner.update_debug_state(|s| s.mode = set.mode),
             _ => {}
@@ -497,7 +507,9 @@ mod tests {
     fn ack_reading_sorts_mismatch_from_noise() {
         assert!(matches!(read_ack("junk"), AckRead::NotAck));
         assert!(matches!(
-            read_ack(r#"{"gm":1,"seq":0,"ts":0,"runId":"*","type":"mode.set","payload":{"mode":"step"}}"#),
+            read_ack(
+                r#"{"gm":1,"seq":0,"ts":0,"runId":"*","type":"mode.set","payload":{"mode":"step"}}"#
+            ),
             AckRead::NotAck
         ));
         assert!(matches!(

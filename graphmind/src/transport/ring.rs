@@ -6,8 +6,8 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use graphmind_protocol::Message;
-use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
+use serde::ser::{SerializeMap, Serializer};
 use serde_json::Value;
 
 /// One recorded event: a message stamped with its seq, time and run.
@@ -30,7 +30,10 @@ impl Event {
             event: self,
             dropped,
         };
-        if frame.serialize(&mut serde_json::Serializer::new(&mut *out)).is_err() {
+        if frame
+            .serialize(&mut serde_json::Serializer::new(&mut *out))
+            .is_err()
+        {
             out.truncate(start);
             return false;
         }
@@ -204,7 +207,9 @@ pub(crate) fn estimate(message: &Message) -> usize {
                 .nodes
                 .iter()
                 .map(|n| {
-                    64 + n.node_id.len() + n.name.len() + n.parent_id.as_ref().map_or(0, String::len)
+                    64 + n.node_id.len()
+                        + n.name.len()
+                        + n.parent_id.as_ref().map_or(0, String::len)
                 })
                 .sum::<usize>()
                 + extra(&p.extra)
@@ -267,7 +272,12 @@ fn value_size(v: &Value, depth: usize) -> usize {
         Value::Null | Value::Bool(_) => 5,
         Value::Number(_) => 12,
         Value::String(s) => s.len() + 2,
-        Value::Array(items) => 2 + items.iter().map(|x| 1 + value_size(x, depth + 1)).sum::<usize>(),
+        Value::Array(items) => {
+            2 + items
+                .iter()
+                .map(|x| 1 + value_size(x, depth + 1))
+                .sum::<usize>()
+        }
         Value::Object(map) => map_size(map, depth).max(2),
     }
 }
