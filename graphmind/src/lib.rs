@@ -68,6 +68,10 @@ pub mod tee;
 pub mod time;
 #[cfg(feature = "enabled")]
 mod tokens;
+#[cfg(feature = "enabled")]
+#[doc(hidden)]
+#[path = "private.rs"]
+pub mod __private;
 pub use run::{Aborted, run, run_result};
 #[cfg(feature = "enabled")]
 pub use roster::tools as tool_roster;
