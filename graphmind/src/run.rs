@@ -93,6 +93,33 @@ where
 }
 
 impl crate::Session {
+    /// [`run_result`] on this session instead of the default one.
+    pub async fn run_result<F, T, E>(
+        &self,
+        name: impl Into<String>,
+        fut: F,
+    ) -> Result<Result<T, E>, Aborted>
+    where
+        F: Future<Output = Result<T, E>>,
+        E: std::fmt::Display,
+    {
+        #[cfg(feature = "enabled")]
+        {
+            let host: std::sync::Arc<dyn crate::exec::Host> = self.inner().clone();
+            run_in(Some(host), name.into(), fut, |out: &Result<T, E>| {
+                out.as_ref().err().map(|e| {
+                    crate::node::error_info(crate::node::short_type_name::<E>(), e.to_string())
+                })
+            })
+            .await
+        }
+        #[cfg(not(feature = "enabled"))]
+        {
+            let _ = name;
+            Ok(fut.await)
+        }
+    }
+
     /// [`run`] on this session instead of the default one.
     pub async fn run<F: Future>(
         &self,

@@ -1,0 +1,173 @@
+//! Run scopes: run.started / agent node / run.finished, parent ids, errors, and abort ending
+//! the run with `Err(Aborted)` before anything after the gate runs.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use graphmind_tests::FakeDebugger;
+use serde_json::json;
+
+const SECOND: Duration = Duration::from_secs(1);
+
+#[graphmind::tool]
+async fn echo(text: String) -> String {
+    text
+}
+
+static AFTER: AtomicUsize = AtomicUsize::new(0);
+
+#[graphmind::tool]
+async fn counted(n: u32) -> u32 {
+    AFTER.fetch_add(1, Ordering::SeqCst);
+    n
+}
+
+async fn session(hub: &FakeDebugger) -> graphmind::Session {
+    let gm = graphmind::Session::new(hub.config("run-scope").meta("team", "qa"));
+    assert!(gm.ready(2 * SECOND).await);
+    gm
+}
+
+#[tokio::test]
+async fn a_run_emits_started_agent_node_and_finished_in_order() {
+    let hub = FakeDebugger::start().await;
+    let gm = session(&hub).await;
+    let out = gm.run("ticket", echo("hi".into())).await.expect("ok");
+    assert_eq!(out, "hi");
+    let frames = hub
+        .wait_for("run.finished", SECOND, |fs| {
+            fs.iter().any(|f| f.kind() == "run.finished")
+        })
+        .await;
+    let kinds: Vec<&str> = frames
+        .iter()
+        .map(|f| f.kind())
+        .filter(|k| *k != "hello")
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "run.started",
+            "node.started",
+            "node.started",
+            "node.finished",
+            "node.finished",
+            "run.finished"
+        ]
+    );
+    let run_id = frames[1].run_id().to_owned();
+    assert!(run_id.starts_with("run_") && run_id.len() == 16, "{run_id}");
+    let started = frames[1].payload();
+    assert_eq!(started["app"], "run-scope");
+    assert_eq!(started["meta"], json!({"team": "qa", "name": "ticket"}));
+    let agent = frames[2].payload();
+    assert_eq!(agent["nodeId"], "agent:ticket");
+    assert_eq!(agent["kind"], "agent");
+    assert_eq!(agent["instanceId"], run_id.as_str());
+    assert_eq!(frames[3].payload()["parentId"], "agent:ticket");
+    assert_eq!(frames[3].payload()["input"], json!({"text": "hi"}));
+    assert_eq!(frames[5].payload()["nodeId"], "agent:ticket");
+    assert_eq!(frames[5].payload()["heldMs"], 0.0);
+    assert_eq!(frames[6].payload(), &json!({"status": "ok"}));
+    assert!(frames.iter().skip(1).all(|f| f.run_id() == run_id));
+    hub.assert_valid();
+    gm.dispose().await;
+}
+
+#[tokio::test]
+async fn run_result_err_marks_the_run_error() {
+    let hub = FakeDebugger::start().await;
+    let gm = session(&hub).await;
+    let out = gm
+        .run_result("failing", async { Err::<u32, _>("boom".to_owned()) })
+        .await;
+    assert_eq!(out.expect("not aborted"), Err("boom".to_owned()));
+    let fin = hub.wait_for_kind("run.finished", SECOND).await;
+    assert_eq!(fin.payload()["status"], "error");
+    assert_eq!(fin.payload()["error"]["message"], "boom");
+    let err = hub.wait_for_kind("node.error", SECOND).await;
+    assert_eq!(err.payload()["nodeId"], "agent:failing");
+    gm.dispose().await;
+}
+
+#[tokio::test]
+async fn abort_at_a_gate_drops_the_run_and_returns_aborted() {
+    let hub = FakeDebugger::start().await;
+    hub.set_breakpoints(vec![json!({"name": "counted"})]);
+    let gm = session(&hub).await;
+    let task = tokio::spawn({
+        let gm = gm.clone();
+        async move {
+            gm.run("abortable", async {
+                let a = counted(1).await;
+                let b = counted(2).await;
+                a + b
+            })
+            .await
+        }
+    });
+    let p = hub.wait_for_kind("exec.paused", 2 * SECOND).await;
+    assert!(hub.resume(
+        p.run_id(),
+        p.payload()["pauseId"].as_str().expect("id"),
+        "abort"
+    ));
+    let err = task.await.expect("joined").expect_err("aborted");
+    assert_eq!(err.name(), "abortable");
+    assert_eq!(err.run_id(), p.run_id());
+    assert_eq!(
+        AFTER.load(Ordering::SeqCst),
+        0,
+        "no call ran after the abort"
+    );
+    let frames = hub
+        .wait_for("run.finished", SECOND, |fs| {
+            fs.iter().any(|f| f.kind() == "run.finished")
+        })
+        .await;
+    assert_eq!(
+        hub.frames_of("exec.paused").len(),
+        1,
+        "the second call never started"
+    );
+    let resumed = hub.frames_of("exec.resumed");
+    assert_eq!(resumed[0].payload()["action"], "abort");
+    let fin: Vec<_> = frames
+        .iter()
+        .filter(|f| f.kind() == "node.finished")
+        .collect();
+    assert_eq!(fin[0].payload()["nodeId"], "tool:counted");
+    assert_eq!(fin[0].payload()["status"], "aborted");
+    assert_eq!(fin[1].payload()["nodeId"], "agent:abortable");
+    assert_eq!(fin[1].payload()["status"], "aborted");
+    assert_eq!(
+        frames
+            .iter()
+            .find(|f| f.kind() == "run.finished")
+            .expect("fin")
+            .payload(),
+        &json!({"status": "aborted"})
+    );
+    gm.dispose().await;
+}
+
+#[tokio::test]
+async fn abort_outside_a_run_is_refused_and_the_gate_stays_held() {
+    let hub = FakeDebugger::start().await;
+    hub.set_breakpoints(vec![json!({"name": "echo"})]);
+    let _default = graphmind::init(hub.config("no-run"));
+    let gm = graphmind::session();
+    assert!(gm.ready(2 * SECOND).await);
+    let task = tokio::spawn(echo("x".into()));
+    let p = hub.wait_for_kind("exec.paused", 2 * SECOND).await;
+    let id = p.payload()["pauseId"].as_str().expect("id").to_owned();
+    assert!(hub.resume(p.run_id(), &id, "abort"));
+    let refused = hub.wait_for_kind("exec.refused", SECOND).await;
+    assert_eq!(refused.payload()["code"], "unsupported");
+    assert!(!task.is_finished());
+    assert!(hub.resume(p.run_id(), &id, "continue"));
+    assert_eq!(task.await.expect("joined"), "x");
+    let implicit = hub.wait_for_kind("run.started", SECOND).await;
+    assert_eq!(implicit.payload()["meta"]["implicit"], true);
+    gm.dispose().await;
+}

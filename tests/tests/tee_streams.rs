@@ -1,0 +1,165 @@
+//! Streaming tools and model steps: items pass through unchanged, are counted and previewed
+//! as token batches, and node.finished comes at the end — also when the consumer drops the
+//! stream half-way.
+
+use std::time::Duration;
+
+use futures_util::{Stream, StreamExt, stream};
+use graphmind_tests::FakeDebugger;
+use serde_json::Value;
+
+const SECOND: Duration = Duration::from_secs(1);
+
+#[graphmind::tool]
+async fn numbers(n: u32) -> impl Stream<Item = u32> + Send {
+    stream::iter(0..n)
+}
+
+#[graphmind::model_step]
+async fn talk(prompt: String) -> impl Stream<Item = String> + Send {
+    let words: Vec<String> = prompt.split(' ').map(|w| format!("{w} ")).collect();
+    stream::iter(words).then(|w| async move {
+        tokio::time::sleep(Duration::from_millis(4)).await;
+        w
+    })
+}
+
+async fn session(hub: &FakeDebugger) -> graphmind::Session {
+    let gm = graphmind::Session::new(hub.config("tee"));
+    assert!(gm.ready(2 * SECOND).await);
+    gm
+}
+
+fn finished_of(hub: &FakeDebugger, node: &str) -> Option<Value> {
+    hub.frames_of("node.finished")
+        .into_iter()
+        .find(|f| f.payload()["nodeId"] == node)
+        .map(|f| f.payload().clone())
+}
+
+#[tokio::test]
+async fn streaming_tool_counts_chunks_and_finishes_at_the_end() {
+    let hub = FakeDebugger::start().await;
+    let gm = session(&hub).await;
+    let items: Vec<u32> = gm
+        .run("s", async { numbers(5).await.collect::<Vec<_>>().await })
+        .await
+        .expect("ok");
+    assert_eq!(items, [0, 1, 2, 3, 4]);
+    hub.wait_for("run.finished", SECOND, |fs| {
+        fs.iter().any(|f| f.kind() == "run.finished")
+    })
+    .await;
+    let fin = finished_of(&hub, "tool:numbers").expect("finished");
+    assert_eq!(fin["streaming"], true);
+    assert_eq!(fin["chunks"], 5);
+    assert_eq!(fin["status"], "ok");
+    assert!(fin.get("dropped").is_none());
+    let tokens: String = hub
+        .frames_of("node.token")
+        .iter()
+        .flat_map(|f| {
+            f.payload()["deltas"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .map(|d| d["v"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(tokens, "01234");
+    hub.assert_valid();
+    gm.dispose().await;
+}
+
+#[tokio::test]
+async fn dropped_stream_still_finishes_the_node() {
+    let hub = FakeDebugger::start().await;
+    let gm = session(&hub).await;
+    let first_two: Vec<u32> = gm
+        .run("s", async {
+            numbers(100).await.take(2).collect::<Vec<_>>().await
+        })
+        .await
+        .expect("ok");
+    assert_eq!(first_two, [0, 1]);
+    hub.wait_for("run.finished", SECOND, |fs| {
+        fs.iter().any(|f| f.kind() == "run.finished")
+    })
+    .await;
+    let fin = finished_of(&hub, "tool:numbers").expect("finished after drop");
+    assert_eq!(fin["chunks"], 2);
+    assert_eq!(fin["dropped"], true);
+    gm.dispose().await;
+}
+
+#[tokio::test]
+async fn model_stream_tokens_are_batched_with_instance_id_before_finished() {
+    let hub = FakeDebugger::start().await;
+    let gm = session(&hub).await;
+    let prompt = (0..30)
+        .map(|i| format!("w{i}"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let text: String = gm
+        .run("m", async {
+            talk(prompt.clone())
+                .await
+                .collect::<Vec<_>>()
+                .await
+                .concat()
+        })
+        .await
+        .expect("ok");
+    assert_eq!(text, format!("{prompt} "));
+    let frames = hub
+        .wait_for("run.finished", SECOND, |fs| {
+            fs.iter().any(|f| f.kind() == "run.finished")
+        })
+        .await;
+    let step_started = frames
+        .iter()
+        .find(|f| f.kind() == "node.started" && f.payload()["nodeId"] == "llm:step")
+        .expect("llm:step");
+    let instance = step_started.payload()["instanceId"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    assert!(instance.ends_with(":s1"), "{instance}");
+    let tokens: Vec<_> = frames.iter().filter(|f| f.kind() == "node.token").collect();
+    // 30 chunks ~4 ms apart (≥120 ms) in 34 ms batches: several batches, far fewer than 30.
+    assert!(
+        tokens.len() >= 2 && tokens.len() < 15,
+        "{} batches",
+        tokens.len()
+    );
+    assert!(
+        tokens
+            .iter()
+            .all(|t| t.payload()["instanceId"] == instance.as_str())
+    );
+    let joined: String = tokens
+        .iter()
+        .flat_map(|f| {
+            f.payload()["deltas"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .map(|d| d["v"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(joined, text);
+    let fin_pos = frames
+        .iter()
+        .position(|f| f.kind() == "node.finished" && f.payload()["nodeId"] == "llm:step")
+        .expect("finished");
+    let last_token = frames
+        .iter()
+        .rposition(|f| f.kind() == "node.token")
+        .expect("token");
+    assert!(
+        last_token < fin_pos,
+        "tokens are flushed before node.finished"
+    );
+    assert_eq!(frames[fin_pos].payload()["chunks"], 30);
+    gm.dispose().await;
+}
