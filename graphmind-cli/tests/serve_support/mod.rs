@@ -514,3 +514,65 @@ pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
         .expect("runtime")
         .block_on(f)
 }
+
+/// POST a resume with `token`, off the async runtime.
+pub async fn resume_async(
+    port: u16,
+    token: String,
+    run: String,
+    pause: String,
+    body: Value,
+) -> Response {
+    tokio::task::spawn_blocking(move || {
+        let auth = format!("Bearer {token}");
+        http(
+            port,
+            "POST",
+            &format!("/api/runs/{run}/pauses/{pause}/resume"),
+            &[
+                ("Authorization", &auth),
+                ("Content-Type", "application/json"),
+            ],
+            Some(&body.to_string()),
+        )
+    })
+    .await
+    .expect("join")
+}
+
+/// GET off the async runtime.
+pub async fn get_async(port: u16, path: String) -> Response {
+    tokio::task::spawn_blocking(move || http(port, "GET", &path, &[], None))
+        .await
+        .expect("join")
+}
+
+impl App {
+    /// Opens a held gate on `node` (`tool:<name>`) of `run`: node.started then exec.paused.
+    pub async fn pause_at(
+        &mut self,
+        run: &str,
+        name: &str,
+        pause_id: &str,
+        point: &str,
+        input: Value,
+    ) {
+        self.emit(
+            run,
+            "node.started",
+            json!({"nodeId": format!("tool:{name}"), "kind": "tool", "name": name, "instanceId": format!("call_{pause_id}"), "input": input}),
+        )
+        .await;
+        self.emit(
+            run,
+            "exec.paused",
+            json!({"pauseId": pause_id, "nodeId": format!("tool:{name}"), "point": point}),
+        )
+        .await;
+    }
+
+    /// Waits for the next `exec.resume` frame.
+    pub async fn expect_resume(&mut self, ms: u64) -> Value {
+        self.peer.until(ms, |v| v["type"] == "exec.resume").await
+    }
+}

@@ -1,0 +1,368 @@
+//! The pause registry: what a held gate looks like over HTTP, first resume wins, the answer
+//! follows the app's exec.resumed / exec.refused, and exec.resume reaches only the owner.
+
+mod serve_support;
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use serve_support::*;
+
+#[test]
+fn first_resume_wins_and_the_answer_follows_exec_resumed() {
+    let h = hub(&["--allow-control", "inject"]);
+    let (port, tok) = (h.port, h.agent_token.clone());
+    let run = "run_100000000001";
+    block_on(async {
+        let mut app = App::connect(port).await;
+        app.start_run(run, "pauses").await;
+        app.pause_at(
+            run,
+            "search",
+            "pause_a_1",
+            "before",
+            json!({"q": "flights"}),
+        )
+        .await;
+        let pauses = wait_for_pause(port).await;
+        let p = &pauses[0];
+        assert_eq!(p["pauseId"], json!("pause_a_1"));
+        assert_eq!(p["runId"], json!(run));
+        assert_eq!(p["nodeId"], json!("tool:search"));
+        assert_eq!(p["point"], json!("before"));
+        assert_eq!(p["reason"], json!("breakpoint"));
+        assert_eq!(p["kind"], json!("tool"));
+        assert_eq!(p["name"], json!("search"));
+        assert_eq!(p["instanceId"], json!("call_pause_a_1"));
+        assert_eq!(p["input"], json!({"q": "flights"}));
+        assert_eq!(p["state"], json!("open"));
+
+        let first = tokio::spawn(resume_async(
+            port,
+            tok.clone(),
+            run.into(),
+            "pause_a_1".into(),
+            json!({"action": "inject", "output": {"price": 1}}),
+        ));
+        let frame = app.expect_resume(5000).await;
+        assert_eq!(frame["runId"], json!(run));
+        assert_eq!(frame["payload"]["pauseId"], json!("pause_a_1"));
+        assert_eq!(frame["payload"]["action"], json!("inject"));
+        assert_eq!(frame["payload"]["output"], json!({"price": 1}));
+        assert!(frame["payload"]["requestId"].as_str().is_some());
+
+        // While the first is in flight, a second one is told "taken".
+        let second = resume_async(
+            port,
+            tok.clone(),
+            run.into(),
+            "pause_a_1".into(),
+            json!({"action": "continue"}),
+        )
+        .await;
+        assert_eq!(second.status, 409, "{}", second.body);
+        assert_eq!(second.json()["outcome"], json!("taken"));
+
+        app.emit(
+            run,
+            "exec.resumed",
+            json!({"pauseId": "pause_a_1", "action": "inject"}),
+        )
+        .await;
+        let first = first.await.unwrap();
+        assert_eq!(first.status, 200, "{}", first.body);
+        assert_eq!(first.json()["outcome"], json!("resumed"));
+        assert_eq!(first.json()["action"], json!("inject"));
+
+        // After the release: taken, and the pause reads as closed by the hub.
+        let third = resume_async(
+            port,
+            tok.clone(),
+            run.into(),
+            "pause_a_1".into(),
+            json!({"action": "continue"}),
+        )
+        .await;
+        assert_eq!(third.status, 409);
+        let closed = get_async(port, format!("/api/runs/{run}/pauses/pause_a_1"))
+            .await
+            .json();
+        assert_eq!(closed["state"], json!("closed"));
+        assert_eq!(closed["by"], json!("hub"));
+        assert_eq!(closed["action"], json!("inject"));
+        // No second exec.resume reached the app.
+        assert!(matches!(app.peer.recv(300).await, Got::Timeout));
+    });
+    assert_eq!(h.get_json("/api/pauses")["pauses"], json!([]));
+}
+
+async fn wait_for_pause(port: u16) -> Vec<serde_json::Value> {
+    let r = get_async(port, "/api/pauses?wait=5".into()).await;
+    let list = r.json()["pauses"].as_array().cloned().unwrap_or_default();
+    assert!(!list.is_empty(), "no pause opened");
+    list
+}
+
+#[test]
+fn refused_keeps_the_gate_held_and_a_later_resume_works() {
+    let h = hub(&["--allow-control", "inject"]);
+    let (port, tok) = (h.port, h.agent_token.clone());
+    let run = "run_100000000002";
+    block_on(async {
+        let mut app = App::connect(port).await;
+        app.start_run(run, "refuse").await;
+        app.pause_at(run, "add", "pause_b_1", "error", json!({"a": 1}))
+            .await;
+        wait_for_pause(port).await;
+        let first = tokio::spawn(resume_async(
+            port,
+            tok.clone(),
+            run.into(),
+            "pause_b_1".into(),
+            json!({"action": "inject", "output": "not a number"}),
+        ));
+        let frame = app.expect_resume(5000).await;
+        let request_id = frame["payload"]["requestId"].clone();
+        app.emit(
+            run,
+            "exec.refused",
+            json!({"pauseId": "pause_b_1", "code": "schema",
+            "message": "expected an integer", "requestId": request_id}),
+        )
+        .await;
+        let first = first.await.unwrap();
+        assert_eq!(first.status, 422, "{}", first.body);
+        let body = first.json();
+        assert_eq!(body["outcome"], json!("refused"));
+        assert_eq!(body["code"], json!("schema"));
+        assert_eq!(body["message"], json!("expected an integer"));
+        let still = get_async(port, format!("/api/runs/{run}/pauses/pause_b_1"))
+            .await
+            .json();
+        assert_eq!(still["state"], json!("open"));
+        assert_eq!(still["reason"], json!("error"));
+
+        let second = tokio::spawn(resume_async(
+            port,
+            tok.clone(),
+            run.into(),
+            "pause_b_1".into(),
+            json!({"action": "inject", "output": 3}),
+        ));
+        let frame = app.expect_resume(5000).await;
+        assert_eq!(frame["payload"]["output"], json!(3));
+        app.emit(
+            run,
+            "exec.resumed",
+            json!({"pauseId": "pause_b_1", "action": "inject"}),
+        )
+        .await;
+        assert_eq!(second.await.unwrap().status, 200);
+    });
+}
+
+#[test]
+fn exec_resume_goes_only_to_the_connection_that_owns_the_run() {
+    let h = hub(&["--allow-control", "resume"]);
+    let (port, tok) = (h.port, h.agent_token.clone());
+    let run = "run_100000000003";
+    block_on(async {
+        let mut owner = App::connect(port).await;
+        let mut other = App::connect(port).await;
+        owner.start_run(run, "owned").await;
+        owner
+            .pause_at(run, "t", "pause_c_1", "before", json!(null))
+            .await;
+        // Another app reporting into the same run does not take it over while the owner lives.
+        other.emit(run, "x.note", json!({})).await;
+        wait_for_pause(port).await;
+        let r = tokio::spawn(resume_async(
+            port,
+            tok.clone(),
+            run.into(),
+            "pause_c_1".into(),
+            json!({"action": "continue"}),
+        ));
+        let frame = owner.expect_resume(5000).await;
+        assert_eq!(frame["payload"]["action"], json!("continue"));
+        assert!(
+            matches!(other.peer.recv(300).await, Got::Timeout),
+            "a non-owner got a control frame"
+        );
+        owner
+            .emit(
+                run,
+                "exec.resumed",
+                json!({"pauseId": "pause_c_1", "action": "continue"}),
+            )
+            .await;
+        assert_eq!(r.await.unwrap().status, 200);
+    });
+}
+
+#[test]
+fn a_reconnecting_app_regains_its_runs_with_its_resume_token() {
+    let h = hub(&["--allow-control", "resume"]);
+    let (port, tok) = (h.port, h.agent_token.clone());
+    let run = "run_100000000004";
+    block_on(async {
+        let mut first = App::connect(port).await;
+        first.start_run(run, "claim").await;
+        let token = first.session_token();
+        let seq = first.seq;
+        drop(first);
+        // An unrelated app connects in between.
+        let mut stranger = App::connect(port).await;
+        let mut back = App::connect_resuming(port, Some(&token), seq).await;
+        back.pause_at(run, "t", "pause_d_1", "before", json!(1))
+            .await;
+        wait_for_pause(port).await;
+        let r = tokio::spawn(resume_async(
+            port,
+            tok.clone(),
+            run.into(),
+            "pause_d_1".into(),
+            json!({"action": "abort"}),
+        ));
+        let frame = back.expect_resume(5000).await;
+        assert_eq!(frame["payload"]["action"], json!("abort"));
+        assert!(matches!(stranger.peer.recv(200).await, Got::Timeout));
+        back.emit(
+            run,
+            "exec.resumed",
+            json!({"pauseId": "pause_d_1", "action": "abort"}),
+        )
+        .await;
+        assert_eq!(r.await.unwrap().json()["outcome"], json!("resumed"));
+        let runs = get_async(port, "/api/runs".into()).await.json();
+        assert_eq!(runs["runs"][0]["live"], json!(true));
+    });
+}
+
+#[test]
+fn a_disconnect_closes_the_apps_pauses() {
+    let h = hub(&["--allow-control", "resume"]);
+    let (port, tok) = (h.port, h.agent_token.clone());
+    let run = "run_100000000005";
+    block_on(async {
+        let mut app = App::connect(port).await;
+        app.start_run(run, "gone").await;
+        app.pause_at(run, "t", "pause_e_1", "before", json!(1))
+            .await;
+        wait_for_pause(port).await;
+        drop(app);
+    });
+    wait_for(5, "the pause to close", || {
+        (h.get_json("/api/pauses")["pauses"] == json!([])).then_some(())
+    });
+    let r = http(
+        port,
+        "POST",
+        &format!("/api/runs/{run}/pauses/pause_e_1/resume"),
+        &[
+            ("Authorization", &format!("Bearer {tok}")),
+            ("Content-Type", "application/json"),
+        ],
+        Some(r#"{"action":"continue"}"#),
+    );
+    assert_eq!(r.status, 410, "{}", r.body);
+    assert_eq!(r.json()["outcome"], json!("gone"));
+    let unknown = http(
+        port,
+        "POST",
+        &format!("/api/runs/{run}/pauses/nope/resume"),
+        &[
+            ("Authorization", &format!("Bearer {tok}")),
+            ("Content-Type", "application/json"),
+        ],
+        Some(r#"{"action":"continue"}"#),
+    );
+    assert_eq!(unknown.status, 410);
+    assert_eq!(h.get(&format!("/api/runs/{run}/pauses/nope")).status, 404);
+}
+
+#[test]
+fn a_run_whose_app_vanished_is_abandoned_after_the_grace() {
+    let h = hub(&["--abandon-grace-ms", "400"]);
+    let port = h.port;
+    let (gone, kept) = ("run_100000000006", "run_100000000007");
+    block_on(async {
+        let mut a = App::connect(port).await;
+        a.start_run(gone, "vanishes").await;
+        let mut b = App::connect(port).await;
+        b.start_run(kept, "comes back").await;
+        let token = b.session_token();
+        let seq = b.seq;
+        wait_for_runs(port, 2).await;
+        let t0 = Instant::now();
+        drop(a);
+        drop(b);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let _back = App::connect_resuming(port, Some(&token), seq).await;
+        loop {
+            let runs = get_async(port, "/api/runs".into()).await.json();
+            let st = |id: &str| {
+                runs["runs"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|r| r["runId"] == id)
+                    .unwrap()
+                    .clone()
+            };
+            if st(gone)["status"] == "abandoned" {
+                assert!(
+                    t0.elapsed() >= Duration::from_millis(400),
+                    "abandoned before the grace"
+                );
+                assert_eq!(st(gone)["live"], json!(false));
+                assert_eq!(st(kept)["status"], json!("running"));
+                assert_eq!(st(kept)["live"], json!(true));
+                break;
+            }
+            assert!(t0.elapsed() < Duration::from_secs(5), "never abandoned");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    });
+}
+
+async fn wait_for_runs(port: u16, n: usize) {
+    for _ in 0..250 {
+        let r = get_async(port, "/api/runs".into()).await.json();
+        if r["runs"].as_array().map_or(0, Vec::len) >= n {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("runs never appeared");
+}
+
+#[test]
+fn long_poll_returns_when_a_pause_opens_and_times_out_empty() {
+    let h = hub(&[]);
+    let port = h.port;
+    let t0 = Instant::now();
+    let empty = h.get_json("/api/pauses?wait=0.3");
+    assert_eq!(empty["pauses"], json!([]));
+    assert!(t0.elapsed() >= Duration::from_millis(300));
+    block_on(async {
+        let poll = tokio::spawn(get_async(
+            port,
+            "/api/pauses?runId=run_100000000009&wait=10".into(),
+        ));
+        let mut app = App::connect(port).await;
+        app.start_run("run_100000000008", "other").await;
+        app.pause_at("run_100000000008", "x", "pause_f_0", "before", json!(0))
+            .await;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert!(!poll.is_finished(), "a pause of another run ended the wait");
+        let t1 = Instant::now();
+        app.start_run("run_100000000009", "mine").await;
+        app.pause_at("run_100000000009", "x", "pause_f_1", "after", json!(0))
+            .await;
+        let got = poll.await.unwrap().json();
+        assert!(t1.elapsed() < Duration::from_secs(3));
+        assert_eq!(got["pauses"][0]["pauseId"], json!("pause_f_1"));
+        assert_eq!(got["pauses"].as_array().unwrap().len(), 1);
+    });
+}
