@@ -173,7 +173,11 @@ async fn run(inner: &Inner, link: &watch::Sender<Link>) {
         inner
             .kick
             .store(false, std::sync::atomic::Ordering::Relaxed);
-        match attempt(inner, &mut token).await {
+        let outcome = tokio::select! {
+            outcome = attempt(inner, &mut token) => outcome,
+            () = until_shutdown(inner) => break,
+        };
+        match outcome {
             Attempt::Attached(ws) => {
                 link.send_replace(Link::Attached);
                 let end = connected(inner, *ws).await;
@@ -205,6 +209,17 @@ async fn run(inner: &Inner, link: &watch::Sender<Link>) {
     }
     inner.set_attached(false);
     link.send_replace(Link::Closed);
+}
+
+/// Resolves once the session shuts down (so `dispose` need not wait out a handshake).
+async fn until_shutdown(inner: &Inner) {
+    loop {
+        let woken = inner.wake.notified();
+        if inner.shutdown.load(std::sync::atomic::Ordering::Relaxed) {
+            return;
+        }
+        woken.await;
+    }
 }
 
 /// Sleeps `delay` unless `ready()` kicks first. False when the session shuts down.
