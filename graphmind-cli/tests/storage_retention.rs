@@ -1,0 +1,40 @@
+//! Retention at start keeps the newest N runs (`--keep`) and drops their events.
+
+mod serve_support;
+
+use serde_json::json;
+use serve_support::*;
+
+#[test]
+fn keep_n_drops_the_oldest_runs_and_their_events() {
+    let dir = TempDir::new("keep");
+    let ids = [
+        "run_400000000001",
+        "run_400000000002",
+        "run_400000000003",
+        "run_400000000004",
+    ];
+    {
+        let mut s = Serve::start_in(&dir.0, &[]);
+        block_on(async {
+            let mut app = App::connect(s.port).await;
+            for id in ids {
+                app.start_run(id, id).await;
+                app.emit(id, "run.finished", json!({"status": "ok"})).await;
+                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            }
+        });
+        wait_for(10, "4 runs", || (s.runs().len() == 4).then_some(()));
+        assert!(s.interrupt().success());
+    }
+    let s = Serve::start_in(&dir.0, &["--keep", "2"]);
+    let kept: Vec<_> = s
+        .runs()
+        .iter()
+        .map(|r| r["runId"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(kept, vec![ids[3], ids[2]]);
+    assert_eq!(s.runs()[0]["eventCount"], json!(2));
+    assert_eq!(s.seqs(ids[3]).len(), 2);
+    assert_eq!(s.get(&format!("/api/runs/{}/events", ids[0])).status, 404);
+}
