@@ -576,3 +576,9 @@ impl App {
         self.peer.until(ms, |v| v["type"] == "exec.resume").await
     }
 }
+
+impl Peer {
+    pub async fn send_binary(&mut self, b: Vec<u8>) {
+        self.ws.send(Message::binary(b)).await.expect("send");
+    }
+}
