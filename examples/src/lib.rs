@@ -408,7 +408,19 @@ async fn dispatch(call: &ToolCall) -> String {
     }
 }
 
+/// [`support_agent`] as one graphmind run named `handle-ticket` (on the default session):
+/// `Err(Aborted)` when the debugger aborts it.
+///
+/// # Errors
+/// [`graphmind::Aborted`] when the debugger aborted the run at one of its gates.
+pub async fn handle_ticket(ticket: &str) -> Result<Result<String, AgentError>, graphmind::Aborted> {
+    graphmind::run!("handle-ticket", async { support_agent(ticket).await }).await
+}
+
 /// The agent loop: ask the model, run the tools it asks for, until it answers.
+///
+/// # Errors
+/// When the model fails or keeps calling tools past the step budget.
 pub async fn support_agent(ticket: &str) -> Result<String, AgentError> {
     let mut request = ChatRequest {
         messages: vec![
