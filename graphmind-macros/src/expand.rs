@@ -104,6 +104,12 @@ pub(crate) fn expand(kind: Kind, args: &Args, item: ItemFn, an: &Analysis) -> To
         }
         Shape::Boxed => quote!(#block),
     };
+    // The call is spanned at the return type, so that a bound the output misses points there.
+    let ret = match &sig.output {
+        syn::ReturnType::Type(_, ty) => ty.span(),
+        syn::ReturnType::Default => Span::call_site(),
+    };
+    let pr = quote_spanned!(ret=> ::graphmind::__private);
     let body = if retry {
         let clones = an.params.iter().map(|param| {
             let ident = &param.ident;
@@ -112,9 +118,9 @@ pub(crate) fn expand(kind: Kind, args: &Args, item: ItemFn, an: &Analysis) -> To
                 (param.mutable && matches!(an.shape, Shape::Async)).then(|| quote!(mut));
             quote_spanned!(at=> let #mutability #ident = #p::retry_clone(&#ident);)
         });
-        quote!(#p::Repeat(move || { #(#clones)* #future }))
+        quote_spanned!(ret=> #pr::Repeat(move || { #(#clones)* #future }))
     } else {
-        quote!(#p::Once::new(move || #future))
+        quote_spanned!(ret=> #pr::Once::new(move || #future))
     };
     if retry {
         // The outer bindings are only cloned from; the clones carry the user's `mut`.
@@ -143,14 +149,9 @@ pub(crate) fn expand(kind: Kind, args: &Args, item: ItemFn, an: &Analysis) -> To
         ),
         Span::call_site(),
     );
-    // Spanned at the return type, so that a bound the output misses points there.
-    let at = match &sig.output {
-        syn::ReturnType::Type(_, ty) => ty.span(),
-        syn::ReturnType::Default => Span::call_site(),
-    };
-    let call = quote_spanned!(at=> #p::#entry(&__GRAPHMIND_SITE, __graphmind_input, #body));
+    let call = quote_spanned!(ret=> #pr::#entry(&__GRAPHMIND_SITE, __graphmind_input, #body));
     let call = match an.shape {
-        Shape::Async => quote!(#call.await),
+        Shape::Async => quote_spanned!(ret=> #call.await),
         Shape::Boxed => quote!(::std::boxed::Box::pin(#call)),
     };
     // The outer braces keep the user's span: lints on the fn (`dead_code`) then see the
