@@ -79,15 +79,21 @@ pub(crate) struct Args {
 }
 
 impl Args {
-    /// Parses `key = value, key(list), …`, collecting every error instead of stopping at the first.
-    pub(crate) fn parse(kind: Kind, tokens: proc_macro2::TokenStream) -> syn::Result<Self> {
-        let parser = |input: ParseStream<'_>| parse_args(kind, input);
-        syn::parse::Parser::parse2(parser, tokens)
+    /// Parses `key = value, key(list), …`, collecting every error instead of stopping at the
+    /// first. The arguments that did parse are returned beside the errors, so that the
+    /// signature checks (`skip`, `call_id`) still run.
+    pub(crate) fn parse(
+        kind: Kind,
+        tokens: proc_macro2::TokenStream,
+    ) -> (Self, Option<syn::Error>) {
+        let mut args = Args::default();
+        let parser = |input: ParseStream<'_>| parse_args(kind, &mut args, input);
+        let errors = syn::parse::Parser::parse2(parser, tokens).err();
+        (args, errors)
     }
 }
 
-fn parse_args(kind: Kind, input: ParseStream<'_>) -> syn::Result<Args> {
-    let mut args = Args::default();
+fn parse_args(kind: Kind, args: &mut Args, input: ParseStream<'_>) -> syn::Result<()> {
     let mut seen: Vec<String> = Vec::new();
     let mut errors: Option<syn::Error> = None;
     let mut push = |err: syn::Error| match &mut errors {
@@ -116,7 +122,7 @@ fn parse_args(kind: Kind, input: ParseStream<'_>) -> syn::Result<Args> {
                 ));
             }
             seen.push(key_str.clone());
-            parse_value(&mut args, &key, input)?;
+            parse_value(args, &key, input)?;
         }
         if input.is_empty() {
             break;
@@ -125,7 +131,7 @@ fn parse_args(kind: Kind, input: ParseStream<'_>) -> syn::Result<Args> {
     }
     match errors {
         Some(err) => Err(err),
-        None => Ok(args),
+        None => Ok(()),
     }
 }
 

@@ -45,12 +45,11 @@ fn instrument(
         Ok(func) => func,
         Err(_) => return with_error(not_a_fn(kind, item.clone()), item),
     };
-    let args = Args::parse(kind, attr);
-    let analysis = sig::analyze(kind, &func, args.as_ref().unwrap_or(&Args::default()));
-    let (args, analysis) = match (args, analysis) {
-        (Ok(args), Ok(analysis)) => (args, analysis),
-        (args, analysis) => {
-            let mut errors = args.err();
+    let (args, mut errors) = Args::parse(kind, attr);
+    let analysis = sig::analyze(kind, &func, &args);
+    let analysis = match (errors.is_none(), analysis) {
+        (true, Ok(analysis)) => analysis,
+        (_, analysis) => {
             if let Err(err) = analysis {
                 match &mut errors {
                     Some(all) => all.combine(err),
@@ -107,4 +106,204 @@ fn not_a_fn(kind: Kind, item: proc_macro2::TokenStream) -> syn::Error {
     let first = item.into_iter().next();
     let span = first.map_or_else(proc_macro2::Span::call_site, |tt| tt.span());
     syn::Error::new(span, format!("{attr} goes on an `async fn`"))
+}
+
+#[cfg(all(test, not(feature = "enabled")))]
+mod compiled_out_tests {
+    use quote::quote;
+
+    use super::{Kind, instrument};
+
+    #[test]
+    fn the_item_comes_back_untouched() {
+        let item = quote!(
+            async fn add(a: &mut i64, b: i64) -> i64 {
+                *a + b
+            }
+        );
+        let out = instrument(Kind::Tool, quote!(name = "plus", skip(b)), item.clone());
+        assert_eq!(out.to_string(), item.to_string());
+    }
+
+    #[test]
+    fn arguments_are_still_checked() {
+        let item = quote!(
+            async fn add(a: i64) -> i64 {
+                a
+            }
+        );
+        let out = instrument(Kind::Tool, quote!(skip(c)), item).to_string();
+        assert!(
+            out.contains("compile_error") && out.contains("`skip(c)` names no argument"),
+            "{out}"
+        );
+        assert!(
+            out.ends_with("async fn add (a : i64) -> i64 { a }"),
+            "{out}"
+        );
+    }
+}
+
+#[cfg(all(test, feature = "enabled"))]
+mod tests {
+    use quote::quote;
+
+    use super::{Kind, instrument};
+
+    fn expand(
+        kind: Kind,
+        attr: proc_macro2::TokenStream,
+        item: proc_macro2::TokenStream,
+    ) -> String {
+        instrument(kind, attr, item).to_string()
+    }
+
+    fn count(haystack: &str, needle: &str) -> usize {
+        haystack.matches(needle).count()
+    }
+
+    #[test]
+    fn the_body_is_pasted_exactly_once_and_never_rewritten() {
+        let out = expand(
+            Kind::Tool,
+            quote!(),
+            quote!(
+                async fn add(a: i64, b: i64) -> i64 {
+                    __body_marker(a, b)
+                }
+            ),
+        );
+        assert_eq!(count(&out, "__body_marker"), 1, "{out}");
+        assert!(out.contains("__body_marker (a , b)"), "{out}");
+        assert_eq!(
+            count(&out, ":: graphmind :: __private :: tool ("),
+            1,
+            "one call into the runtime"
+        );
+    }
+
+    #[test]
+    fn by_value_arguments_are_cloned_per_attempt_in_a_factory() {
+        let out = expand(
+            Kind::Tool,
+            quote!(),
+            quote!(
+                async fn f(&self, mut a: String, b: &str) -> u8 {
+                    1
+                }
+            ),
+        );
+        assert!(out.contains("Repeat (move ||"), "{out}");
+        assert!(
+            out.contains("let mut a = :: graphmind :: __private :: retry_clone (& a)"),
+            "{out}"
+        );
+        assert!(
+            out.contains("let b = :: graphmind :: __private :: retry_clone (& b)"),
+            "{out}"
+        );
+        assert!(
+            out.contains("async fn f (& self , a : String"),
+            "the outer `mut` moves to the clone: {out}"
+        );
+        assert!(out.contains("retry : true"), "{out}");
+    }
+
+    #[test]
+    fn a_mut_argument_turns_retry_off() {
+        let out = expand(
+            Kind::Tool,
+            quote!(),
+            quote!(
+                async fn f(a: &mut Vec<u8>, mut n: u8) -> u8 {
+                    n += 1;
+                    n
+                }
+            ),
+        );
+        assert!(out.contains("retry : false"), "{out}");
+        assert!(out.contains("Once :: new (move || async move"), "{out}");
+        assert!(
+            out.contains("mut n : u8"),
+            "the user's `mut` stays where the body uses it: {out}"
+        );
+        assert!(!out.contains("retry_clone"), "{out}");
+    }
+
+    #[test]
+    fn impl_trait_is_erased_in_the_type_annotation() {
+        let out = expand(
+            Kind::ModelStep,
+            quote!(),
+            quote!(
+                async fn s(p: String) -> Result<impl Stream<Item = String>, E> {
+                    todo()
+                }
+            ),
+        );
+        assert!(
+            out.contains("let __graphmind_out : Result < _ , E >"),
+            "{out}"
+        );
+        assert!(out.contains("model_step_stream_result"), "{out}");
+    }
+
+    #[test]
+    fn skipped_arguments_are_not_captured_but_the_call_id_always_is() {
+        let out = expand(
+            Kind::Tool,
+            quote!(skip(secret, id), call_id = id),
+            quote!(
+                async fn f(id: String, secret: String, q: u8) -> u8 {
+                    q
+                }
+            ),
+        );
+        assert!(!out.contains("(\"secret\""), "{out}");
+        assert!(
+            out.contains("(\"id\" , :: graphmind :: __private :: arg (& id))"),
+            "{out}"
+        );
+        assert!(
+            out.contains("call_id : :: core :: option :: Option :: Some (\"id\")"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn an_error_keeps_the_original_item_beside_compile_error() {
+        let out = expand(
+            Kind::Tool,
+            quote!(nmae = "x"),
+            quote!(
+                async fn add(a: i64) -> i64 {
+                    __body_marker(a)
+                }
+            ),
+        );
+        assert_eq!(count(&out, "compile_error"), 1, "{out}");
+        assert!(
+            out.contains("async fn add (a : i64) -> i64 { __body_marker (a) }"),
+            "{out}"
+        );
+        assert!(!out.contains("__private"), "{out}");
+    }
+
+    #[test]
+    fn every_error_is_reported_at_once() {
+        let out = expand(
+            Kind::Tool,
+            quote!(nmae = "x", retry = true, retry = false, skip(zz)),
+            quote!(
+                fn add(a: &mut i64) -> i64 {
+                    *a
+                }
+            ),
+        );
+        assert_eq!(
+            count(&out, "compile_error"),
+            4,
+            "unknown, duplicate, skip, not async: {out}"
+        );
+    }
 }
