@@ -11,7 +11,7 @@ use std::fmt;
 use std::time::Duration;
 
 use futures_util::{Stream, StreamExt, stream};
-use graphmind_protocol::DeltaKind;
+use graphmind::protocol::DeltaKind;
 use serde::{Deserialize, Serialize};
 
 /// The ticket the example answers.
