@@ -1,0 +1,117 @@
+//! Runs the control commands of the real `graphmind` binary against a hub in a temporary
+//! home, with a time limit, and checks the one-line error rule.
+#![allow(dead_code)]
+
+use std::io::Read;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// What a command did.
+#[derive(Debug)]
+pub struct Out {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+    pub took: Duration,
+}
+
+impl Out {
+    /// Asserts the exit code; on failure shows both streams.
+    pub fn expect(self, code: i32) -> Self {
+        assert_eq!(
+            self.code, code,
+            "exit code\nstdout: {}\nstderr: {}",
+            self.stdout, self.stderr
+        );
+        if code == 0 {
+            assert!(
+                self.stderr.is_empty() || !self.stderr.contains("error"),
+                "{}",
+                self.stderr
+            );
+        } else {
+            self.one_line_error();
+        }
+        self
+    }
+
+    /// The error is exactly one `graphmind: …` line on stderr.
+    pub fn one_line_error(&self) -> &str {
+        let lines: Vec<&str> = self.stderr.lines().collect();
+        assert_eq!(lines.len(), 1, "one error line, got: {:?}", self.stderr);
+        assert!(lines[0].starts_with("graphmind: "), "{}", lines[0]);
+        lines[0]
+    }
+
+    pub fn json(&self) -> Value {
+        serde_json::from_str(self.stdout.trim())
+            .unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}): {}", self.stdout))
+    }
+}
+
+/// Runs `graphmind <args>` with `GRAPHMIND_HOME=home`; killed after 30 s.
+pub fn gm(home: &Path, args: &[&str]) -> Out {
+    let start = Instant::now();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_graphmind"))
+        .args(args)
+        .env("GRAPHMIND_HOME", home)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn graphmind");
+    let mut so = child.stdout.take().expect("stdout");
+    let mut se = child.stderr.take().expect("stderr");
+    let t_out = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = so.read_to_string(&mut s);
+        s
+    });
+    let t_err = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = se.read_to_string(&mut s);
+        s
+    });
+    let deadline = start + Duration::from_secs(30);
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("graphmind {args:?} did not finish in 30 s");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    Out {
+        code: status.code().unwrap_or(-1),
+        stdout: t_out.join().expect("stdout thread"),
+        stderr: t_err.join().expect("stderr thread"),
+        took: start.elapsed(),
+    }
+}
+
+/// `gm` off the async runtime.
+pub async fn gm_async(home: std::path::PathBuf, args: Vec<String>) -> Out {
+    tokio::task::spawn_blocking(move || {
+        let a: Vec<&str> = args.iter().map(String::as_str).collect();
+        gm(&home, &a)
+    })
+    .await
+    .expect("join")
+}
+
+/// Owned argument list.
+pub fn args(a: &[&str]) -> Vec<String> {
+    a.iter().map(|s| (*s).to_owned()).collect()
+}
+
+/// A port nothing listens on (bound, then released).
+pub fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    l.local_addr().expect("addr").port()
+}
