@@ -16,21 +16,63 @@ use proc_macro::TokenStream;
 
 use crate::args::{Args, Kind};
 
-/// Instruments an async fn as a tool: node `tool:<name>`, gates before, after and on error.
+/// Instruments an async fn as a tool: node `tool:<name>`, gates before, after and — when it
+/// returns a `Result` — on error.
 ///
-/// Arguments: `name = "…"` (default: the fn's name), `skip(arg, …)` (arguments left out of the
-/// recorded input), `call_id = arg` (the argument holding the model's tool-call id),
-/// `retry = false` (refuse the debugger's retry). See the `graphmind` crate for details.
+/// ```ignore
+/// #[graphmind::tool(call_id = call_id, skip(db))]
+/// async fn lookup_order(db: &Db, call_id: String, order_id: String) -> Result<Order, ToolError> {
+///     db.order(&order_id).await
+/// }
+/// ```
+///
+/// Works on free fns, `&self` / `&mut self` methods, generic fns, `impl Trait` arguments,
+/// native `async fn` in trait impls and `#[async_trait]` impls (put `#[graphmind::tool]` on
+/// the method; the impl's `#[async_trait]` runs first and this attribute wraps the boxed
+/// future it leaves). The shapes are compiled by `ui-tests/ui/pass`.
+///
+/// - Input: the arguments as a JSON object keyed by parameter name; each must be
+///   `Serialize` unless listed in `skip(…)`. Output: the return value (or its `Ok`), which
+///   must be `Serialize + DeserializeOwned` so that the debugger can inject one.
+/// - Retry re-runs the body with fresh clones of the by-value arguments (they must be
+///   `Clone`). A `&mut` argument, `self` by value, or `retry = false` turns retry off: the
+///   debugger's retry is then refused (`exec.refused`, code unsupported).
+/// - A return type of `impl Stream` or `Result<impl Stream, E>` streams: gated before start
+///   only, items previewed as `node.token`, counted on `node.finished`.
+///
+/// Arguments: `name = "…"` (default: the fn's name), `skip(arg, …)`, `call_id = arg` (the
+/// argument holding the model's tool-call id, used as the instanceId), `retry = false`.
+/// With feature `enabled` off, the arguments are checked and the fn is returned untouched.
 #[proc_macro_attribute]
 pub fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
     instrument(Kind::Tool, attr.into(), item.into()).into()
 }
 
-/// Instruments the async fn that calls a model: node `llm:step`, grouped into invocations.
+/// Instruments the async fn that calls a model: node `llm:step`, instanceId
+/// `<invocation>:s<N>`, under the run's agent node.
 ///
-/// Arguments: `skip(arg, …)`, `retry = false`, `tools = [tool_fn, …]` (the tool roster drawn
-/// before anything runs), `invocation = <expr>` (an explicit invocation key). See the
-/// `graphmind` crate for details.
+/// ```ignore
+/// #[graphmind::model_step(tools = [lookup_order, issue_refund])]
+/// async fn call_model(request: ChatRequest) -> Result<impl Stream<Item = Chunk> + Send, ModelError> {
+///     client.stream(request).await
+/// }
+/// ```
+///
+/// - Gates: before (nothing is in flight while held), after (non-streaming returns only),
+///   error (retry re-runs the body in the same node; inject substitutes the response).
+/// - Invocations: a step continues the run's current invocation when its request (the first
+///   argument) has the same first message and more messages — through
+///   `graphmind::model::StepRequest` if the request implements it, else through a `messages`
+///   field of the captured input — or when `invocation = <expr>` gives the same key.
+/// - Streaming returns are teed: every item reaches the caller unchanged and when it would
+///   have; deltas (`graphmind::model::StepChunk`) are batched into `node.token` every 34 ms,
+///   and `node.finished` carries usage and finish reason, also when the stream is dropped.
+/// - The invocation's first step sends `graph.hint`: the agent, `llm:step`, every
+///   `#[graphmind::tool]` in the binary and the names in `tools = [...]`.
+///
+/// Arguments: `skip(arg, …)`, `retry = false`, `tools = [tool_fn, "tool name", …]`,
+/// `invocation = <expr>` (any `Display`). With feature `enabled` off, the arguments are
+/// checked and the fn is returned untouched.
 #[proc_macro_attribute]
 pub fn model_step(attr: TokenStream, item: TokenStream) -> TokenStream {
     instrument(Kind::ModelStep, attr.into(), item.into()).into()
