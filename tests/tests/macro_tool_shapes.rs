@@ -14,7 +14,7 @@ struct Secret(String);
 
 #[graphmind::tool(name = "find_order", call_id = call, skip(token))]
 async fn lookup(call: Option<String>, id: String, token: Secret) -> Result<String, String> {
-    let _ = token;
+    let _ = (call, token);
     Ok(format!("order {id}"))
 }
 
@@ -63,7 +63,9 @@ impl Search for Cart {
 
 /// `(nodeId, name, instanceId, input)` of every tool node.started, `(nodeId, output)` of
 /// every tool node.finished.
-fn tool_nodes(hub: &FakeDebugger) -> (Vec<(String, String, String, Value)>, Vec<(String, Value)>) {
+type Started = Vec<(String, String, String, Value)>;
+
+fn tool_nodes(hub: &FakeDebugger) -> (Started, Vec<(String, Value)>) {
     let s = |v: &Value| v.as_str().unwrap_or_default().to_owned();
     let started = hub
         .frames_of("node.started")
