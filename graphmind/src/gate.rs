@@ -335,7 +335,6 @@ pub(crate) async fn decide(spec: GateSpec<'_>) -> Outcome {
         host: &host,
         pause_id: &pause_id,
         clock: spec.clock,
-        started,
     };
     if let Some(clock) = &guard.clock {
         clock.hold_started(started);
@@ -345,7 +344,11 @@ pub(crate) async fn decide(spec: GateSpec<'_>) -> Outcome {
     if !host.attached() {
         host.gates().release(&pause_id);
     }
-    let decision = match host.pause_timeout() {
+    // The pause timeout needs tokio's timer; on another executor the gate waits without it.
+    let limit = host
+        .pause_timeout()
+        .filter(|_| tokio::runtime::Handle::try_current().is_ok());
+    let decision = match limit {
         None => rx.await.unwrap_or(Decision::CONTINUE),
         Some(limit) => {
             let mut rx = rx;
@@ -373,12 +376,10 @@ struct HoldGuard<'a> {
     host: &'a Arc<dyn crate::exec::Host>,
     pause_id: &'a str,
     clock: Option<Arc<HoldClock>>,
-    started: Instant,
 }
 
 impl Drop for HoldGuard<'_> {
     fn drop(&mut self) {
-        let _ = self.started;
         self.host.gates().release(self.pause_id);
         if let Some(clock) = &self.clock {
             clock.hold_ended(Instant::now());

@@ -59,7 +59,7 @@ mod gate;
 mod exec;
 pub mod model;
 #[cfg(feature = "enabled")]
-mod node;
+pub mod node;
 #[cfg(feature = "enabled")]
 mod roster;
 mod run;

@@ -1,4 +1,4 @@
-//! Node executions: `node.started` … `node.finished`, with durations, held time, token
+//! Node executions (and the low-level [`Node`] API for adapters): `node.started` … `node.finished`, with durations, held time, token
 //! batches and the payload budget. A [`NodeRun`] always finishes: dropped unfinished (the
 //! call's future was cancelled, or it panicked) it emits `node.finished` `aborted` / `error`.
 
@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use graphmind_protocol::{
     DeltaKind, ErrorInfo, Extra, Message, NodeError, NodeFinished, NodeKind, NodeStarted,
-    PAYLOAD_BUDGET, Status, TokenUsage, shrink_payload,
+    PAYLOAD_BUDGET, PausePoint, Status, TokenUsage, shrink_payload,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -143,8 +143,9 @@ impl NodeRun {
             &*self.host,
             &self.run_id,
             Message::NodeFinished(NodeFinished {
-                node_id: self.node_id.clone(),
-                instance_id: Some(self.instance_id.clone()),
+                // Finished for good: the ids move into the last event.
+                node_id: std::mem::take(&mut self.node_id),
+                instance_id: Some(std::mem::take(&mut self.instance_id)),
                 duration_ms: millis_between(self.started, Instant::now()),
                 status,
                 output: finish.output,
@@ -260,4 +261,205 @@ pub(crate) fn short_type_name<T: ?Sized>() -> &'static str {
     let full = std::any::type_name::<T>();
     let base = full.split('<').next().unwrap_or(full);
     base.rsplit("::").next().unwrap_or(base)
+}
+
+// ---- the low-level public API --------------------------------------------------------------
+
+/// What the debugger decided at a gate of a [`Node`].
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Resume {
+    /// Go on (also every automatic release: detached, disconnect, timeout, dispose).
+    Continue,
+    /// Run the call again (only when the gate allowed retry).
+    Retry,
+    /// Use this value instead (already validated when the gate was given a type).
+    Inject(Value),
+    /// The debugger aborted the run. Call [`Node::abort_run`] to finish the node and cancel
+    /// the run, or finish the node yourself.
+    Abort,
+}
+
+/// One execution of a node, for adapters and hand-written instrumentation: start it, gate it,
+/// stream tokens into it, and finish it. A `Node` dropped unfinished finishes `aborted`.
+///
+/// ```no_run
+/// use graphmind::node::{Node, Resume};
+/// use graphmind::protocol::{NodeKind, PausePoint, Status};
+///
+/// # async fn demo() {
+/// if let Some(mut node) = Node::start(NodeKind::Retriever, "docs", Some(serde_json::json!({"q": "refunds"}))) {
+///     let hits = match node.gate(PausePoint::Before).await {
+///         Resume::Inject(v) => v,
+///         _ => serde_json::json!(["doc-1", "doc-2"]), // the real work
+///     };
+///     node.finish(Status::Ok, Some(hits));
+/// }
+/// # }
+/// ```
+pub struct Node {
+    call: crate::exec::tool::Call,
+    run: NodeRun,
+}
+
+impl std::fmt::Debug for Node {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Node")
+            .field("node_id", &self.run.node_id)
+            .field("instance_id", &self.run.instance_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Node {
+    /// Starts node `<kind>:<name>` in the running task's run (emits `node.started`; the
+    /// parent is the run's agent node). `None` when the session is disabled: call straight
+    /// through then.
+    #[must_use]
+    pub fn start(kind: NodeKind, name: &str, input: Option<Value>) -> Option<Self> {
+        Self::start_with(kind, name, &format!("{kind}:{name}"), None, input)
+    }
+
+    /// [`Node::start`] with an explicit nodeId and instanceId (e.g. a model's tool-call id).
+    #[must_use]
+    pub fn start_with(
+        kind: NodeKind,
+        name: &str,
+        node_id: &str,
+        instance_id: Option<String>,
+        input: Option<Value>,
+    ) -> Option<Self> {
+        if !crate::exec::scope::Scope::enabled_now() {
+            return None;
+        }
+        let call =
+            crate::exec::tool::Call::current(kind, std::borrow::Cow::Owned(name.to_owned()), true);
+        if !call.host.enabled() {
+            return None;
+        }
+        let run = NodeRun::start(
+            Arc::clone(&call.host),
+            call.run_id.clone(),
+            StartSpec {
+                node_id: node_id.to_owned(),
+                kind,
+                name: name.to_owned(),
+                instance_id: instance_id.unwrap_or_else(|| crate::exec::next_id("call")),
+                parent_id: call.run.as_ref().map(|r| r.agent_node.clone()),
+                input,
+                extra: Extra::new(),
+            },
+        );
+        Some(Self { call, run })
+    }
+
+    /// This execution's instanceId.
+    #[must_use]
+    pub fn instance_id(&self) -> &str {
+        &self.run.instance_id
+    }
+
+    /// A gate at `point`: continues at once unless a debugger is attached and a breakpoint
+    /// or step mode holds it. `inject` is accepted as any JSON without the redaction
+    /// placeholder; `retry` is allowed.
+    pub async fn gate(&mut self, point: PausePoint) -> Resume {
+        self.gate_inner(point, Some(Box::new(|_: &Value| Ok(()))))
+            .await
+    }
+
+    /// A gate whose `inject` must deserialize into `T` (otherwise `exec.refused`, code
+    /// `schema`, and the gate stays held).
+    pub async fn gate_typed<T: DeserializeOwned>(&mut self, point: PausePoint) -> Resume {
+        self.gate_inner(point, Some(crate::gate::validator_for::<T>()))
+            .await
+    }
+
+    async fn gate_inner(
+        &mut self,
+        point: PausePoint,
+        inject: Option<crate::gate::Validator>,
+    ) -> Resume {
+        let out = crate::gate::decide(crate::gate::GateSpec {
+            host: &self.call.host,
+            run_id: &self.call.run_id,
+            node_id: &self.run.node_id,
+            kind: self.call.kind,
+            name: &self.call.name,
+            point,
+            retry: true,
+            inject,
+            abort: true,
+            clock: self.call.scope.clock.clone(),
+        })
+        .await;
+        self.run.add_held(out.held);
+        match out.decision.action {
+            graphmind_protocol::ResumeAction::Continue => Resume::Continue,
+            graphmind_protocol::ResumeAction::Retry => Resume::Retry,
+            graphmind_protocol::ResumeAction::Inject => {
+                Resume::Inject(out.decision.output.unwrap_or(Value::Null))
+            }
+            graphmind_protocol::ResumeAction::Abort => Resume::Abort,
+        }
+    }
+
+    /// Queues a streamed delta (batched into one `node.token` per 34 ms).
+    pub fn token(&mut self, kind: DeltaKind, text: &str) {
+        self.run.push_token(kind, text);
+    }
+
+    /// Emits `node.error`; the node stays open (finish it after).
+    pub fn error(&self, name: &str, message: impl Into<String>) {
+        self.run.error(error_info(name, message.into()));
+    }
+
+    /// Finishes the node (tokens flushed first).
+    pub fn finish(self, status: Status, output: Option<Value>) {
+        self.finish_with(status, output, None, Extra::new());
+    }
+
+    /// Finishes the node with usage and extra fields (`injected`, `attempts`, …).
+    pub fn finish_with(
+        self,
+        status: Status,
+        output: Option<Value>,
+        usage: Option<crate::model::Usage>,
+        extra: Extra,
+    ) {
+        self.run.finish(
+            status,
+            Finish {
+                output,
+                usage: usage.map(|u| TokenUsage {
+                    input_tokens: u.input_tokens,
+                    output_tokens: u.output_tokens,
+                    extra: Extra::new(),
+                }),
+                extra,
+            },
+        );
+    }
+
+    /// Finishes the node `aborted` and cancels the running task's run: the run scope drops
+    /// its future and returns [`Aborted`](crate::Aborted). Outside a run this only finishes
+    /// the node and returns.
+    pub async fn abort_run(self) {
+        let Self { call, run } = self;
+        run.finish(Status::Aborted, Finish::default());
+        if let Some(ctx) = &call.run {
+            ctx.abort();
+            std::future::pending::<()>().await;
+        }
+    }
+
+    /// Hands the node to a stream: every item is observed by `observe` on its way to the
+    /// consumer; the node finishes when the stream ends or is dropped (`streaming: true`,
+    /// `chunks`).
+    pub fn tee<S: futures_core::Stream>(
+        self,
+        stream: S,
+        observe: fn(&mut crate::tee::Observer, &S::Item),
+    ) -> crate::tee::Tee<S> {
+        crate::tee::Tee::new(stream, crate::tee::Observer::new(self.run), observe)
+    }
 }

@@ -237,6 +237,46 @@ pub use crate::exec::step::{
 };
 pub use crate::exec::tool::{tool, tool_result, tool_stream, tool_stream_result};
 
+pin_project_lite::pin_project! {
+    /// The future of a policy entry point: the body itself when nothing is recorded (no
+    /// policy state, no allocation), else the boxed policy.
+    #[project = FastProj]
+    pub enum Fast<D, F> {
+        /// Disabled: the body's own future.
+        Direct { #[pin] fut: D },
+        /// Recording: the policy future.
+        Full { fut: std::pin::Pin<Box<F>> },
+    }
+}
+
+impl<D, F> Fast<D, F> {
+    pub(crate) fn direct<B: Body<Fut = D>>(body: &mut B) -> Self {
+        let Some(fut) = body.attempt() else {
+            unreachable!("a body always runs at least once")
+        };
+        Self::Direct { fut }
+    }
+
+    pub(crate) fn full(fut: F) -> Self {
+        Self::Full { fut: Box::pin(fut) }
+    }
+}
+
+impl<D: Future, F: Future<Output = D::Output>> Future for Fast<D, F> {
+    type Output = D::Output;
+
+    #[inline]
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<D::Output> {
+        match self.project() {
+            FastProj::Direct { fut } => fut.poll(cx),
+            FastProj::Full { fut } => fut.as_mut().poll(cx),
+        }
+    }
+}
+
 /// Invocation grouping by autoref specialization: `(&&Req(&req)).gm_group()` uses the
 /// request's [`StepRequest`] impl when it has one, else [`Grouping::Auto`].
 pub struct Req<'a, T: ?Sized>(pub &'a T);

@@ -42,6 +42,39 @@ impl Observer {
     }
 }
 
+impl Observer {
+    /// Adds a streamed delta to the node (batched into `node.token`).
+    pub fn token(&mut self, kind: graphmind_protocol::DeltaKind, text: &str) {
+        self.node.push_token(kind, text);
+    }
+
+    /// Counts one chunk (shown as `chunks` on node.finished).
+    pub fn chunk(&mut self) {
+        self.chunks += 1;
+    }
+
+    /// Records usage (shown on node.finished).
+    pub fn usage(&mut self, usage: crate::model::Usage) {
+        self.usage = Some(TokenUsage {
+            input_tokens: usage.input_tokens,
+            output_tokens: usage.output_tokens,
+            extra: Extra::new(),
+        });
+    }
+
+    /// Records the finish reason.
+    pub fn finish_reason(&mut self, reason: &str) {
+        self.finish_reason = Some(reason.to_owned());
+    }
+
+    /// Records an error seen mid-stream (`node.error`; the node finishes `error`).
+    pub fn error(&mut self, message: &str) {
+        self.errors += 1;
+        self.node
+            .error(crate::node::error_info("StreamError", message.to_owned()));
+    }
+}
+
 impl Drop for Observer {
     fn drop(&mut self) {
         let mut extra = Extra::new();

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::scope::{Invocation, StepState};
 use super::tool::{Call, Policy, gated};
-use crate::__private::{Body, StepInput, StepOutput, StepSite, ToolError};
+use crate::__private::{Body, Fast, StepInput, StepOutput, StepSite, ToolError};
 use crate::gate::validator_for;
 use crate::model::{Grouping, StepChunk, StepResponse, Usage, hash_str};
 use crate::node::{NodeRun, StartSpec, error_info, short_type_name, to_value};
@@ -158,21 +158,42 @@ fn begin(
     input: Value,
     grouping: &Grouping,
 ) -> (Call, NodeRun) {
-    let call = Call::current(NodeKind::Llm, "step", site.retry && retry);
+    let call = Call::current(
+        NodeKind::Llm,
+        std::borrow::Cow::Borrowed("step"),
+        site.retry && retry,
+    );
     let node = start_step(&call, site, input, grouping);
     (call, node)
 }
 
 /// A model step returning a response: gates before (nothing in flight while held), after,
 /// no error gate.
-pub async fn model_step<B, R>(site: &'static StepSite, input: StepInput, body: B) -> R
+pub fn model_step<B, R>(
+    site: &'static StepSite,
+    input: StepInput,
+    mut body: B,
+) -> Fast<B::Fut, impl Future<Output = R>>
 where
     B: Body<Output = R>,
     R: StepOutput,
 {
-    let StepInput(Some((input, grouping))) = input else {
-        return first(body).await;
-    };
+    match input.0 {
+        None => Fast::direct(&mut body),
+        Some((input, grouping)) => Fast::full(model_step_full(site, input, grouping, body)),
+    }
+}
+
+async fn model_step_full<B, R>(
+    site: &'static StepSite,
+    input: Value,
+    grouping: Grouping,
+    body: B,
+) -> R
+where
+    B: Body<Output = R>,
+    R: StepOutput,
+{
     let (call, node) = begin(site, B::RETRY, input, &grouping);
     let policy = Policy::<R> {
         error: |_| None,
@@ -186,9 +207,26 @@ where
 
 /// A model step returning `Result<R, E>`: gates before, after (on `Ok`), and error (retry
 /// re-runs the body in the same node execution; inject substitutes the response).
-pub async fn model_step_result<B, R, E>(
+pub fn model_step_result<B, R, E>(
     site: &'static StepSite,
     input: StepInput,
+    mut body: B,
+) -> Fast<B::Fut, impl Future<Output = Result<R, E>>>
+where
+    B: Body<Output = Result<R, E>>,
+    R: StepOutput,
+    E: ToolError,
+{
+    match input.0 {
+        None => Fast::direct(&mut body),
+        Some((input, grouping)) => Fast::full(model_step_result_full(site, input, grouping, body)),
+    }
+}
+
+async fn model_step_result_full<B, R, E>(
+    site: &'static StepSite,
+    input: Value,
+    grouping: Grouping,
     body: B,
 ) -> Result<R, E>
 where
@@ -196,9 +234,6 @@ where
     R: StepOutput,
     E: ToolError,
 {
-    let StepInput(Some((input, grouping))) = input else {
-        return first(body).await;
-    };
     let (call, node) = begin(site, B::RETRY, input, &grouping);
     let policy = Policy::<Result<R, E>> {
         error: |r| {

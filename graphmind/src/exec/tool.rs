@@ -1,6 +1,7 @@
 //! The gate policy shared by tools and model steps (PROTOCOL.md's action table), and the
 //! tool entry points of `__private`.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use futures_core::Stream;
@@ -11,7 +12,7 @@ use serde_json::Value;
 
 use super::Host;
 use super::scope::{RunCtx, Scope};
-use crate::__private::{Body, Input, StreamItem, ToolError, ToolOutput, ToolSite};
+use crate::__private::{Body, Fast, Input, StreamItem, ToolError, ToolOutput, ToolSite};
 use crate::gate::{GateSpec, Validator, decide, validator_for};
 use crate::node::{Finish, NodeRun, StartSpec, error_info, short_type_name, to_value};
 use crate::tee::{Observer, Tee};
@@ -40,13 +41,13 @@ pub(crate) struct Call {
     pub(crate) run: Option<Arc<RunCtx>>,
     pub(crate) run_id: String,
     pub(crate) kind: NodeKind,
-    pub(crate) name: String,
+    pub(crate) name: Cow<'static, str>,
     pub(crate) retry: bool,
 }
 
 impl Call {
     /// The host, scope and run of the running task.
-    pub(crate) fn current(kind: NodeKind, name: &str, retry: bool) -> Self {
+    pub(crate) fn current(kind: NodeKind, name: Cow<'static, str>, retry: bool) -> Self {
         let scope = Scope::current();
         let run = scope.run.clone();
         let host = run
@@ -62,7 +63,7 @@ impl Call {
             run,
             run_id,
             kind,
-            name: name.to_owned(),
+            name,
             retry,
         }
     }
@@ -297,15 +298,31 @@ async fn first<B: Body>(mut body: B) -> B::Output {
 }
 
 /// A tool returning a plain value: gates before and after.
-pub async fn tool<B, R>(site: &'static ToolSite, input: Input, body: B) -> R
+pub fn tool<B, R>(
+    site: &'static ToolSite,
+    input: Input,
+    mut body: B,
+) -> Fast<B::Fut, impl Future<Output = R>>
 where
     B: Body<Output = R>,
     R: ToolOutput,
 {
-    let Input(Some(input)) = input else {
-        return first(body).await;
-    };
-    let call = Call::current(NodeKind::Tool, site.name, site.retry && B::RETRY);
+    match input.0 {
+        None => Fast::direct(&mut body),
+        Some(input) => Fast::full(tool_full(site, input, body)),
+    }
+}
+
+async fn tool_full<B, R>(site: &'static ToolSite, input: Value, body: B) -> R
+where
+    B: Body<Output = R>,
+    R: ToolOutput,
+{
+    let call = Call::current(
+        NodeKind::Tool,
+        Cow::Borrowed(site.name),
+        site.retry && B::RETRY,
+    );
     let node = start_tool(&call, site, input);
     let policy = Policy::<R> {
         error: |_| None,
@@ -324,16 +341,33 @@ fn result_error<T, E: ToolError>(r: &Result<T, E>) -> Option<ErrorInfo> {
 }
 
 /// A tool returning `Result<T, E>`: gates before, after (on `Ok`) and error (on `Err`).
-pub async fn tool_result<B, T, E>(site: &'static ToolSite, input: Input, body: B) -> Result<T, E>
+pub fn tool_result<B, T, E>(
+    site: &'static ToolSite,
+    input: Input,
+    mut body: B,
+) -> Fast<B::Fut, impl Future<Output = Result<T, E>>>
 where
     B: Body<Output = Result<T, E>>,
     T: ToolOutput,
     E: ToolError,
 {
-    let Input(Some(input)) = input else {
-        return first(body).await;
-    };
-    let call = Call::current(NodeKind::Tool, site.name, site.retry && B::RETRY);
+    match input.0 {
+        None => Fast::direct(&mut body),
+        Some(input) => Fast::full(tool_result_full(site, input, body)),
+    }
+}
+
+async fn tool_result_full<B, T, E>(site: &'static ToolSite, input: Value, body: B) -> Result<T, E>
+where
+    B: Body<Output = Result<T, E>>,
+    T: ToolOutput,
+    E: ToolError,
+{
+    let call = Call::current(
+        NodeKind::Tool,
+        Cow::Borrowed(site.name),
+        site.retry && B::RETRY,
+    );
     let node = start_tool(&call, site, input);
     let policy = Policy::<Result<T, E>> {
         error: result_error::<T, E>,
@@ -358,7 +392,11 @@ where
     let Input(Some(input)) = input else {
         return Tee::passthrough(first(body).await);
     };
-    let call = Call::current(NodeKind::Tool, site.name, site.retry && B::RETRY);
+    let call = Call::current(
+        NodeKind::Tool,
+        Cow::Borrowed(site.name),
+        site.retry && B::RETRY,
+    );
     let node = start_tool(&call, site, input);
     let policy = Policy::<S> {
         error: |_| None,
@@ -390,7 +428,11 @@ where
     let Input(Some(input)) = input else {
         return first(body).await.map(Tee::passthrough);
     };
-    let call = Call::current(NodeKind::Tool, site.name, site.retry && B::RETRY);
+    let call = Call::current(
+        NodeKind::Tool,
+        Cow::Borrowed(site.name),
+        site.retry && B::RETRY,
+    );
     let mut node = start_tool(&call, site, input);
     // Only a before gate: an error at creation is recorded, not gated.
     match call.gate(&mut node, PausePoint::Before, None).await {

@@ -1,0 +1,86 @@
+//! Per-call overhead of `#[graphmind::tool]`, in one run: a plain async fn, the same tool
+//! detached (enabled, nothing listening: events still land in the replay ring), disabled, and
+//! `#[tracing::instrument]` with a `fmt` subscriber writing to a sink.
+//!
+//! Run: `cargo bench -p graphmind --bench overhead`.
+
+use std::hint::black_box;
+use std::pin::pin;
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+
+async fn plain(a: u64, b: u64) -> u64 {
+    a.wrapping_add(b)
+}
+
+#[graphmind::tool]
+async fn gated(a: u64, b: u64) -> u64 {
+    a.wrapping_add(b)
+}
+
+#[tracing::instrument]
+async fn traced(a: u64, b: u64) -> u64 {
+    a.wrapping_add(b)
+}
+
+/// Polls a future that completes without waiting (all of these do) to its output.
+fn ready<F: Future>(fut: F) -> F::Output {
+    let mut fut = pin!(fut);
+    let mut cx = Context::from_waker(Waker::noop());
+    loop {
+        if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
+            return v;
+        }
+    }
+}
+
+fn overhead(c: &mut Criterion) {
+    let mut g = c.benchmark_group("call");
+    g.measurement_time(Duration::from_secs(3));
+    g.warm_up_time(Duration::from_secs(1));
+
+    g.bench_function("plain async fn", |b| {
+        b.iter(|| ready(plain(black_box(1), black_box(2))));
+    });
+
+    // Nothing listens on port 9 (discard): the session stays detached.
+    let detached = graphmind::init(
+        graphmind::Config::new("bench")
+            .url("ws://127.0.0.1:9/ingest")
+            .env_vars(std::iter::empty::<(String, String)>()),
+    );
+    assert!(detached.is_enabled());
+    g.bench_function("tool, detached", |b| {
+        b.iter(|| ready(gated(black_box(1), black_box(2))));
+    });
+    assert!(!detached.is_attached());
+    assert!(
+        detached.stats().buffered > 0,
+        "events reached the replay ring"
+    );
+
+    let disabled = graphmind::init(
+        graphmind::Config::new("bench")
+            .enabled(false)
+            .env_vars(std::iter::empty::<(String, String)>()),
+    );
+    assert!(!disabled.is_enabled());
+    g.bench_function("tool, disabled", |b| {
+        b.iter(|| ready(gated(black_box(1), black_box(2))));
+    });
+
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(std::io::sink)
+        .finish();
+    tracing::subscriber::with_default(subscriber, || {
+        g.bench_function("tracing::instrument + fmt to sink", |b| {
+            b.iter(|| ready(traced(black_box(1), black_box(2))));
+        });
+    });
+    g.finish();
+}
+
+criterion_group!(benches, overhead);
+criterion_main!(benches);
