@@ -191,6 +191,8 @@ pub(crate) struct Inner {
     pub(crate) wake: Notify,
     /// A `ready` call wants an attempt now.
     pub(crate) kick: AtomicBool,
+    /// The transport is connecting or waiting for `hello.ack`.
+    pub(crate) attempting: AtomicBool,
     /// The transport should flush, close and stop.
     pub(crate) shutdown: AtomicBool,
     first_use_done: AtomicBool,
@@ -215,6 +217,7 @@ impl Inner {
             transport: OnceLock::new(),
             wake: Notify::new(),
             kick: AtomicBool::new(false),
+            attempting: AtomicBool::new(false),
             shutdown: AtomicBool::new(false),
             first_use_done: AtomicBool::new(false),
             warned: Mutex::new(Vec::new()),
@@ -336,8 +339,11 @@ impl Inner {
             return false;
         };
         let mut link = handle.subscribe();
-        self.kick.store(true, Relaxed);
-        self.wake.notify_one();
+        // Callers during an attempt share it; otherwise start one now.
+        if !self.attempting.load(Relaxed) {
+            self.kick.store(true, Relaxed);
+            self.wake.notify_one();
+        }
         let attached = async move {
             link.wait_for(|l| *l != Link::Detached)
                 .await

@@ -161,3 +161,45 @@ async fn init_sets_the_process_default() {
     gm.dispose().await;
     replaced.dispose().await;
 }
+
+#[tokio::test]
+async fn ready_works_on_an_executor_without_timers() {
+    let hub = FakeDebugger::start().await;
+    let gm = graphmind::Session::new(hub.config("no-timers"));
+    let caller = {
+        let gm = gm.clone();
+        std::thread::spawn(move || {
+            // A runtime with neither timers nor IO: ready() must still time out and attach.
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .build()
+                .expect("runtime");
+            rt.block_on(gm.ready(2 * SECOND))
+        })
+    };
+    let attached = tokio::task::spawn_blocking(move || caller.join().expect("joined"))
+        .await
+        .expect("joined");
+    assert!(attached);
+    gm.dispose().await;
+
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        l.local_addr().expect("addr").port()
+    };
+    let nobody = graphmind::Session::new(
+        graphmind::Config::new("no-timers-nobody")
+            .url(format!("ws://127.0.0.1:{port}/ingest"))
+            .env_vars(std::iter::empty::<(String, String)>()),
+    );
+    let t = Instant::now();
+    let attached = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime");
+        rt.block_on(nobody.ready(Duration::from_millis(200)))
+    })
+    .join()
+    .expect("joined");
+    assert!(!attached);
+    assert!(t.elapsed() < SECOND, "ready(200ms) took {:?}", t.elapsed());
+}

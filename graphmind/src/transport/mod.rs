@@ -51,8 +51,10 @@ const FAST_RETRIES: [Duration; 3] = [
 ];
 /// How long `dispose` lets queued frames drain.
 const FLUSH_BUDGET: Duration = Duration::from_millis(200);
-/// Frames serialized per lock of the ring.
-const BATCH: usize = 256;
+/// Events taken per lock of the ring (small ones are serialized while it is held).
+const BATCH: usize = 32;
+/// About this many estimated bytes per batch.
+const BATCH_BYTES: usize = 64 * 1024;
 /// Largest frame accepted from the debugger (the protocol's cap).
 const MAX_FRAME: usize = 16 * 1024 * 1024;
 /// Capabilities announced in `hello`.
@@ -123,6 +125,10 @@ pub(crate) fn start(inner: Arc<Inner>) -> Option<Handle> {
     let link = Arc::new(link);
     let (done_tx, done_rx) = oneshot::channel();
     let thread_link = Arc::clone(&link);
+    // The first attempt starts at once: `ready` calls from now on share it.
+    inner
+        .attempting
+        .store(true, std::sync::atomic::Ordering::Relaxed);
     std::thread::Builder::new()
         .name("graphmind-transport".into())
         .spawn(move || {
@@ -160,23 +166,24 @@ enum End {
 }
 
 async fn run(inner: &Inner, link: &watch::Sender<Link>) {
+    use std::sync::atomic::Ordering::Relaxed;
     let mut token: Option<String> = None;
     let mut delay = Duration::ZERO;
     let mut fast: Option<usize> = None;
     loop {
-        if inner.shutdown.load(std::sync::atomic::Ordering::Relaxed) {
+        if inner.shutdown.load(Relaxed) {
             break;
         }
         if !delay.is_zero() && !wait_or_kick(inner, delay).await {
             break;
         }
-        inner
-            .kick
-            .store(false, std::sync::atomic::Ordering::Relaxed);
+        inner.attempting.store(true, Relaxed);
+        inner.kick.store(false, Relaxed);
         let outcome = tokio::select! {
             outcome = attempt(inner, &mut token) => outcome,
             () = until_shutdown(inner) => break,
         };
+        inner.attempting.store(false, Relaxed);
         match outcome {
             Attempt::Attached(ws) => {
                 link.send_replace(Link::Attached);
@@ -459,17 +466,13 @@ where
     S: futures_util::Sink<Ws> + Unpin,
 {
     loop {
-        let (batch, mut lost) = inner.ring().take_batch(BATCH);
-        let Some(last) = batch.last().map(|e| e.seq) else {
+        let (batch, last) = inner.ring().take_batch(BATCH, BATCH_BYTES);
+        let Some(last) = last else {
             return Ok(());
         };
-        for event in &batch {
-            let mut buf = Vec::with_capacity(256);
-            if event.write_json(lost, &mut buf) {
-                lost = 0;
-                if let Ok(text) = String::from_utf8(buf) {
-                    sink.feed(Ws::text(text)).await?;
-                }
+        for item in batch {
+            if let Some(text) = item.into_text() {
+                sink.feed(Ws::text(text)).await?;
             }
         }
         sink.flush().await?;

@@ -1,6 +1,10 @@
 //! The replay ring: every event of the session, as structs, bounded by count and estimated
 //! bytes, oldest dropped first. It doubles as the outbox: the transport keeps a send cursor
 //! (a seq) and sends what lies at or after it, so an event is never copied on the app's path.
+//!
+//! Each event sits behind an `Arc` (one allocation, one copy of the message), so the
+//! transport can take a batch with a few refcount increments and serialize it after
+//! releasing the lock.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -10,12 +14,42 @@ use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 use serde_json::Value;
 
+/// A run id, stored without a heap allocation when short (generated ids are 16 bytes).
+#[derive(Debug, Clone)]
+pub(crate) enum RunId {
+    Inline { len: u8, bytes: [u8; 30] },
+    Heap(Box<str>),
+}
+
+impl RunId {
+    pub(crate) fn new(s: &str) -> Self {
+        match u8::try_from(s.len()) {
+            Ok(len) if s.len() <= 30 => {
+                let mut bytes = [0; 30];
+                bytes[..s.len()].copy_from_slice(s.as_bytes());
+                Self::Inline { len, bytes }
+            }
+            _ => Self::Heap(s.into()),
+        }
+    }
+
+    pub(crate) fn as_str(&self) -> &str {
+        match self {
+            // Copied whole from a str, so always UTF-8.
+            Self::Inline { len, bytes } => {
+                std::str::from_utf8(&bytes[..usize::from(*len)]).unwrap_or("")
+            }
+            Self::Heap(s) => s,
+        }
+    }
+}
+
 /// One recorded event: a message stamped with its seq, time and run.
 #[derive(Debug)]
 pub(crate) struct Event {
     pub(crate) seq: u64,
     pub(crate) ts: u64,
-    pub(crate) run_id: String,
+    pub(crate) run_id: RunId,
     pub(crate) message: Message,
     /// Estimated JSON size, for the byte limit.
     pub(crate) size: usize,
@@ -61,13 +95,32 @@ impl Serialize for Frame<'_> {
         m.serialize_entry("gm", &graphmind_protocol::PROTOCOL_VERSION)?;
         m.serialize_entry("seq", &e.seq)?;
         m.serialize_entry("ts", &e.ts)?;
-        m.serialize_entry("runId", &e.run_id)?;
+        m.serialize_entry("runId", e.run_id.as_str())?;
         m.serialize_entry("type", e.message.type_name())?;
         m.serialize_entry("payload", &Payload(&e.message))?;
         if self.dropped > 0 {
             m.serialize_entry("dropped", &self.dropped)?;
         }
         m.end()
+    }
+}
+
+/// An event taken for sending, with its `dropped` announcement.
+#[derive(Debug)]
+pub(crate) struct Pending {
+    event: Arc<Event>,
+    dropped: u64,
+}
+
+impl Pending {
+    /// The frame text (`None` only if serialization failed, which JSON makes impossible).
+    pub(crate) fn into_text(self) -> Option<String> {
+        let mut buf = Vec::with_capacity(self.event.size + 64);
+        if self.event.write_json(self.dropped, &mut buf) {
+            String::from_utf8(buf).ok()
+        } else {
+            None
+        }
     }
 }
 
@@ -129,13 +182,14 @@ impl Ring {
             self.evict_oldest();
         }
         self.bytes += size;
-        self.events.push_back(Arc::new(Event {
+        let event = Event {
             seq,
             ts,
-            run_id: run_id.to_owned(),
+            run_id: RunId::new(run_id),
             message,
             size,
-        }));
+        };
+        self.events.push_back(Arc::new(event));
         seq
     }
 
@@ -164,19 +218,35 @@ impl Ring {
         self.cursor = 0;
     }
 
-    /// Up to `max` events at or after the cursor, oldest first, plus the number of lost
-    /// events to announce with the first of them. Advances the cursor past them (the caller
-    /// reports success with [`Ring::delivered`]).
-    pub(crate) fn take_batch(&mut self, max: usize) -> (Vec<Arc<Event>>, u64) {
+    /// Events at or after the cursor, oldest first: at most `max` of them and about
+    /// `max_bytes` (at least one). The first carries the count of lost events not yet
+    /// announced. Advances the cursor past them (the caller reports success with
+    /// [`Ring::delivered`]). Returns them and the last seq taken.
+    pub(crate) fn take_batch(
+        &mut self,
+        max: usize,
+        max_bytes: usize,
+    ) -> (Vec<Pending>, Option<u64>) {
         let start = self.events.partition_point(|e| e.seq < self.cursor);
-        let batch: Vec<Arc<Event>> = self.events.range(start..).take(max).cloned().collect();
-        if let Some(last) = batch.last() {
-            self.cursor = last.seq + 1;
-            let lost = std::mem::take(&mut self.lost_unannounced);
-            (batch, lost)
-        } else {
-            (batch, 0)
+        let mut batch = Vec::new();
+        let mut bytes = 0;
+        let mut lost = self.lost_unannounced;
+        for event in self.events.range(start..) {
+            if batch.len() >= max || (bytes >= max_bytes && !batch.is_empty()) {
+                break;
+            }
+            bytes += event.size;
+            batch.push(Pending {
+                event: Arc::clone(event),
+                dropped: std::mem::take(&mut lost),
+            });
         }
+        let last = batch.last().map(|p| p.event.seq);
+        if let Some(seq) = last {
+            self.cursor = seq + 1;
+            self.lost_unannounced = 0;
+        }
+        (batch, last)
     }
 
     /// Records that every event below `seq` reached a connection.
@@ -295,6 +365,30 @@ mod tests {
         })
     }
 
+    fn texts(items: Vec<Pending>) -> Vec<String> {
+        items.into_iter().filter_map(Pending::into_text).collect()
+    }
+
+    #[test]
+    fn batches_are_bounded_and_long_run_ids_work() {
+        let mut r = Ring::new(100, usize::MAX);
+        let long = "z".repeat(100);
+        r.push(0, &long, msg(0)); // a long run id takes the heap path
+        for i in 1..10 {
+            r.push(0, "run", msg(i));
+        }
+        let (batch, last) = r.take_batch(4, usize::MAX);
+        assert_eq!((batch.len(), last), (4, Some(3)));
+        assert!(texts(batch)[0].contains(&long));
+        let (batch, last) = r.take_batch(100, 1);
+        assert_eq!(
+            (batch.len(), last),
+            (1, Some(4)),
+            "at least one event per batch"
+        );
+        assert_eq!(RunId::new("run_0123456789ab").as_str(), "run_0123456789ab");
+    }
+
     #[test]
     fn drops_oldest_and_counts_losses_once() {
         let mut r = Ring::new(3, usize::MAX);
@@ -303,17 +397,22 @@ mod tests {
         }
         assert_eq!(r.len(), 3);
         assert_eq!(r.dropped(), 2);
-        let (batch, lost) = r.take_batch(10);
-        assert_eq!(batch.iter().map(|e| e.seq).collect::<Vec<_>>(), [2, 3, 4]);
-        assert_eq!(lost, 2);
+        let (batch, last) = r.take_batch(10, usize::MAX);
+        let texts = texts(batch);
+        assert_eq!(last, Some(4));
+        assert_eq!(texts.len(), 3);
+        assert!(texts[0].contains(r#""seq":2,"#) && texts[0].ends_with(r#","dropped":2}"#));
+        assert!(!texts[1].contains("dropped") && texts[2].contains(r#""seq":4,"#));
         r.delivered(5);
         // Evicting delivered events is not a loss.
         r.push(0, "run", msg(5));
-        let (batch, lost) = r.take_batch(10);
-        assert_eq!(batch.len(), 1);
-        assert_eq!(lost, 0);
+        let (batch, _) = r.take_batch(10, usize::MAX);
+        let again = self::texts(batch);
+        assert_eq!(again.len(), 1);
+        assert!(!again[0].contains("dropped"));
         r.rewind();
-        assert_eq!(r.take_batch(10).0.first().map(|e| e.seq), Some(3));
+        let (batch, _) = r.take_batch(1, usize::MAX);
+        assert!(self::texts(batch)[0].contains(r#""seq":3,"#));
     }
 
     #[test]
@@ -330,9 +429,26 @@ mod tests {
     fn frame_has_wire_order_and_announces_drops() {
         let mut r = Ring::new(10, usize::MAX);
         r.push(7, "run_1", msg(0));
-        let (batch, _) = r.take_batch(1);
+        let (batch, _) = r.take_batch(1, usize::MAX);
         let mut out = Vec::new();
-        assert!(batch[0].write_json(3, &mut out));
+        let text = texts(batch).remove(0);
+        assert_eq!(
+            text,
+            r#"{"gm":1,"seq":0,"ts":7,"runId":"run_1","type":"exec.resumed","payload":{"pauseId":"p0","action":"continue"}}"#
+        );
+        let (batch, _) = {
+            r.rewind();
+            r.take_batch(1, usize::MAX)
+        };
+        assert_eq!(texts(batch).len(), 1, "replayed");
+        let e = Event {
+            seq: 0,
+            ts: 7,
+            run_id: RunId::new("run_1"),
+            message: msg(0),
+            size: 0,
+        };
+        assert!(e.write_json(3, &mut out));
         assert_eq!(
             String::from_utf8(out).unwrap(),
             r#"{"gm":1,"seq":0,"ts":7,"runId":"run_1","type":"exec.resumed","payload":{"pauseId":"p0","action":"continue"},"dropped":3}"#
