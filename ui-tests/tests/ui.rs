@@ -5,6 +5,6 @@
 #[test]
 fn ui() {
     let cases = trybuild::TestCases::new();
-    // cases.pass("ui/pass/*.rs");
+    cases.pass("ui/pass/*.rs");
     cases.compile_fail("ui/fail/*.rs");
 }
