@@ -1,0 +1,121 @@
+//! The example binary as a user runs it: detached it is an ordinary program (exit 0, the
+//! answer printed, no long wait); with a debugger at `GRAPHMIND_URL` it waits for attachment
+//! so that its planted error holds at the first run's error gate, and it exits 0 when the
+//! debugger aborts the run or goes away.
+
+mod macro_support;
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use graphmind_tests::FakeDebugger;
+use macro_support::{SECOND, pause_id, paused};
+use serde_json::json;
+
+/// `target/<profile>/examples/support_agent`, built on demand.
+fn example_binary() -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    let profile_dir = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("target/<profile>");
+    let binary = profile_dir
+        .join("examples")
+        .join(format!("support_agent{}", std::env::consts::EXE_SUFFIX));
+    if !binary.exists() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+        let status = std::process::Command::new(cargo)
+            .args([
+                "build",
+                "-q",
+                "-p",
+                "graphmind-examples",
+                "--example",
+                "support_agent",
+            ])
+            .status()
+            .expect("cargo build the example");
+        assert!(status.success(), "building the example failed");
+    }
+    binary
+}
+
+fn command(url: &str) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(example_binary());
+    cmd.env("GRAPHMIND_URL", url)
+        .env_remove("GRAPHMIND_DISABLED")
+        .env_remove("GRAPHMIND_ENV")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    cmd
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn detached_it_answers_and_exits_zero_without_waiting() {
+    // A port that was just free: nothing listens there.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let started = Instant::now();
+    let out = tokio::time::timeout(
+        20 * SECOND,
+        command(&format!("ws://127.0.0.1:{port}/ingest")).output(),
+    )
+    .await
+    .expect("finished")
+    .expect("ran");
+    let took = started.elapsed();
+    assert!(out.status.success(), "{out:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("agent: I'm sorry your parcel went missing"),
+        "{stdout}"
+    );
+    assert!(took < Duration::from_secs(5), "took {took:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_debugger_it_holds_from_the_first_gate_and_exits_zero_on_abort_and_on_death() {
+    let hub = FakeDebugger::start().await;
+    hub.set_breakpoints(vec![json!({})]);
+    // Abort at the very first gate: the model step's before gate.
+    let mut child = command(&hub.url()).spawn().expect("spawned");
+    let first = paused(&hub, 1).await;
+    assert_eq!(
+        (
+            first.payload()["nodeId"].as_str(),
+            first.payload()["point"].as_str()
+        ),
+        (Some("llm:step"), Some("before"))
+    );
+    assert!(hub.resume(first.run_id(), &pause_id(&first), "abort"));
+    let status = tokio::time::timeout(10 * SECOND, child.wait())
+        .await
+        .expect("exited")
+        .expect("status");
+    assert!(status.success(), "exit 0 after an abort: {status:?}");
+    assert!(
+        hub.frames_of("run.finished")
+            .iter()
+            .any(|f| f.payload()["status"] == "aborted")
+    );
+
+    // The debugger dies while the first gate is held: the agent finishes on its own.
+    let child = command(&hub.url()).spawn().expect("spawned");
+    paused(&hub, 2).await;
+    hub.kill();
+    let out = tokio::time::timeout(10 * SECOND, child.wait_with_output())
+        .await
+        .expect("exited")
+        .expect("output");
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("agent: "),
+        "{out:?}"
+    );
+}
