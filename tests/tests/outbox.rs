@@ -92,7 +92,7 @@ async fn emitting_never_waits_for_a_hung_debugger() {
     let took = t.elapsed();
     assert!(took < 2 * SECOND, "20,000 emits took {took:?}");
     assert!(
-        slowest < Duration::from_millis(50),
+        slowest < Duration::from_millis(250),
         "one emit took {slowest:?}"
     );
     let s = gm.stats();

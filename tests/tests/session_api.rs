@@ -119,7 +119,7 @@ async fn wait_for_attach_makes_the_first_use_wait_for_the_debugger() {
     let gm = graphmind::Session::new(hub.config("no-wait"));
     let t = Instant::now();
     gm.run("first-run", async {}).await.expect("not aborted");
-    assert!(t.elapsed() < Duration::from_millis(100));
+    assert!(t.elapsed() < Duration::from_millis(250), "{:?}", t.elapsed());
     gm.dispose().await;
 }
 
