@@ -141,7 +141,7 @@ async fn wait_for_attach_gives_up_after_its_budget() {
     let t = Instant::now();
     gm.run("second", async {}).await.expect("not aborted");
     assert!(
-        t.elapsed() < Duration::from_millis(100),
+        t.elapsed() < Duration::from_millis(250),
         "only the first use waits"
     );
     gm.dispose().await;
