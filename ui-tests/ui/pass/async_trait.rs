@@ -17,6 +17,20 @@ impl Search for Web {
     }
 }
 
+/// `?Send` futures and a default method: the desugared shapes without `Send`.
+#[async_trait(?Send)]
+pub trait Local {
+    #[graphmind::tool(skip(n))]
+    async fn local(&self, n: std::rc::Rc<u32>) -> u32 {
+        *n + 1
+    }
+}
+
+pub struct Here;
+
+#[async_trait(?Send)]
+impl Local for Here {}
+
 pub trait Lookup {
     fn lookup(&self, id: u32) -> impl Future<Output = Option<String>> + Send;
 }
@@ -34,6 +48,7 @@ impl Lookup for Db {
 async fn main() {
     assert_eq!(Web.search("q".into()).await.unwrap(), ["q"]);
     assert_eq!(Db.lookup(1).await.as_deref(), Some("one"));
+    assert_eq!(Here.local(std::rc::Rc::new(1)).await, 2);
     let spawned = tokio::spawn(async { Web.search("s".into()).await });
     assert!(spawned.await.unwrap().is_ok());
 }
