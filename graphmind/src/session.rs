@@ -195,6 +195,8 @@ pub(crate) struct Inner {
     pub(crate) attempting: AtomicBool,
     /// The transport should flush, close and stop.
     pub(crate) shutdown: AtomicBool,
+    /// Wakes whatever the transport is blocked on when `shutdown` is set.
+    pub(crate) stop: Notify,
     first_use_done: AtomicBool,
     warned: Mutex<Vec<&'static str>>,
 }
@@ -219,6 +221,7 @@ impl Inner {
             kick: AtomicBool::new(false),
             attempting: AtomicBool::new(false),
             shutdown: AtomicBool::new(false),
+            stop: Notify::new(),
             first_use_done: AtomicBool::new(false),
             warned: Mutex::new(Vec::new()),
             config,
@@ -374,6 +377,7 @@ impl Inner {
     fn signal_shutdown(&self) {
         self.closing.store(true, Relaxed);
         self.shutdown.store(true, Relaxed);
+        self.stop.notify_one();
         self.wake.notify_one();
     }
 

@@ -119,7 +119,11 @@ async fn wait_for_attach_makes_the_first_use_wait_for_the_debugger() {
     let gm = graphmind::Session::new(hub.config("no-wait"));
     let t = Instant::now();
     gm.run("first-run", async {}).await.expect("not aborted");
-    assert!(t.elapsed() < Duration::from_millis(250), "{:?}", t.elapsed());
+    assert!(
+        t.elapsed() < Duration::from_millis(250),
+        "{:?}",
+        t.elapsed()
+    );
     gm.dispose().await;
 }
 
@@ -202,4 +206,26 @@ async fn ready_works_on_an_executor_without_timers() {
     .expect("joined");
     assert!(!attached);
     assert!(t.elapsed() < SECOND, "ready(200ms) took {:?}", t.elapsed());
+}
+
+#[tokio::test]
+async fn dispose_does_not_wait_out_a_hung_debugger() {
+    let hub = FakeDebugger::start().await;
+    let gm = graphmind::Session::new(hub.config("dispose-hung"));
+    assert!(gm.ready(2 * SECOND).await);
+    hub.freeze(true);
+    // Enough to fill the socket buffers, so the transport is stuck in a write.
+    let payload = "w".repeat(4096);
+    for _ in 0..3000 {
+        gm.emit("run_h", token_event("llm:step", &payload));
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let t = Instant::now();
+    gm.dispose().await;
+    assert!(
+        t.elapsed() < Duration::from_millis(700),
+        "dispose took {:?} with a hung debugger",
+        t.elapsed()
+    );
+    assert!(!gm.stats().enabled);
 }

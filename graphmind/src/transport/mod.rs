@@ -221,7 +221,7 @@ async fn run(inner: &Inner, link: &watch::Sender<Link>) {
 /// Resolves once the session shuts down (so `dispose` need not wait out a handshake).
 async fn until_shutdown(inner: &Inner) {
     loop {
-        let woken = inner.wake.notified();
+        let woken = inner.stop.notified();
         if inner.shutdown.load(std::sync::atomic::Ordering::Relaxed) {
             return;
         }
@@ -428,10 +428,25 @@ async fn connected(inner: &Inner, ws: Socket) -> End {
             let _ = timeout(Duration::from_millis(100), sink.send(bye)).await;
             return End::Shutdown;
         }
-        if !matches!(
-            timeout(write_budget, send_pending(inner, &mut sink)).await,
-            Ok(Ok(()))
-        ) {
+        // A write stuck on a hung debugger ends the connection after the liveness budget;
+        // when the session shuts down meanwhile, it gets only the flush budget.
+        let sent = {
+            let mut write = std::pin::pin!(timeout(write_budget, send_pending(inner, &mut sink)));
+            let first = tokio::select! {
+                sent = &mut write => Some(matches!(sent, Ok(Ok(())))),
+                () = until_shutdown(inner) => None,
+            };
+            match first {
+                Some(ok) => ok,
+                None => {
+                    if !matches!(timeout(FLUSH_BUDGET, write).await, Ok(Ok(Ok(())))) {
+                        return End::Shutdown;
+                    }
+                    true
+                }
+            }
+        };
+        if !sent {
             return End::Lost;
         }
         tokio::select! {
