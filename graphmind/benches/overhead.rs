@@ -52,6 +52,11 @@ fn overhead(c: &mut Criterion) {
             .env_vars(std::iter::empty::<(String, String)>()),
     );
     assert!(detached.is_enabled());
+    assert_eq!(ready(gated(1, 2)), 3);
+    assert!(
+        detached.stats().buffered > 0,
+        "events reach the replay ring"
+    );
     g.bench_function("tool, detached", |b| {
         b.iter(|| ready(gated(black_box(1), black_box(2))));
     });

@@ -279,7 +279,8 @@ pub(crate) struct GateSpec<'a> {
     pub(crate) name: &'a str,
     pub(crate) point: PausePoint,
     pub(crate) retry: bool,
-    pub(crate) inject: Option<Validator>,
+    /// Builds the inject validator (only when the gate actually holds).
+    pub(crate) inject: Option<fn() -> Validator>,
     pub(crate) abort: bool,
     /// Hold clocks of the enclosing `time::timeout`s.
     pub(crate) clock: Option<Arc<HoldClock>>,
@@ -324,7 +325,7 @@ pub(crate) async fn decide(spec: GateSpec<'_>) -> Outcome {
             node_id: spec.node_id.to_owned(),
             point: spec.point,
             retry: spec.retry,
-            inject: spec.inject,
+            inject: spec.inject.map(|make| make()),
             abort: spec.abort,
             sink,
             tx,
@@ -385,6 +386,11 @@ impl Drop for HoldGuard<'_> {
             clock.hold_ended(Instant::now());
         }
     }
+}
+
+/// A validator that accepts any JSON (the placeholder check still applies).
+pub(crate) fn any_json() -> Validator {
+    Box::new(|_: &Value| Ok(()))
 }
 
 /// A validator that accepts what deserializes into `T`.

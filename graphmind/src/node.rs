@@ -363,21 +363,20 @@ impl Node {
     /// or step mode holds it. `inject` is accepted as any JSON without the redaction
     /// placeholder; `retry` is allowed.
     pub async fn gate(&mut self, point: PausePoint) -> Resume {
-        self.gate_inner(point, Some(Box::new(|_: &Value| Ok(()))))
-            .await
+        self.gate_inner(point, Some(crate::gate::any_json)).await
     }
 
     /// A gate whose `inject` must deserialize into `T` (otherwise `exec.refused`, code
     /// `schema`, and the gate stays held).
     pub async fn gate_typed<T: DeserializeOwned>(&mut self, point: PausePoint) -> Resume {
-        self.gate_inner(point, Some(crate::gate::validator_for::<T>()))
+        self.gate_inner(point, Some(crate::gate::validator_for::<T>))
             .await
     }
 
     async fn gate_inner(
         &mut self,
         point: PausePoint,
-        inject: Option<crate::gate::Validator>,
+        inject: Option<fn() -> crate::gate::Validator>,
     ) -> Resume {
         let out = crate::gate::decide(crate::gate::GateSpec {
             host: &self.call.host,

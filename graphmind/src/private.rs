@@ -257,8 +257,12 @@ impl<D, F> Fast<D, F> {
         Self::Direct { fut }
     }
 
-    pub(crate) fn full(fut: F) -> Self {
-        Self::Full { fut: Box::pin(fut) }
+    /// Builds the policy future in its own frame, so the direct path's frame stays small.
+    #[inline(never)]
+    pub(crate) fn full(make: impl FnOnce() -> F) -> Self {
+        Self::Full {
+            fut: Box::pin(make()),
+        }
     }
 }
 

@@ -28,7 +28,13 @@ impl Scope {
 
     /// Whether the running task's session records events: a run's session, else the default
     /// session. One thread-local read and one or two relaxed loads.
+    #[inline]
     pub(crate) fn enabled_now() -> bool {
+        // The disabled fast path: default session off and no run of another session alive
+        // anywhere — two relaxed loads, no thread-local.
+        if !crate::exec::default_enabled() && ACTIVE_RUNS.load(Ordering::Relaxed) == 0 {
+            return false;
+        }
         match SCOPE.try_with(|s| s.run.as_ref().map(|r| r.host.enabled())) {
             Ok(Some(on)) => on,
             _ => crate::exec::default_enabled(),
@@ -40,6 +46,10 @@ impl Scope {
         SCOPE.scope(self, fut)
     }
 }
+
+/// Run scopes of enabled sessions alive right now (any session).
+pub(crate) static ACTIVE_RUNS: std::sync::atomic::AtomicUsize =
+    std::sync::atomic::AtomicUsize::new(0);
 
 /// One run scope.
 pub(crate) struct RunCtx {
@@ -69,8 +79,15 @@ pub(crate) struct Invocation {
     pub(crate) steps: u32,
 }
 
+impl Drop for RunCtx {
+    fn drop(&mut self) {
+        ACTIVE_RUNS.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
 impl RunCtx {
     pub(crate) fn new(host: Arc<dyn Host>, run_id: String, name: String) -> Self {
+        ACTIVE_RUNS.fetch_add(1, Ordering::Relaxed);
         Self {
             host,
             agent_node: format!("agent:{name}"),

@@ -180,7 +180,7 @@ where
 {
     match input.0 {
         None => Fast::direct(&mut body),
-        Some((input, grouping)) => Fast::full(model_step_full(site, input, grouping, body)),
+        Some((input, grouping)) => Fast::full(move || model_step_full(site, input, grouping, body)),
     }
 }
 
@@ -219,7 +219,9 @@ where
 {
     match input.0 {
         None => Fast::direct(&mut body),
-        Some((input, grouping)) => Fast::full(model_step_result_full(site, input, grouping, body)),
+        Some((input, grouping)) => {
+            Fast::full(move || model_step_result_full(site, input, grouping, body))
+        }
     }
 }
 

@@ -72,7 +72,7 @@ impl Call {
         &self,
         node: &mut NodeRun,
         point: PausePoint,
-        inject: Option<Validator>,
+        inject: Option<fn() -> Validator>,
     ) -> ResumeAction2 {
         let out = decide(GateSpec {
             host: &self.host,
@@ -136,7 +136,7 @@ pub(crate) async fn gated<B: Body>(
     if call.host.needs_first_use() {
         call.host.first_use().await;
     }
-    let validator = |p: &Policy<B::Output>| p.inject.map(|(v, _)| v());
+    let validator = |p: &Policy<B::Output>| p.inject.map(|(v, _)| v);
     let mut attempts: u32 = 0;
     loop {
         // before
@@ -309,7 +309,7 @@ where
 {
     match input.0 {
         None => Fast::direct(&mut body),
-        Some(input) => Fast::full(tool_full(site, input, body)),
+        Some(input) => Fast::full(move || tool_full(site, input, body)),
     }
 }
 
@@ -353,7 +353,7 @@ where
 {
     match input.0 {
         None => Fast::direct(&mut body),
-        Some(input) => Fast::full(tool_result_full(site, input, body)),
+        Some(input) => Fast::full(move || tool_result_full(site, input, body)),
     }
 }
 
