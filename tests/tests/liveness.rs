@@ -69,3 +69,27 @@ async fn an_idle_healthy_connection_stays_up() {
     );
     gm.dispose().await;
 }
+
+#[tokio::test]
+async fn a_blocked_app_runtime_does_not_delay_disconnect_detection() {
+    let hub = FakeDebugger::start().await;
+    let gm = graphmind::Session::new(hub.config("blocked-app"));
+    assert!(gm.ready(2 * SECOND).await);
+    hub.kill();
+    // Let this runtime close the hub's sockets, then block it completely.
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    let blocked = std::time::Instant::now();
+    let mut noticed = None;
+    while blocked.elapsed() < Duration::from_millis(300) {
+        if noticed.is_none() && !gm.is_attached() {
+            noticed = Some(blocked.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let noticed = noticed.expect("the drop was not noticed while this runtime was blocked");
+    assert!(
+        noticed < Duration::from_millis(100),
+        "noticed after {noticed:?}"
+    );
+    gm.dispose().await;
+}
