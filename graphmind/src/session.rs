@@ -105,9 +105,11 @@ impl Session {
 
     /// Waits up to `timeout` for a debugger to attach; `true` once `hello.ack` was processed
     /// (breakpoints armed, replay queued). Never errors: `false` means detached (disabled,
-    /// disposed, no debugger, or too slow). Instant when already attached. Concurrent callers
-    /// share one connection attempt; a call while detached starts an attempt at once, even
-    /// in the middle of a retry back-off. Works on any executor.
+    /// disposed, no debugger, or too slow). Instant when already attached. Calls made while
+    /// an attempt is under way share it; otherwise a call starts an attempt at once, even in
+    /// the middle of a retry back-off (so it also reconnects right after a disconnect). Like
+    /// the reference client it then waits for the whole `timeout` unless the debugger
+    /// attaches. Works on any executor (its timer runs on the transport thread).
     pub async fn ready(&self, timeout: Duration) -> bool {
         self.inner().ready(timeout).await
     }
