@@ -318,8 +318,11 @@ export class Canvas {
     this.apply();
   }
 
-  /** Pans so that a node's card is visible (used when a gate holds off-screen). */
-  reveal(nodeId) {
+  /**
+   * Pans so that a held node's card is on screen with room for its banner to the right
+   * (its parents stay visible to the left); used when a gate starts holding.
+   */
+  reveal(nodeId, room = { w: 390, h: 200 }) {
     const a = this.anchor(nodeId);
     if (!a) return;
     const vw = this.viewport.clientWidth;
@@ -327,10 +330,15 @@ export class Canvas {
     const s = this.toScreen(a.x, a.y);
     const w = a.w * this.t.k;
     const h = a.h * this.t.k;
-    if (s.x >= 0 && s.y >= 0 && s.x + w <= vw && s.y + h + 160 <= vh) return;
-    let k = this.t.k;
-    if (k < 0.6) k = 0.8;
-    this.t = { k, x: vw / 2 - (a.x + a.w / 2) * k, y: Math.min(vh / 3, 80) - a.y * k };
+    const onScreen = s.x >= 0 && s.y >= 0 && s.x + w <= vw && s.y + h <= vh;
+    const right = s.x + w + 10 + room.w <= vw && s.y + room.h <= vh;
+    const below = s.y + h + 6 + room.h <= vh && s.x + room.w <= vw;
+    if (onScreen && (right || below)) return;
+    // small enough that the parent card fits on the left of the card and its banner
+    const k = Math.max(0.45, Math.min(1, (vw - room.w - 40) / (2 * a.w + 72)));
+    const cardX = Math.max(16, vw - room.w - 26 - a.w * k);
+    const cardY = Math.max(16, Math.min(vh * 0.25, vh - room.h - 16));
+    this.t = { k, x: cardX - a.x * k, y: cardY - a.y * k };
     this.userMoved = true;
     this.apply();
   }

@@ -319,7 +319,8 @@ function renderNow() {
   if (fresh.length) {
     const p = runPauses.find((x) => x.pauseId === fresh[0]);
     if (p) {
-      canvas.reveal(p.nodeId);
+      const el = gates.banners.get(p.pauseId)?.root;
+      canvas.reveal(p.nodeId, { w: (el?.offsetWidth || 380) + 10, h: Math.max(el?.offsetHeight || 160, 330) });
       if (!state.selectedNode) selectNode(p.nodeId);
       const active = document.activeElement;
       if (!active || !['INPUT', 'TEXTAREA', 'SELECT'].includes(active.tagName)) {

@@ -156,8 +156,10 @@ export class RunModel {
             if (!isObj(h) || typeof h.nodeId !== 'string') continue;
             const n = this.node(h.nodeId, str(h.kind), str(h.name));
             if (typeof h.parentId === 'string') {
+              // the declared structure wins over where a call happened to run, so cards
+              // do not jump when a tool called from the agent loop starts
               n.hintParent = h.parentId;
-              if (!n.parentId) this.setParent(n, h.parentId);
+              this.setParent(n, h.parentId);
             }
             if (h.kind === 'agent' && !h.parentId && !this.rootId) this.rootId = h.nodeId;
           }
@@ -194,7 +196,7 @@ export class RunModel {
     if (typeof p.nodeId !== 'string') return;
     const kind = str(p.kind);
     const n = this.node(p.nodeId, kind, str(p.name));
-    let parent = str(p.parentId) ?? n.hintParent;
+    let parent = n.hintParent ?? str(p.parentId);
     if (n.kind === 'agent' && !parent && (!this.rootId || p.instanceId === this.runId)) {
       this.rootId = n.nodeId;
     }

@@ -17,6 +17,7 @@ export class FakeApp {
     });
     const ack = new Promise((resolve, reject) => {
       const t = setTimeout(() => reject(new Error('no hello.ack within 5 s')), 5000);
+      t.unref();
       this.ws.on('message', (data) => {
         const f = JSON.parse(String(data));
         if (f.type === 'hello.ack') {
@@ -46,7 +47,7 @@ export class FakeApp {
     await new Promise((r) => {
       this.ws.once('close', r);
       this.ws.close(1000);
-      setTimeout(r, 2000);
+      setTimeout(r, 2000).unref();
     });
   }
 }

@@ -24,6 +24,11 @@ const CHROMIUM_ARGS = [
   '--disable-sync',
 ];
 
+/** A timer that does not keep the test process alive. */
+export function sleep(ms) {
+  return new Promise((r) => setTimeout(r, ms).unref());
+}
+
 /** Resolves when `pred()` is truthy; rejects after `ms` with `what` in the message. */
 export async function until(pred, ms, what) {
   const end = Date.now() + ms;
@@ -31,7 +36,7 @@ export async function until(pred, ms, what) {
     const v = await pred();
     if (v) return v;
     if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
+    await sleep(50);
   }
 }
 
@@ -80,7 +85,7 @@ export async function startHub({ port = 0, home, args = [] } = {}) {
     async stop() {
       if (proc.exitCode === null) {
         proc.kill('SIGTERM');
-        await Promise.race([io.exited, new Promise((r) => setTimeout(r, 5000))]);
+        await Promise.race([io.exited, sleep(5000)]);
         if (proc.exitCode === null) proc.kill('SIGKILL');
       }
     },
@@ -198,7 +203,7 @@ export function banner(page, nodeId, point) {
 
 /** Waits for a child process to exit, within `ms`. */
 export async function exited(agent, ms = 20_000) {
-  const r = await Promise.race([agent.io.exited, new Promise((res) => setTimeout(() => res(null), ms))]);
+  const r = await Promise.race([agent.io.exited, sleep(ms).then(() => null)]);
   if (!r) {
     agent.kill();
     throw new Error(`agent still running after ${ms} ms\nstdout: ${agent.io.stdout}\nstderr: ${agent.io.stderr}`);

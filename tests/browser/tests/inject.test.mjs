@@ -27,17 +27,20 @@ test('injected values replace a failed lookup and the refund the agent reports',
     assert.match(await held.locator('[data-testid="gate-where"]').textContent(), /on error at tool:lookup_order/);
     assert.match(await held.locator('[data-testid="gate-why"]').textContent(), /ORD-1O42/);
 
-    // a breakpoint on the ghost refund card, from the inspector
-    await card(page, 'tool:issue_refund').click();
-    await page.click('[data-testid="insp-break-before"]');
-    await page.locator('[data-testid="bp-chip"]', { hasText: 'tool:issue_refund @before' }).waitFor();
-
     await page.keyboard.press('i');
     const editor = held.locator('[data-testid="inject-editor"]');
     await editor.waitFor();
     await editor.fill('{\n  "order_id": "ORD-1042",\n  "amount_cents": 4999,\n  "tracking": "TRK-1042-NL"\n}');
     const file = await shot(page, 'held-gate');
     if (process.env.GRAPHMIND_UPDATE_DOCS_IMG === '1') fs.copyFileSync(file, path.join(ROOT, 'docs/img/held-gate.png'));
+    // the inspector shows the held node by itself
+    assert.equal(await page.locator('[data-testid="inspector"]').getAttribute('data-node-id'), 'tool:lookup_order');
+
+    // a breakpoint on the ghost refund card, from the inspector
+    await card(page, 'tool:issue_refund').click();
+    await page.click('[data-testid="insp-break-before"]');
+    await page.locator('[data-testid="bp-chip"]', { hasText: 'tool:issue_refund @before' }).waitFor();
+
     await editor.press('Control+Enter');
     await held.waitFor({ state: 'detached' });
 
