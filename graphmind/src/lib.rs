@@ -72,7 +72,7 @@ mod tokens;
 #[doc(hidden)]
 #[path = "private.rs"]
 pub mod __private;
-pub use run::{Aborted, run, run_result};
+pub use run::{Aborted, in_current_run, run, run_result};
 #[cfg(feature = "enabled")]
 pub use roster::tools as tool_roster;
 

@@ -92,6 +92,31 @@ where
     }
 }
 
+/// Carries the current run (and the hold clocks of enclosing [`time::timeout`]s) into a
+/// future that will run elsewhere, e.g. on `tokio::spawn`: calls inside it report to the same
+/// run, hang under its agent node, and an abort at their gates ends that run (the spawned
+/// future then stays pending until its runtime shuts down: it can produce no value).
+///
+/// [`time::timeout`]: crate::time::timeout
+///
+/// ```no_run
+/// # async fn work() -> u32 { 1 }
+/// # async fn demo() {
+/// let out = graphmind::run("fan-out", async {
+///     let task = tokio::spawn(graphmind::in_current_run(work()));
+///     task.await.unwrap_or_default()
+/// })
+/// .await;
+/// # let _ = out;
+/// # }
+/// ```
+pub fn in_current_run<F: Future>(fut: F) -> impl Future<Output = F::Output> {
+    #[cfg(feature = "enabled")]
+    return crate::exec::scope::Scope::current().enter(fut);
+    #[cfg(not(feature = "enabled"))]
+    fut
+}
+
 impl crate::Session {
     /// [`run_result`] on this session instead of the default one.
     pub async fn run_result<F, T, E>(

@@ -171,3 +171,41 @@ async fn abort_outside_a_run_is_refused_and_the_gate_stays_held() {
     assert_eq!(implicit.payload()["meta"]["implicit"], true);
     gm.dispose().await;
 }
+
+#[tokio::test]
+async fn spawned_work_joins_the_run_with_in_current_run() {
+    let hub = FakeDebugger::start().await;
+    let gm = session(&hub).await;
+    let out = gm
+        .run("fan-out", async {
+            let a = tokio::spawn(graphmind::in_current_run(echo("a".into())));
+            let b = tokio::spawn(echo("b".into()));
+            (a.await.expect("joined"), b.await.expect("joined"))
+        })
+        .await
+        .expect("ok");
+    assert_eq!(out, ("a".to_owned(), "b".to_owned()));
+    let frames = hub
+        .wait_for("run.finished", SECOND, |fs| {
+            fs.iter().any(|f| f.kind() == "run.finished")
+        })
+        .await;
+    let run_id = frames
+        .iter()
+        .find(|f| f.kind() == "run.started")
+        .expect("run")
+        .run_id();
+    let a = frames
+        .iter()
+        .find(|f| f.kind() == "node.started" && f.payload()["input"]["text"] == "a")
+        .expect("a");
+    assert_eq!(a.run_id(), run_id);
+    assert_eq!(a.payload()["parentId"], "agent:fan-out");
+    assert!(
+        !frames
+            .iter()
+            .any(|f| f.kind() == "node.started" && f.payload()["input"]["text"] == "b"),
+        "a plain spawn does not carry the run (it reports to the default session)"
+    );
+    gm.dispose().await;
+}
