@@ -65,8 +65,20 @@ fn payload_over_512_kb_is_shrunk_before_storing_and_fan_out() {
             }),
         )
         .await;
-        let live = viewer.until(10_000, |v| v["type"] == "events").await;
-        let ev = &live["events"][0];
+        let live = viewer
+            .until(10_000, |v| {
+                v["type"] == "events"
+                    && v["events"]
+                        .as_array()
+                        .is_some_and(|e| e.iter().any(|e| e["type"] == "node.finished"))
+            })
+            .await;
+        let ev = live["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["type"] == "node.finished")
+            .unwrap();
         assert_eq!(ev["type"], json!("node.finished"));
         assert!(ev.to_string().len() < 600 * 1024, "fan-out was not shrunk");
         assert_eq!(ev["payload"]["nodeId"], json!("tool:big"));

@@ -46,8 +46,6 @@ fn junk(run: &str) -> Vec<String> {
         // Deep nesting.
         deep,
         deep_objects,
-        // A lone surrogate (not valid in JSON text for serde).
-        format!(r#"{{"gm":1,"seq":8,"ts":0,"runId":"{run}","type":"x.s","payload":{{"s":"\ud800"}}}}"#),
     ];
     // Hub → app types from an app are ignored, not stored.
     v.push(json!({"gm": 1, "seq": 60, "ts": 0, "runId": run, "type": "exec.resume", "payload": {"pauseId": "p", "action": "continue"}}).to_string());
@@ -109,4 +107,28 @@ fn junk_before_hello_does_not_stop_the_handshake() {
         assert_eq!(ack["payload"]["versions"]["protocol"], json!(1));
     });
     assert!(h.runs().is_empty());
+}
+
+#[test]
+fn lone_surrogate_escapes_from_python_are_mended_not_dropped() {
+    let h = hub(&[]);
+    let run = "run_500000000004";
+    block_on(async {
+        let mut app = App::connect(h.port).await;
+        app.start_run(run, "surrogates").await;
+        app.peer
+            .send_text(&format!(
+                r#"{{"gm": 1, "seq": 100, "ts": 0, "runId": "{run}", "type": "node.finished", "payload": {{"nodeId": "tool:t", "instanceId": "c", "durationMs": 1.0, "status": "ok", "output": "a\ud800b \ud83d\ude00"}}}}"#
+            ))
+            .await;
+    });
+    let events = wait_for(10, "2 events", || {
+        let e = h.events(run);
+        (e.len() == 2).then_some(e)
+    });
+    assert_eq!(
+        events[1]["payload"]["output"],
+        json!("a\u{fffd}b \u{1f600}")
+    );
+    assert_eq!(h.health()["stats"]["invalidFrames"], json!(0));
 }

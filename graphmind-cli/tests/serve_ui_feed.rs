@@ -81,19 +81,20 @@ fn pauses_and_resume_through_the_feed() {
         app.start_run(run, "held").await;
         app.pause_at(run, "pay", "pause_v_1", "before", json!({"amount": 3}))
             .await;
-        let p = v
-            .until(5000, |f| {
-                f["type"] == "pauses" && f["pauses"].as_array().is_some_and(|a| !a.is_empty())
-            })
-            .await;
+        // The pauses frame and a run update may come in either order.
+        let (mut pauses, mut run_update) = (None, None);
+        while pauses.is_none() || run_update.is_none() {
+            let f = v.next_json(5000).await;
+            if f["type"] == "pauses" && f["pauses"].as_array().is_some_and(|a| !a.is_empty()) {
+                pauses = Some(f);
+            } else if f["type"] == "run" && f["run"]["runId"] == json!(run) {
+                run_update = Some(f);
+            }
+        }
+        let p = pauses.unwrap();
         assert_eq!(p["pauses"][0]["pauseId"], json!("pause_v_1"));
         assert_eq!(p["pauses"][0]["input"], json!({"amount": 3}));
-        let r = v
-            .until(5000, |f| {
-                f["type"] == "run" && f["run"]["runId"] == json!(run)
-            })
-            .await;
-        assert_eq!(r["run"]["live"], json!(true));
+        assert_eq!(run_update.unwrap()["run"]["live"], json!(true));
 
         v.send(
             &json!({"type": "resume", "token": token, "requestId": "q1", "runId": run,
@@ -131,8 +132,8 @@ fn pauses_and_resume_through_the_feed() {
             (res["requestId"].clone(), res["outcome"].clone()),
             (json!("q2"), json!("resumed"))
         );
-        v.until(5000, |f| f["type"] == "pauses" && f["pauses"] == json!([]))
-            .await;
+        let open = get_async(port, "/api/pauses".into()).await.json();
+        assert_eq!(open["pauses"], json!([]));
 
         v.send(&json!({"type": "breakpoint.set", "token": token, "requestId": "q3", "matcher": {"kind": "tool"}})).await;
         let res = v.until(5000, |f| f["type"] == "result").await;

@@ -215,9 +215,69 @@ fn shrink(env: Envelope, text: &str) -> (Envelope, Arc<str>, bool) {
     (typed, Arc::from(body), true)
 }
 
+/// Replaces lone UTF-16 surrogate escapes (`\ud800` without its pair), which the Python client
+/// writes for unpaired surrogates in its strings but which are not valid JSON text for serde,
+/// with `\ufffd`. Returns `None` when there is none.
+fn mend_lone_surrogates(text: &str) -> Option<String> {
+    fn hex4(b: &[u8]) -> Option<u16> {
+        let s = std::str::from_utf8(b.get(..4)?).ok()?;
+        u16::from_str_radix(s, 16).ok()
+    }
+    let b = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut last = 0;
+    let mut i = 0;
+    let mut changed = false;
+    while i < b.len() {
+        if b[i] != b'\\' {
+            i += 1;
+            continue;
+        }
+        if b.get(i + 1) != Some(&b'u') {
+            i += 2; // an escaped character, e.g. \\ or \"
+            continue;
+        }
+        let Some(unit) = hex4(&b[i + 2..]) else {
+            i += 2;
+            continue;
+        };
+        let paired = (0xD800..0xDC00).contains(&unit)
+            && b.get(i + 6) == Some(&b'\\')
+            && b.get(i + 7) == Some(&b'u')
+            && hex4(&b[(i + 8).min(b.len())..]).is_some_and(|lo| (0xDC00..0xE000).contains(&lo));
+        if paired {
+            i += 12;
+        } else if (0xD800..0xE000).contains(&unit) {
+            out.push_str(&text[last..i]);
+            out.push_str("\\ufffd");
+            i += 6;
+            last = i;
+            changed = true;
+        } else {
+            i += 6;
+        }
+    }
+    if !changed {
+        return None;
+    }
+    out.push_str(&text[last..]);
+    Some(out)
+}
+
 /// Handles one frame after the handshake. Returns false when the connection must close.
 async fn event(hub: &Arc<Hub>, conn: u64, text: &str, tx: &mpsc::UnboundedSender<AppOut>) -> bool {
-    let env = match parse(text) {
+    let mended;
+    let mut text = text;
+    let mut parsed = parse(text);
+    if let Parsed::Invalid(why) = &parsed
+        && why.starts_with("not JSON")
+        && let Some(m) = mend_lone_surrogates(text)
+    {
+        mended = m;
+        text = &mended;
+        parsed = parse(text);
+    }
+    let env = match parsed {
         Parsed::Ok(env) => env,
         Parsed::UnknownType(env) => {
             hub.stats.unknown_types.fetch_add(1, Ordering::Relaxed);
@@ -264,4 +324,24 @@ async fn event(hub: &Arc<Hub>, conn: u64, text: &str, tx: &mpsc::UnboundedSender
     }
     hub.app_event(conn, &env, body).await;
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::mend_lone_surrogates;
+
+    #[test]
+    fn lone_surrogates_are_mended_pairs_kept() {
+        assert_eq!(
+            mend_lone_surrogates(r#"{"s":"a\ud800b"}"#).as_deref(),
+            Some(r#"{"s":"a\ufffdb"}"#)
+        );
+        assert_eq!(
+            mend_lone_surrogates(r#"{"s":"\udc00\ud83d"}"#).as_deref(),
+            Some(r#"{"s":"\ufffd\ufffd"}"#)
+        );
+        assert_eq!(mend_lone_surrogates(r#"{"s":"\ud83d\ude00 \u00e9"}"#), None);
+        assert_eq!(mend_lone_surrogates(r#"{"s":"\\ud800"}"#), None);
+        assert_eq!(mend_lone_surrogates(r#"{"s":"\u12"}"#), None);
+    }
 }

@@ -616,6 +616,8 @@ impl Hub {
             st.dirty.insert(run_id.to_owned());
             match &env.message {
                 Message::RunStarted(p) => {
+                    // The app that starts a run owns it.
+                    run.owner = Some(identity);
                     run.app = Some(p.app.clone());
                     run.sdk = serde_json::to_value(&p.sdk).ok();
                     run.name = p
@@ -691,7 +693,8 @@ impl Hub {
                             input: seen.and_then(|n| n.input.clone()),
                             output: seen.and_then(|n| n.output.clone()),
                             error: seen.and_then(|n| n.error.clone()),
-                            identity: run.owner,
+                            // The gate is held by the app that reported it.
+                            identity: Some(identity),
                             inflight: None,
                         },
                     );

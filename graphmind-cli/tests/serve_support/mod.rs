@@ -155,13 +155,18 @@ impl Serve {
             .clone()
     }
 
-    /// All stored events of a run (paged).
+    /// All stored events of a run (paged); empty while the run is unknown.
     pub fn events(&self, run: &str) -> Vec<Value> {
         let mut out = Vec::new();
         let mut after: Option<u64> = None;
         loop {
             let q = after.map_or_else(String::new, |a| format!("&afterSeq={a}"));
-            let page = self.get_json(&format!("/api/runs/{run}/events?limit=10000{q}"));
+            let r = self.get(&format!("/api/runs/{run}/events?limit=10000{q}"));
+            if r.status == 404 {
+                return out; // the run is not known (yet)
+            }
+            assert_eq!(r.status, 200, "events of {run}: {}", r.body);
+            let page = r.json();
             out.extend(page["events"].as_array().expect("events").iter().cloned());
             if page["more"] != json!(true) {
                 return out;
