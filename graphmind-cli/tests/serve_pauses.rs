@@ -366,3 +366,47 @@ fn long_poll_returns_when_a_pause_opens_and_times_out_empty() {
         assert_eq!(got["pauses"].as_array().unwrap().len(), 1);
     });
 }
+
+#[test]
+fn an_unanswered_resume_reports_sent_and_a_later_one_may_try_again() {
+    let h = hub(&["--allow-control", "resume", "--resume-wait-ms", "300"]);
+    let (port, tok) = (h.port, h.agent_token.clone());
+    let run = "run_100000000010";
+    block_on(async {
+        let mut app = App::connect(port).await;
+        app.start_run(run, "silent").await;
+        app.pause_at(run, "t", "pause_g_1", "before", json!(1))
+            .await;
+        wait_for_pause(port).await;
+        let t0 = Instant::now();
+        let r = resume_async(
+            port,
+            tok.clone(),
+            run.into(),
+            "pause_g_1".into(),
+            json!({"action": "continue"}),
+        )
+        .await;
+        assert_eq!(r.status, 202, "{}", r.body);
+        assert_eq!(r.json()["outcome"], json!("sent"));
+        assert!(t0.elapsed() >= Duration::from_millis(300));
+        app.expect_resume(2000).await;
+        // Not in flight any more: the next resume is sent again, and answered this time.
+        let again = tokio::spawn(resume_async(
+            port,
+            tok.clone(),
+            run.into(),
+            "pause_g_1".into(),
+            json!({"action": "retry"}),
+        ));
+        let f = app.expect_resume(2000).await;
+        assert_eq!(f["payload"]["action"], json!("retry"));
+        app.emit(
+            run,
+            "exec.resumed",
+            json!({"pauseId": "pause_g_1", "action": "retry"}),
+        )
+        .await;
+        assert_eq!(again.await.unwrap().status, 200);
+    });
+}

@@ -75,6 +75,10 @@ pub struct ServeArgs {
     /// env GRAPHMIND_ABANDON_GRACE_MS too).
     #[arg(long, hide = true)]
     pub abandon_grace_ms: Option<u64>,
+    /// Milliseconds a resume waits for the app's answer before reporting "sent" (default
+    /// 5000; tests shorten it; env GRAPHMIND_RESUME_WAIT_MS too).
+    #[arg(long, hide = true)]
+    pub resume_wait_ms: Option<u64>,
 }
 
 /// Epoch milliseconds.
@@ -145,14 +149,12 @@ pub async fn start(args: &ServeArgs) -> Result<Running, String> {
             }
         })?;
     let port = listener.local_addr().map_err(|e| e.to_string())?.port();
-    let grace_ms = args
-        .abandon_grace_ms
-        .or_else(|| {
-            std::env::var("GRAPHMIND_ABANDON_GRACE_MS")
-                .ok()
-                .and_then(|v| v.parse().ok())
-        })
-        .unwrap_or(15_000);
+    let ms = |flag: Option<u64>, env: &str, default: u64| {
+        flag.or_else(|| std::env::var(env).ok().and_then(|v| v.parse().ok()))
+            .unwrap_or(default)
+    };
+    let grace_ms = ms(args.abandon_grace_ms, "GRAPHMIND_ABANDON_GRACE_MS", 15_000);
+    let resume_wait_ms = ms(args.resume_wait_ms, "GRAPHMIND_RESUME_WAIT_MS", 5_000);
     let cfg = Config {
         version: env!("CARGO_PKG_VERSION"),
         port,
@@ -160,6 +162,7 @@ pub async fn start(args: &ServeArgs) -> Result<Running, String> {
         viewer_token: Token::generate()?,
         agent_token: Token::generate()?,
         abandon_grace: Duration::from_millis(grace_ms),
+        resume_wait: Duration::from_millis(resume_wait_ms),
     };
     let url = format!("http://127.0.0.1:{port}");
     let viewer_url = format!("{url}/#token={}", cfg.viewer_token.as_str());

@@ -18,8 +18,6 @@ use super::storage::{EventRow, Reader, RunRow, Writer};
 use super::tokens::{Token, random_id};
 use super::{AllowControl, now_ms};
 
-/// How long a resume waits for the app's `exec.resumed` / `exec.refused`.
-pub const RESUME_WAIT: Duration = Duration::from_secs(5);
 /// How long a closed pause is remembered (to tell "taken" from "gone").
 const CLOSED_MEMORY: Duration = Duration::from_secs(600);
 /// Capacity of a viewer's outgoing queue; a viewer that falls this far behind is dropped
@@ -43,6 +41,8 @@ pub struct Config {
     pub agent_token: Token,
     /// Grace before a run whose app went away counts as abandoned.
     pub abandon_grace: Duration,
+    /// How long a resume waits for the app's `exec.resumed` / `exec.refused` (5 s).
+    pub resume_wait: Duration,
 }
 
 /// Counters since start (reported by `/health`).
@@ -160,7 +160,7 @@ impl Outcome {
     pub fn message(&self) -> Option<String> {
         match self {
             Self::Resumed { .. } => None,
-            Self::Sent => Some("sent to the app; it has not confirmed within 5 s".into()),
+            Self::Sent => Some("sent to the app; it has not confirmed in time".into()),
             Self::Refused { message, code } => Some(
                 message
                     .clone()
@@ -901,7 +901,7 @@ impl Hub {
             rx
         };
         self.pauses_changed();
-        match tokio::time::timeout(RESUME_WAIT, rx).await {
+        match tokio::time::timeout(self.cfg.resume_wait, rx).await {
             Ok(Ok(outcome)) => outcome,
             Ok(Err(_)) => Outcome::Gone("the pause closed".into()),
             Err(_) => {
