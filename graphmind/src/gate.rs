@@ -409,3 +409,158 @@ pub(crate) fn validator_for<T: serde::de::DeserializeOwned>() -> Validator {
             })
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Default)]
+    struct Recorder(Mutex<Vec<Message>>);
+
+    impl GateSink for Recorder {
+        fn emit_event(&self, _run_id: &str, message: Message) {
+            self.0.lock().expect("lock").push(message);
+        }
+    }
+
+    fn held(
+        sink: &Arc<Recorder>,
+        retry: bool,
+        inject: Option<Validator>,
+    ) -> (Held, oneshot::Receiver<Decision>) {
+        let (tx, rx) = oneshot::channel();
+        let sink: Arc<dyn GateSink> = sink.clone();
+        (
+            Held {
+                run_id: "run_1".into(),
+                node_id: "tool:add".into(),
+                point: PausePoint::Before,
+                retry,
+                inject,
+                abort: true,
+                sink,
+                tx,
+            },
+            rx,
+        )
+    }
+
+    fn resume(id: &str, action: ResumeAction, output: Option<Value>) -> ExecResume {
+        ExecResume {
+            pause_id: id.into(),
+            action,
+            output,
+            input: None,
+            request_id: Some("req-1".into()),
+            extra: Extra::new(),
+        }
+    }
+
+    #[test]
+    fn unknown_pause_ids_are_ignored() {
+        let reg = Registry::new();
+        reg.resolve(resume("nope", ResumeAction::Continue, None), "*");
+        assert_eq!(reg.held_count(), 0);
+    }
+
+    #[test]
+    fn refusals_keep_the_gate_and_echo_the_request_id() {
+        let sink = Arc::new(Recorder::default());
+        let reg = Registry::new();
+        let (h, mut rx) = held(&sink, false, Some(validator_for::<i64>()));
+        reg.insert("p1".into(), h);
+        reg.resolve(resume("p1", ResumeAction::Retry, None), "run_1");
+        reg.resolve(
+            resume("p1", ResumeAction::Inject, Some(Value::from("x"))),
+            "run_1",
+        );
+        reg.resolve(
+            resume(
+                "p1",
+                ResumeAction::Inject,
+                Some(serde_json::json!(["__REDACTED__"])),
+            ),
+            "run_1",
+        );
+        assert_eq!(reg.held_count(), 1);
+        assert!(rx.try_recv().is_err(), "still held");
+        let codes: Vec<RefusedCode> = sink
+            .0
+            .lock()
+            .expect("lock")
+            .iter()
+            .map(|m| match m {
+                Message::ExecRefused(r) => {
+                    assert_eq!(r.extra["requestId"], "req-1");
+                    r.code
+                }
+                other => panic!("unexpected {other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            codes,
+            [
+                RefusedCode::Unsupported,
+                RefusedCode::Schema,
+                RefusedCode::Placeholder
+            ]
+        );
+        reg.resolve(
+            resume("p1", ResumeAction::Inject, Some(Value::from(5))),
+            "run_1",
+        );
+        assert_eq!(reg.held_count(), 0);
+        let d = rx.try_recv().expect("released");
+        assert_eq!(d.action, ResumeAction::Inject);
+        assert_eq!(d.output, Some(Value::from(5)));
+        let last = sink.0.lock().expect("lock").last().cloned();
+        assert!(matches!(last, Some(Message::ExecResumed(r)) if r.action == ResumeAction::Inject));
+    }
+
+    #[test]
+    fn release_all_continues_every_gate_with_exec_resumed() {
+        let sink = Arc::new(Recorder::default());
+        let reg = Registry::new();
+        let mut rxs = Vec::new();
+        for i in 0..5 {
+            let (h, rx) = held(&sink, true, None);
+            reg.insert(format!("p{i}"), h);
+            rxs.push(rx);
+        }
+        assert_eq!(reg.held_count(), 5);
+        reg.release_all(ReleaseReason::Disconnect);
+        assert_eq!(reg.held_count(), 0);
+        for mut rx in rxs {
+            assert_eq!(rx.try_recv().expect("woken"), Decision::CONTINUE);
+        }
+        let resumed = sink
+            .0
+            .lock()
+            .expect("lock")
+            .iter()
+            .filter(|m| matches!(m, Message::ExecResumed(r) if r.action == ResumeAction::Continue))
+            .count();
+        assert_eq!(resumed, 5);
+        assert!(!reg.release("p0"), "each gate is released once");
+    }
+
+    #[test]
+    fn placeholder_is_found_at_any_depth_but_the_walk_is_capped() {
+        assert!(contains_placeholder(
+            &serde_json::json!({"a": [{"b": "__REDACTED__"}]}),
+            0
+        ));
+        assert!(!contains_placeholder(
+            &serde_json::json!({"a": "__REDACTED__x"}),
+            0
+        ));
+        let mut deep = Value::from("__REDACTED__");
+        for _ in 0..200 {
+            deep = Value::Array(vec![deep]);
+        }
+        assert!(
+            !contains_placeholder(&deep, 0),
+            "beyond the cap nothing is walked"
+        );
+    }
+}

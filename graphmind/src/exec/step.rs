@@ -332,3 +332,45 @@ where
         (other, _) => other.map(Tee::passthrough),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grouping_continues_on_a_grown_conversation_only() {
+        let mut state = StepState::default();
+        let input = Value::Null;
+        let (a, first) = place(&mut state, &Grouping::Messages(1, 2), &input);
+        assert!(first && a.ends_with(":s1"));
+        let (b, first) = place(&mut state, &Grouping::Messages(1, 4), &input);
+        assert!(!first && b.ends_with(":s2"));
+        assert_eq!(
+            a.rsplit_once(':').map(|x| x.0),
+            b.rsplit_once(':').map(|x| x.0)
+        );
+        let (c, first) = place(&mut state, &Grouping::Messages(1, 4), &input);
+        assert!(first && c.ends_with(":s1"), "not grown: a new invocation");
+        let (d, first) = place(&mut state, &Grouping::Messages(2, 9), &input);
+        assert!(first && d.ends_with(":s1"), "another first message");
+    }
+
+    #[test]
+    fn explicit_and_auto_grouping() {
+        let mut state = StepState::default();
+        let (_, first) = place(&mut state, &Grouping::explicit("t-1"), &Value::Null);
+        assert!(first);
+        let (b, first) = place(&mut state, &Grouping::explicit("t-1"), &Value::Null);
+        assert!(!first && b.ends_with(":s2"));
+        let msgs = |n: usize| serde_json::json!({"req": {"messages": vec!["sys"; n]}});
+        let (_, first) = place(&mut state, &Grouping::Auto, &msgs(1));
+        assert!(first);
+        let (c, first) = place(&mut state, &Grouping::Auto, &msgs(3));
+        assert!(
+            !first && c.ends_with(":s2"),
+            "messages found one level down"
+        );
+        let (_, first) = place(&mut state, &Grouping::Auto, &Value::Null);
+        assert!(first, "no messages: every step is its own invocation");
+    }
+}
