@@ -218,5 +218,3 @@ pub(crate) fn implicit_run(host: &Arc<dyn Host>) -> String {
     id
 }
 
-#[cfg(test)]
-pub(crate) mod testhost;
