@@ -1,0 +1,669 @@
+//! Load benchmark of `graphmind serve` (the real binary, started per case with a fresh
+//! database). One run prints one table:
+//!
+//! - ingest: apps (tokio-tungstenite clients, one run each) send `run.started`, then
+//!   `node.started` / `node.finished` pairs as fast as they can; events/s until the hub has
+//!   accepted every event (`/health` stats) and until every one is committed (an events read,
+//!   which flushes the writer, then `count(*)` in the SQLite file), for 1 and 8 apps;
+//! - baselines in the same run: the same frames into a bare loopback WebSocket sink (no
+//!   parse, no storage), and the same rows into a bare SQLite table (same schema, one
+//!   transaction per 16,384 rows) — what transport and storage alone allow;
+//! - gate round trip: the app sends `exec.paused`, a controller sees it through the
+//!   `GET /api/pauses?wait=` long poll and POSTs the resume, the app answers `exec.resume`
+//!   with `exec.resumed`, and the HTTP answer arrives: p50 / p99, also from the POST alone.
+//!
+//! `cargo bench -p graphmind-cli --bench hub_load` runs the full sizes (100,000 events per
+//! case, 1,000 round trips). Without `--bench` (e.g. `cargo test --benches`) it runs a small
+//! smoke size and only checks that everything arrived.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio_tungstenite::tungstenite::Message;
+
+type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<TcpStream>>;
+
+struct Sizes {
+    events: usize,
+    round_trips: usize,
+    full: bool,
+}
+
+fn main() {
+    let full = std::env::args().any(|a| a == "--bench");
+    let sizes = if full {
+        Sizes {
+            events: 100_000,
+            round_trips: 1_000,
+            full,
+        }
+    } else {
+        Sizes {
+            events: 2_000,
+            round_trips: 20,
+            full,
+        }
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(run(&sizes));
+}
+
+async fn run(sizes: &Sizes) {
+    let dir = TempDir::new();
+    let mut rows: Vec<[String; 4]> = Vec::new();
+    let n = sizes.events;
+    println!(
+        "hub_load: {} mode, {n} events per ingest case, {} gate round trips, {} cores",
+        if sizes.full { "bench" } else { "smoke" },
+        sizes.round_trips,
+        std::thread::available_parallelism().map_or(0, usize::from)
+    );
+
+    // Baselines.
+    for apps in [1, 8] {
+        let r = ws_sink_baseline(apps, n).await;
+        rows.push([
+            format!("baseline: loopback WebSocket sink, {apps} app(s)"),
+            rate(n, r),
+            "-".into(),
+            "no parse, no storage".into(),
+        ]);
+    }
+    let sqlite = sqlite_baseline(&dir.0.join("bare.db"), n);
+    rows.push([
+        "baseline: bare SQLite INSERT OR IGNORE".into(),
+        "-".into(),
+        rate(n, sqlite),
+        "same schema, 16,384 rows per transaction".into(),
+    ]);
+
+    // The hub.
+    for apps in [1, 8] {
+        let db = dir.0.join(format!("hub-{apps}.db"));
+        let hub = Hub::start(&dir.0, &db, &["--pause-on-error", "off"]);
+        let r = hub_ingest(&hub, &db, apps, n).await;
+        rows.push([
+            format!("hub ingest, {apps} app(s)"),
+            rate(n, r.accepted),
+            rate(n, r.persisted),
+            format!(
+                "hub CPU {:.0}% of one core; frames sent in {:.0} ms",
+                r.hub_cpu * 100.0,
+                r.sent.as_secs_f64() * 1e3
+            ),
+        ]);
+        drop(hub);
+    }
+
+    let db = dir.0.join("hub-gate.db");
+    let hub = Hub::start(
+        &dir.0,
+        &db,
+        &["--pause-on-error", "off", "--allow-control", "resume"],
+    );
+    let (full_rt, post_rt) = gate_round_trips(&hub, sizes.round_trips).await;
+    drop(hub);
+
+    println!();
+    println!(
+        "{:<46} {:>14} {:>14}  notes",
+        "case", "ingested/s", "persisted/s"
+    );
+    for r in &rows {
+        println!("{:<46} {:>14} {:>14}  {}", r[0], r[1], r[2], r[3]);
+    }
+    println!();
+    println!(
+        "{:<46} {:>10} {:>10} {:>10}",
+        "gate round trip", "p50 µs", "p99 µs", "max µs"
+    );
+    for (name, v) in [
+        ("exec.paused -> long poll -> resume -> released", &full_rt),
+        (
+            "resume POST -> exec.resume -> exec.resumed -> 200",
+            &post_rt,
+        ),
+    ] {
+        println!(
+            "{:<46} {:>10} {:>10} {:>10}",
+            name,
+            pct(v, 50.0),
+            pct(v, 99.0),
+            v.iter().max().copied().unwrap_or(0)
+        );
+    }
+}
+
+fn rate(n: usize, d: Duration) -> String {
+    let per_s = n as f64 / d.as_secs_f64();
+    let s = format!("{:.0}", per_s);
+    // Thousands separators.
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn pct(v: &[u64], p: f64) -> u64 {
+    if v.is_empty() {
+        return 0;
+    }
+    let mut s = v.to_vec();
+    s.sort_unstable();
+    let i = ((p / 100.0) * (s.len() - 1) as f64).round() as usize;
+    s[i.min(s.len() - 1)]
+}
+
+// ----- frames -------------------------------------------------------------------------------
+
+fn frame(seq: usize, run: &str, kind: &str, payload: &Value) -> String {
+    json!({"gm": 1, "seq": seq, "ts": 1_700_000_000_000u64 + seq as u64, "runId": run, "type": kind, "payload": payload})
+        .to_string()
+}
+
+/// `count` frames of one run: run.started, node.started / node.finished pairs (seq 1..).
+fn run_frames(run: &str, count: usize) -> Vec<String> {
+    let mut out = Vec::with_capacity(count);
+    out.push(frame(
+        1,
+        run,
+        "run.started",
+        &json!({"app": "bench", "sdk": {"name": "rust", "version": "0.1.0"}, "meta": {"name": "load"}}),
+    ));
+    let mut i = 0;
+    while out.len() < count {
+        let seq = out.len() + 1;
+        let call = format!("call_{}", i / 2);
+        let p = if i % 2 == 0 {
+            json!({"nodeId": "tool:search", "kind": "tool", "name": "search", "instanceId": call,
+                   "input": {"query": "flights from Berlin to Lisbon", "limit": 5}})
+        } else {
+            json!({"nodeId": "tool:search", "instanceId": call, "durationMs": 1.25, "status": "ok",
+                   "output": {"hits": i, "first": "LH 1166"}, "heldMs": 0.0})
+        };
+        let kind = if i % 2 == 0 {
+            "node.started"
+        } else {
+            "node.finished"
+        };
+        out.push(frame(seq, run, kind, &p));
+        i += 1;
+    }
+    out
+}
+
+fn hello() -> String {
+    frame(
+        0,
+        "*",
+        "hello",
+        &json!({"versions": {"protocol": 1, "client": "0.1.0"},
+                "capabilities": ["pause", "step", "inject", "retry", "abort", "run-claim"],
+                "app": "bench", "sdk": {"name": "rust", "version": "0.1.0"}}),
+    )
+}
+
+async fn send_all(ws: &mut Ws, frames: Vec<String>) {
+    for (i, f) in frames.into_iter().enumerate() {
+        ws.feed(Message::text(f)).await.expect("send");
+        if i % 512 == 511 {
+            ws.flush().await.expect("flush");
+        }
+    }
+    ws.flush().await.expect("flush");
+}
+
+/// Splits `n` events over `apps` runs.
+fn split(n: usize, apps: usize) -> Vec<usize> {
+    (0..apps)
+        .map(|i| n / apps + usize::from(i < n % apps))
+        .collect()
+}
+
+// ----- baselines ----------------------------------------------------------------------------
+
+async fn ws_sink_baseline(apps: usize, n: usize) -> Duration {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let server = tokio::spawn(async move {
+        let mut handles = Vec::new();
+        for _ in 0..apps {
+            let (s, _) = listener.accept().await.expect("accept");
+            handles.push(tokio::spawn(async move {
+                let mut ws = tokio_tungstenite::accept_async(s).await.expect("accept ws");
+                let mut got = 0usize;
+                while let Some(Ok(m)) = ws.next().await {
+                    if m.is_text() {
+                        got += 1;
+                    }
+                }
+                got
+            }));
+        }
+        let mut total = 0;
+        for h in handles {
+            total += h.await.expect("join");
+        }
+        total
+    });
+    let mut clients = Vec::new();
+    for (i, count) in split(n, apps).into_iter().enumerate() {
+        let (ws, _) = tokio_tungstenite::connect_async_with_config(
+            format!("ws://127.0.0.1:{port}/"),
+            None,
+            true,
+        )
+        .await
+        .expect("connect");
+        clients.push((ws, run_frames(&format!("run_sink{i}"), count)));
+    }
+    let t0 = Instant::now();
+    let mut tasks = Vec::new();
+    for (mut ws, frames) in clients {
+        tasks.push(tokio::spawn(async move {
+            send_all(&mut ws, frames).await;
+            let _ = ws.close(None).await;
+            while let Some(Ok(_)) = ws.next().await {}
+        }));
+    }
+    for t in tasks {
+        t.await.expect("join");
+    }
+    let got = server.await.expect("join");
+    let took = t0.elapsed();
+    assert_eq!(got, n, "the sink got every frame");
+    took
+}
+
+const SCHEMA: &str = "CREATE TABLE events (run_id TEXT NOT NULL, seq INTEGER NOT NULL, \
+    ts INTEGER NOT NULL, type TEXT NOT NULL, body TEXT NOT NULL, PRIMARY KEY (run_id, seq)) WITHOUT ROWID;";
+
+fn sqlite_baseline(path: &Path, n: usize) -> Duration {
+    let frames = run_frames("run_bare", n);
+    let conn = rusqlite::Connection::open(path).expect("open");
+    conn.pragma_update(None, "journal_mode", "WAL")
+        .expect("wal");
+    conn.pragma_update(None, "synchronous", "NORMAL")
+        .expect("sync");
+    conn.execute_batch(SCHEMA).expect("schema");
+    let t0 = Instant::now();
+    for chunk in frames.chunks(16_384).collect::<Vec<_>>().iter().enumerate() {
+        let (c, rows) = chunk;
+        let tx = conn.unchecked_transaction().expect("tx");
+        {
+            let mut st = tx
+                .prepare_cached(
+                    "INSERT OR IGNORE INTO events (run_id, seq, ts, type, body) VALUES (?1, ?2, ?3, ?4, ?5)",
+                )
+                .expect("prepare");
+            for (i, body) in rows.iter().enumerate() {
+                let seq = (c * 16_384 + i + 1) as i64;
+                st.execute(rusqlite::params![
+                    "run_bare",
+                    seq,
+                    seq,
+                    "node.started",
+                    body
+                ])
+                .expect("insert");
+            }
+        }
+        tx.commit().expect("commit");
+    }
+    let took = t0.elapsed();
+    let count: i64 = conn
+        .query_row("SELECT count(*) FROM events", [], |r| r.get(0))
+        .expect("count");
+    assert_eq!(count as usize, n);
+    took
+}
+
+// ----- the hub ------------------------------------------------------------------------------
+
+struct Hub {
+    child: Child,
+    port: u16,
+    token: String,
+}
+
+impl Hub {
+    fn start(home: &Path, db: &Path, extra: &[&str]) -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_graphmind"))
+            .args(["serve", "--port", "0", "--json", "--no-open", "--db"])
+            .arg(db)
+            .args(extra)
+            .env("GRAPHMIND_HOME", home)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn graphmind serve");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("the --json line");
+        let v: Value = serde_json::from_str(line.trim()).expect("JSON line");
+        let port = v["port"].as_u64().expect("port") as u16;
+        let run: Value = serde_json::from_str(
+            &std::fs::read_to_string(v["runFile"].as_str().expect("runFile")).expect("run file"),
+        )
+        .expect("run file JSON");
+        Self {
+            child,
+            port,
+            token: run["token"].as_str().expect("token").to_owned(),
+        }
+    }
+
+    /// user + system CPU time of the hub process so far.
+    fn cpu(&self) -> Duration {
+        let stat =
+            std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap_or_default();
+        let after = stat.rsplit_once(") ").map_or("", |(_, r)| r);
+        let f: Vec<&str> = after.split_whitespace().collect();
+        let ticks: u64 = f.get(11).and_then(|x| x.parse().ok()).unwrap_or(0)
+            + f.get(12).and_then(|x| x.parse().ok()).unwrap_or(0);
+        Duration::from_millis(ticks * 10) // USER_HZ is 100 on Linux
+    }
+
+    async fn app(&self) -> Ws {
+        // Apps disable Nagle, as the graphmind client does: small control frames go out at once.
+        let (mut ws, _) = tokio_tungstenite::connect_async_with_config(
+            format!("ws://127.0.0.1:{}/ingest", self.port),
+            None,
+            true,
+        )
+        .await
+        .expect("connect /ingest");
+        ws.send(Message::text(hello())).await.expect("hello");
+        loop {
+            match ws.next().await {
+                Some(Ok(Message::Text(t))) if t.as_str().contains("\"hello.ack\"") => return ws,
+                Some(Ok(_)) => {}
+                other => panic!("no hello.ack: {other:?}"),
+            }
+        }
+    }
+}
+
+impl Drop for Hub {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A keep-alive HTTP/1.1 connection to the hub.
+struct Http {
+    r: tokio::io::BufReader<TcpStream>,
+    port: u16,
+}
+
+impl Http {
+    async fn connect(port: u16) -> Self {
+        let s = TcpStream::connect(("127.0.0.1", port))
+            .await
+            .expect("connect");
+        s.set_nodelay(true).expect("nodelay");
+        Self {
+            r: tokio::io::BufReader::new(s),
+            port,
+        }
+    }
+
+    async fn send(&mut self, method: &str, path: &str, token: Option<&str>, body: Option<&str>) {
+        let mut req = format!(
+            "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\n",
+            self.port
+        );
+        if let Some(t) = token {
+            req.push_str(&format!("Authorization: Bearer {t}\r\n"));
+        }
+        if let Some(b) = body {
+            req.push_str(&format!(
+                "Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{b}",
+                b.len()
+            ));
+        } else {
+            req.push_str("\r\n");
+        }
+        self.r
+            .get_mut()
+            .write_all(req.as_bytes())
+            .await
+            .expect("write");
+    }
+
+    async fn answer(&mut self) -> (u16, String) {
+        let mut status = 0;
+        let mut len = 0usize;
+        let mut line = String::new();
+        loop {
+            line.clear();
+            self.r.read_line(&mut line).await.expect("read");
+            let l = line.trim_end();
+            if l.is_empty() && status != 0 {
+                break;
+            }
+            if l.starts_with("HTTP/1.1 ") {
+                status = l[9..12].parse().expect("status");
+            } else if let Some((k, v)) = l.split_once(':')
+                && k.eq_ignore_ascii_case("content-length")
+            {
+                len = v.trim().parse().expect("length");
+            }
+        }
+        let mut body = vec![0; len];
+        self.r.read_exact(&mut body).await.expect("body");
+        (status, String::from_utf8_lossy(&body).into_owned())
+    }
+
+    async fn get(&mut self, path: &str) -> (u16, String) {
+        self.send("GET", path, None, None).await;
+        self.answer().await
+    }
+}
+
+struct Ingest {
+    accepted: Duration,
+    persisted: Duration,
+    sent: Duration,
+    hub_cpu: f64,
+}
+
+async fn hub_ingest(hub: &Hub, db: &Path, apps: usize, n: usize) -> Ingest {
+    let mut conns = Vec::new();
+    for (i, count) in split(n, apps).into_iter().enumerate() {
+        let ws = hub.app().await;
+        conns.push((ws, run_frames(&format!("run_load{apps}x{i}"), count)));
+    }
+    let mut http = Http::connect(hub.port).await;
+    let accepted_now = |h: &str| -> u64 {
+        serde_json::from_str::<Value>(h).expect("health")["stats"]["eventsAccepted"]
+            .as_u64()
+            .expect("eventsAccepted")
+    };
+    let base = accepted_now(&http.get("/health").await.1);
+    let cpu0 = hub.cpu();
+    let t0 = Instant::now();
+    let mut tasks = Vec::new();
+    for (mut ws, frames) in conns {
+        tasks.push(tokio::spawn(async move {
+            send_all(&mut ws, frames).await;
+            ws
+        }));
+    }
+    let mut open = Vec::new();
+    for t in tasks {
+        open.push(t.await.expect("join"));
+    }
+    let sent = t0.elapsed();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let accepted = loop {
+        let got = accepted_now(&http.get("/health").await.1) - base;
+        if got >= n as u64 {
+            break t0.elapsed();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the hub accepted only {got} of {n} events"
+        );
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    };
+    // An events read flushes the writer: everything accepted before it is committed after.
+    let (status, _) = http
+        .get(&format!(
+            "/api/runs/run_load{apps}x0/events?afterSeq={n}&limit=1"
+        ))
+        .await;
+    assert_eq!(status, 200);
+    let persisted = t0.elapsed();
+    let hub_cpu = (hub.cpu() - cpu0).as_secs_f64() / persisted.as_secs_f64();
+    let conn =
+        rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .expect("open the hub's db");
+    let rows: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM events WHERE run_id LIKE ?1",
+            [format!("run_load{apps}x%")],
+            |r| r.get(0),
+        )
+        .expect("count");
+    assert_eq!(rows as usize, n, "every event is in the database");
+    drop(open);
+    Ingest {
+        accepted,
+        persisted,
+        sent,
+        hub_cpu,
+    }
+}
+
+async fn gate_round_trips(hub: &Hub, rounds: usize) -> (Vec<u64>, Vec<u64>) {
+    let run = "run_gate";
+    let ws = hub.app().await;
+    let (mut sink, mut stream) = ws.split();
+    sink.send(Message::text(frame(
+        1,
+        run,
+        "run.started",
+        &json!({"app": "bench", "sdk": {"name": "rust", "version": "0.1.0"}, "meta": {"name": "gate"}}),
+    )))
+    .await
+    .expect("send");
+    let sink = Arc::new(tokio::sync::Mutex::new(sink));
+    let seq = Arc::new(std::sync::atomic::AtomicUsize::new(2));
+    // The app answers every exec.resume at once.
+    let responder = {
+        let sink = Arc::clone(&sink);
+        let seq = Arc::clone(&seq);
+        tokio::spawn(async move {
+            while let Some(Ok(m)) = stream.next().await {
+                let Message::Text(t) = m else { continue };
+                let v: Value = serde_json::from_str(t.as_str()).expect("JSON");
+                if v["type"] != "exec.resume" {
+                    continue;
+                }
+                let s = seq.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let f = frame(
+                    s,
+                    run,
+                    "exec.resumed",
+                    &json!({"pauseId": v["payload"]["pauseId"], "action": v["payload"]["action"]}),
+                );
+                sink.lock()
+                    .await
+                    .send(Message::text(f))
+                    .await
+                    .expect("send");
+            }
+        })
+    };
+    let mut poll = Http::connect(hub.port).await;
+    let mut ctl = Http::connect(hub.port).await;
+    let mut full = Vec::with_capacity(rounds);
+    let mut post = Vec::with_capacity(rounds);
+    for i in 0..rounds + rounds / 10 {
+        let pause = format!("pause_bench_{i}");
+        poll.send(
+            "GET",
+            &format!("/api/pauses?runId={run}&wait=5"),
+            None,
+            None,
+        )
+        .await;
+        let t0 = Instant::now();
+        {
+            let s = seq.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let f = frame(
+                s,
+                run,
+                "exec.paused",
+                &json!({"pauseId": pause, "nodeId": "tool:search", "point": "before"}),
+            );
+            sink.lock()
+                .await
+                .send(Message::text(f))
+                .await
+                .expect("send");
+        }
+        let (status, body) = poll.answer().await;
+        assert_eq!(status, 200);
+        assert!(
+            body.contains(&pause),
+            "the long poll shows the pause: {body}"
+        );
+        let t1 = Instant::now();
+        ctl.send(
+            "POST",
+            &format!("/api/runs/{run}/pauses/{pause}/resume"),
+            Some(&hub.token),
+            Some(r#"{"action":"continue"}"#),
+        )
+        .await;
+        let (status, body) = ctl.answer().await;
+        assert_eq!(status, 200, "resume: {body}");
+        let end = Instant::now();
+        // The first tenth warms up.
+        if i >= rounds / 10 {
+            full.push((end - t0).as_micros() as u64);
+            post.push((end - t1).as_micros() as u64);
+        }
+    }
+    responder.abort();
+    (full, post)
+}
+
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new() -> Self {
+        let p = std::env::temp_dir().join(format!("gm-hub-load-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).expect("temp dir");
+        Self(p)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
