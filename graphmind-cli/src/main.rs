@@ -1,6 +1,7 @@
 //! `graphmind`: the debugger hub (`graphmind serve`) and the commands that control it.
 
 mod control;
+mod demo;
 mod paths;
 mod serve;
 mod viewer;
@@ -21,6 +22,8 @@ struct Cli {
 enum Command {
     /// Start the debugger hub: apps report to /ingest, the viewer is served on the same port.
     Serve(serve::ServeArgs),
+    /// Start a hub, open the viewer and run the bundled support agent (pauses on its planted error).
+    Demo(demo::DemoArgs),
     /// Commands that talk to a running `graphmind serve`.
     #[command(flatten)]
     Control(control::ControlCommand),
@@ -40,6 +43,7 @@ fn main() -> ExitCode {
     };
     match cli.command {
         Command::Serve(args) => serve::main(args),
+        Command::Demo(args) => demo::main(args),
         Command::Control(cmd) => control::main(cmd),
     }
 }

@@ -1,0 +1,504 @@
+//! `graphmind demo`: a hub, the viewer and the bundled support agent in one command.
+//!
+//! Starts a hub in this process (or uses a graphmind hub already listening on `--port`),
+//! prints the viewer link and opens it, then runs the support agent of `examples/` (a scripted
+//! model: no network, no key). The agent misreads the order id once, so its lookup fails and
+//! the run holds on the error gate until someone injects a fix, retries or continues from the
+//! viewer. `--auto` plays that part through the HTTP control API and exits 0 once the run
+//! finished ok, so CI runs the demo too.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use serde_json::{Value, json};
+
+use crate::paths;
+use crate::serve::{self, AllowControl, ServeArgs};
+
+/// The demo agent's app name, as its runs show in the viewer.
+const APP: &str = "support-agent";
+/// The demo run's name.
+const RUN: &str = "handle-ticket";
+/// The node the planted bad input fails in.
+const FAILING_NODE: &str = "tool:lookup_order";
+
+/// Flags of `graphmind demo`: those of `serve`, plus `--auto`.
+#[derive(Args, Debug, Clone)]
+pub struct DemoArgs {
+    /// The hub's flags (a hub already running on --port is used instead of starting one).
+    #[command(flatten)]
+    pub serve: ServeArgs,
+    /// Play the user's part: inject the fix at the held error through the control API, then
+    /// exit 0 once the run finished ok (1 otherwise).
+    #[arg(long)]
+    pub auto: bool,
+    /// Seconds `--auto` waits for the run to finish.
+    #[arg(long, default_value_t = 60, value_name = "SECONDS")]
+    pub timeout: u64,
+}
+
+/// The value `--auto` injects at the failed lookup: the order the ticket is about.
+fn fix() -> Value {
+    let order = graphmind_examples::Order {
+        order_id: "ORD-1042".to_owned(),
+        amount_cents: 4_999,
+        tracking: "TRK-1042-NL".to_owned(),
+    };
+    serde_json::to_value(order).unwrap_or(Value::Null)
+}
+
+/// `graphmind demo`.
+pub fn main(args: DemoArgs) -> ExitCode {
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("graphmind: cannot start the runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let code = rt.block_on(run(args));
+    rt.shutdown_timeout(Duration::from_millis(500));
+    code
+}
+
+/// The hub the demo reports to.
+enum Hub {
+    /// Started by this process; stopped when the demo ends.
+    Own(serve::Running),
+    /// Another `graphmind serve` on the port.
+    External(u16),
+}
+
+impl Hub {
+    fn port(&self) -> u16 {
+        match self {
+            Hub::Own(r) => r.port,
+            Hub::External(p) => *p,
+        }
+    }
+}
+
+macro_rules! say {
+    ($json:expr, $($arg:tt)*) => {
+        if $json { eprintln!($($arg)*) } else { println!($($arg)*) }
+    };
+}
+
+async fn run(args: DemoArgs) -> ExitCode {
+    let json_out = args.serve.json;
+    let mut serve_args = args.serve.clone();
+    if args.auto && serve_args.allow_control != AllowControl::Inject {
+        // --auto injects through the control API with the agent token of its own hub
+        serve_args.allow_control = AllowControl::Inject;
+    }
+    let hub = if serve_args.port != 0 && is_graphmind(serve_args.port).await {
+        Hub::External(serve_args.port)
+    } else {
+        match serve::start(&serve_args).await {
+            Ok(r) => Hub::Own(r),
+            Err(e) => {
+                eprintln!("graphmind: {e}");
+                return ExitCode::from(1);
+            }
+        }
+    };
+    let port = hub.port();
+    let base = format!("http://127.0.0.1:{port}");
+    let link = match &hub {
+        Hub::Own(r) => r.viewer_url.clone(),
+        Hub::External(_) => format!("{base}/"),
+    };
+    if json_out {
+        let line = json!({
+            "port": port,
+            "url": base,
+            "pid": std::process::id(),
+            "version": env!("CARGO_PKG_VERSION"),
+            "viewerUrl": link,
+            "ownHub": matches!(hub, Hub::Own(_)),
+        });
+        println!("{line}");
+    }
+    match &hub {
+        Hub::Own(_) => say!(json_out, "graphmind demo: viewer at {link}"),
+        Hub::External(_) => say!(
+            json_out,
+            "graphmind demo: using the graphmind hub already on port {port}; viewer at {link} \
+             (to control the run, open the link its `graphmind serve` printed)"
+        ),
+    }
+    let opened = !serve_args.no_open && open_browser(&link);
+    if opened && !args.auto {
+        // let the page connect, so the run is watched from its first event
+        wait_for_viewer(port, Duration::from_secs(5)).await;
+    }
+
+    // --auto needs the right to inject before anything runs
+    let token = if args.auto {
+        match agent_token(port) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                eprintln!("graphmind demo: {e}");
+                if let Hub::Own(running) = hub {
+                    running.shutdown().await;
+                }
+                return ExitCode::from(1);
+            }
+        }
+    } else {
+        None
+    };
+
+    let started_ms = serve::now_ms();
+    let gm =
+        graphmind::init(graphmind::Config::new(APP).url(format!("ws://127.0.0.1:{port}/ingest")));
+    if !gm.ready(Duration::from_secs(2)).await {
+        eprintln!("graphmind demo: the agent could not attach to the hub on port {port}");
+    }
+    say!(json_out, "ticket: {}", graphmind_examples::TICKET);
+    if !args.auto {
+        say!(
+            json_out,
+            "graphmind demo: the agent misreads the order id, so {FAILING_NODE} fails and holds \
+             on its error gate: inject a fix (e.g. {}) or retry from the viewer",
+            fix()
+        );
+    }
+    let agent = tokio::spawn(graphmind::run!(RUN, async {
+        graphmind_examples::support_agent(graphmind_examples::TICKET).await
+    }));
+
+    let mut failure = None;
+    if let Some(token) = token {
+        let deadline = Instant::now() + Duration::from_secs(args.timeout);
+        if let Err(e) = drive(port, &token, &agent, started_ms, deadline, json_out).await {
+            failure = Some(e);
+            agent.abort();
+        }
+    }
+    let outcome = agent.await;
+    match &outcome {
+        Ok(Ok(Ok(answer))) => say!(json_out, "agent: {answer}"),
+        Ok(Ok(Err(err))) => say!(json_out, "agent gave up: {err}"),
+        Ok(Err(aborted)) => say!(json_out, "{aborted}"),
+        Err(_) => {}
+    }
+    gm.dispose().await;
+
+    let status = run_status(port, started_ms).await;
+    say!(
+        json_out,
+        "graphmind demo: run {RUN} finished {}",
+        status.as_deref().unwrap_or("(not found on the hub)")
+    );
+    let code = if args.auto {
+        match (&failure, status.as_deref()) {
+            (None, Some("ok")) if matches!(outcome, Ok(Ok(Ok(_)))) => ExitCode::SUCCESS,
+            (Some(e), _) => {
+                eprintln!("graphmind demo: {e}");
+                ExitCode::from(1)
+            }
+            _ => ExitCode::from(1),
+        }
+    } else {
+        if let Hub::Own(_) = hub {
+            say!(
+                json_out,
+                "graphmind demo: the viewer stays up at {link}; Ctrl-C to stop"
+            );
+            let _ = tokio::signal::ctrl_c().await;
+        }
+        ExitCode::SUCCESS
+    };
+    if let Hub::Own(running) = hub {
+        running.shutdown().await;
+    }
+    code
+}
+
+/// Plays the user's part until the agent finishes: the held error of the planted bad input
+/// gets the fix injected; any other gate of the demo run is continued.
+async fn drive(
+    port: u16,
+    token: &str,
+    agent: &tokio::task::JoinHandle<impl Sized>,
+    started_ms: u64,
+    deadline: Instant,
+    json_out: bool,
+) -> Result<(), String> {
+    let mut handled = std::collections::HashSet::new();
+    while !agent.is_finished() {
+        if Instant::now() > deadline {
+            return Err("--auto: the run did not finish in time".to_owned());
+        }
+        let pauses = blocking(port, "GET", "/api/pauses?wait=0.3", None, None).await?;
+        let list = pauses.1["pauses"].as_array().cloned().unwrap_or_default();
+        for p in list {
+            let (Some(run_id), Some(pause_id)) = (p["runId"].as_str(), p["pauseId"].as_str())
+            else {
+                continue;
+            };
+            if handled.contains(pause_id) || !is_demo_run(port, run_id, started_ms).await {
+                continue;
+            }
+            let node = p["nodeId"].as_str().unwrap_or("");
+            let point = p["point"].as_str().unwrap_or("");
+            let body = if node == FAILING_NODE && point == "error" {
+                json!({"action": "inject", "output": fix()})
+            } else {
+                json!({"action": "continue"})
+            };
+            let path = format!("/api/runs/{run_id}/pauses/{pause_id}/resume");
+            let (status, answer) = blocking(
+                port,
+                "POST",
+                &path,
+                Some(token.to_owned()),
+                Some(body.clone()),
+            )
+            .await?;
+            let outcome = answer["outcome"].as_str().unwrap_or("?");
+            match outcome {
+                "resumed" | "sent" => {
+                    handled.insert(pause_id.to_owned());
+                    say!(
+                        json_out,
+                        "graphmind demo --auto: {} at {node} ({point}) -> {outcome}",
+                        body["action"].as_str().unwrap_or("?")
+                    );
+                }
+                "taken" | "gone" => {
+                    handled.insert(pause_id.to_owned());
+                }
+                _ => {
+                    let why = answer["message"]
+                        .as_str()
+                        .or_else(|| answer["error"].as_str())
+                        .unwrap_or("");
+                    return Err(format!(
+                        "--auto: the hub answered {status} {outcome} to the resume of {node}: {why}"
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The run's status on the hub (the newest demo run started since `started_ms`).
+async fn run_status(port: u16, started_ms: u64) -> Option<String> {
+    // the hub writes in batches; give the final events a moment to land
+    let until = Instant::now() + Duration::from_secs(3);
+    loop {
+        if let Ok((_, v)) = blocking(port, "GET", "/api/runs?limit=50", None, None).await {
+            let found = v["runs"].as_array().and_then(|runs| {
+                runs.iter()
+                    .find(|r| is_demo_summary(r, started_ms))
+                    .and_then(|r| r["status"].as_str().map(str::to_owned))
+            });
+            if let Some(s) = found.as_deref()
+                && (s != "running" || Instant::now() > until)
+            {
+                return found;
+            }
+            if found.is_none() && Instant::now() > until {
+                return None;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn is_demo_summary(r: &Value, started_ms: u64) -> bool {
+    r["app"].as_str() == Some(APP)
+        && r["name"].as_str() == Some(RUN)
+        && r["startedAt"].as_u64().unwrap_or(0) + 1_000 >= started_ms
+}
+
+async fn is_demo_run(port: u16, run_id: &str, started_ms: u64) -> bool {
+    match blocking(port, "GET", &format!("/api/runs/{run_id}"), None, None).await {
+        Ok((200, r)) => is_demo_summary(&r, started_ms),
+        _ => false,
+    }
+}
+
+/// The agent token of the hub on `port`, from its run file; --auto needs it to allow inject.
+fn agent_token(port: u16) -> Result<String, String> {
+    let file = paths::run_file(port);
+    let text = std::fs::read_to_string(&file)
+        .map_err(|e| format!("--auto needs the hub's run file {}: {e}", file.display()))?;
+    let v: Value =
+        serde_json::from_str(&text).map_err(|e| format!("{} is not JSON: {e}", file.display()))?;
+    if v["allowControl"].as_str() != Some("inject") {
+        return Err(format!(
+            "--auto injects through the control API, but the hub on port {port} does not allow \
+             it: start it with `graphmind serve --allow-control inject`, or run the demo on a \
+             free port"
+        ));
+    }
+    v["token"]
+        .as_str()
+        .map(str::to_owned)
+        .ok_or_else(|| format!("{} holds no token", file.display()))
+}
+
+async fn is_graphmind(port: u16) -> bool {
+    matches!(
+        blocking(port, "GET", "/health", None, None).await,
+        Ok((200, v)) if v["ok"] == json!(true) && v["port"] == json!(port)
+    )
+}
+
+async fn wait_for_viewer(port: u16, within: Duration) {
+    let until = Instant::now() + within;
+    while Instant::now() < until {
+        if let Ok((_, v)) = blocking(port, "GET", "/health", None, None).await
+            && v["viewers"].as_u64().unwrap_or(0) > 0
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn open_browser(url: &str) -> bool {
+    let opener = if cfg!(target_os = "macos") {
+        "open"
+    } else {
+        "xdg-open"
+    };
+    let child = std::process::Command::new(opener)
+        .arg(url)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+    match child {
+        Ok(mut c) => {
+            std::thread::spawn(move || {
+                let _ = c.wait();
+            });
+            true
+        }
+        Err(_) => false,
+    }
+}
+
+/// One HTTP request to the hub on a blocking thread.
+async fn blocking(
+    port: u16,
+    method: &'static str,
+    path: &str,
+    token: Option<String>,
+    body: Option<Value>,
+) -> Result<(u16, Value), String> {
+    let path = path.to_owned();
+    tokio::task::spawn_blocking(move || {
+        request(port, method, &path, token.as_deref(), body.as_ref())
+    })
+    .await
+    .map_err(|e| e.to_string())?
+}
+
+/// A minimal HTTP/1.1 exchange with the loopback hub: one request per connection.
+fn request(
+    port: u16,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: Option<&Value>,
+) -> Result<(u16, Value), String> {
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2))
+        .map_err(|e| format!("no hub on port {port}: {e}"))?;
+    let _ = s.set_read_timeout(Some(Duration::from_secs(15)));
+    let body = body.map(Value::to_string).unwrap_or_default();
+    let mut head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\
+         Accept: application/json\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    if method == "POST" {
+        head.push_str("Content-Type: application/json\r\n");
+    }
+    if let Some(t) = token {
+        head.push_str(&format!("Authorization: Bearer {t}\r\n"));
+    }
+    head.push_str("\r\n");
+    s.write_all(head.as_bytes())
+        .and_then(|()| s.write_all(body.as_bytes()))
+        .map_err(|e| e.to_string())?;
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).map_err(|e| e.to_string())?;
+    let text = String::from_utf8_lossy(&raw);
+    let (head, rest) = text
+        .split_once("\r\n\r\n")
+        .ok_or_else(|| "the hub sent no HTTP answer".to_owned())?;
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse::<u16>().ok())
+        .ok_or_else(|| "the hub sent no status".to_owned())?;
+    let chunked = head.lines().any(|l| {
+        l.to_ascii_lowercase()
+            .starts_with("transfer-encoding: chunked")
+    });
+    let payload = if chunked {
+        dechunk(rest)
+    } else {
+        rest.to_owned()
+    };
+    Ok((
+        status,
+        serde_json::from_str(&payload).unwrap_or(Value::Null),
+    ))
+}
+
+fn dechunk(mut rest: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, tail)) = rest.split_once("\r\n") {
+        let Ok(n) = usize::from_str_radix(size.trim(), 16) else {
+            break;
+        };
+        if n == 0 || tail.len() < n {
+            break;
+        }
+        out.push_str(&tail[..n]);
+        rest = tail[n..].trim_start_matches("\r\n");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_fix_is_an_order_the_lookup_could_have_returned() {
+        let order: graphmind_examples::Order =
+            serde_json::from_value(fix()).expect("the fix deserializes into the tool's type");
+        assert_eq!(order.order_id, "ORD-1042");
+    }
+
+    #[test]
+    fn chunked_bodies_are_joined() {
+        assert_eq!(dechunk("4\r\n{\"a\"\r\n3\r\n:1}\r\n0\r\n\r\n"), "{\"a\":1}");
+    }
+
+    #[test]
+    fn only_recent_runs_of_the_demo_agent_count() {
+        let r = json!({"app": APP, "name": RUN, "startedAt": 10_000});
+        assert!(is_demo_summary(&r, 10_500));
+        assert!(!is_demo_summary(&r, 20_000));
+        assert!(!is_demo_summary(
+            &json!({"app": "other", "name": RUN, "startedAt": 10_000}),
+            10_000
+        ));
+    }
+}
