@@ -344,15 +344,25 @@ impl Inner {
             return false;
         };
         let mut link = handle.subscribe();
+        let mut failures = handle.subscribe_failures();
         // Callers during an attempt share it; otherwise start one now.
         if !self.attempting.load(Relaxed) {
             self.kick.store(true, Relaxed);
             self.wake.notify_one();
         }
+        // Attached → true; closed, or the shared attempt failed (refused, no ack, version
+        // mismatch) → false at once, so a detached app never idles out the whole timeout.
         let attached = async move {
-            link.wait_for(|l| *l != Link::Detached)
-                .await
-                .is_ok_and(|l| *l == Link::Attached)
+            let attached = std::pin::pin!(async {
+                link.wait_for(|l| *l != Link::Detached)
+                    .await
+                    .is_ok_and(|l| *l == Link::Attached)
+            });
+            let failed = std::pin::pin!(failures.changed());
+            match futures_util::future::select(attached, failed).await {
+                futures_util::future::Either::Left((v, _)) => v,
+                futures_util::future::Either::Right(_) => false,
+            }
         };
         handle.deadline(timeout, attached).await.unwrap_or(false)
     }

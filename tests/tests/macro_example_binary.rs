@@ -13,8 +13,14 @@ use graphmind_tests::FakeDebugger;
 use macro_support::{SECOND, pause_id, paused};
 use serde_json::json;
 
-/// `target/<profile>/examples/support_agent`, built on demand.
+/// `target/<profile>/examples/support_agent`, (re)built once per test binary so a stale
+/// build never answers for the current source (a no-op when it is fresh).
 fn example_binary() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT.get_or_init(build_example).clone()
+}
+
+fn build_example() -> PathBuf {
     let exe = std::env::current_exe().expect("test binary path");
     let profile_dir = exe
         .parent()
@@ -23,7 +29,7 @@ fn example_binary() -> PathBuf {
     let binary = profile_dir
         .join("examples")
         .join(format!("support_agent{}", std::env::consts::EXE_SUFFIX));
-    if !binary.exists() {
+    {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
         let status = std::process::Command::new(cargo)
             .args([
@@ -61,14 +67,12 @@ async fn detached_it_answers_and_exits_zero_without_waiting() {
         .local_addr()
         .unwrap()
         .port();
+    let mut cmd = command(&format!("ws://127.0.0.1:{port}/ingest"));
     let started = Instant::now();
-    let out = tokio::time::timeout(
-        20 * SECOND,
-        command(&format!("ws://127.0.0.1:{port}/ingest")).output(),
-    )
-    .await
-    .expect("finished")
-    .expect("ran");
+    let out = tokio::time::timeout(20 * SECOND, cmd.output())
+        .await
+        .expect("finished")
+        .expect("ran");
     let took = started.elapsed();
     assert!(out.status.success(), "{out:?}");
     let stdout = String::from_utf8_lossy(&out.stdout);

@@ -75,6 +75,8 @@ pub(crate) enum Link {
 /// The session's handle on its transport thread.
 pub(crate) struct Handle {
     link: Arc<watch::Sender<Link>>,
+    /// Connection attempts that ended without attaching, so far (`ready` gives up on one).
+    failures: Arc<watch::Sender<u64>>,
     rt: tokio::runtime::Handle,
     done: Mutex<Option<oneshot::Receiver<()>>>,
 }
@@ -82,6 +84,11 @@ pub(crate) struct Handle {
 impl Handle {
     pub(crate) fn subscribe(&self) -> watch::Receiver<Link> {
         self.link.subscribe()
+    }
+
+    /// The count of failed connection attempts; it changes when one more fails.
+    pub(crate) fn subscribe_failures(&self) -> watch::Receiver<u64> {
+        self.failures.subscribe()
     }
 
     pub(crate) fn set_link(&self, link: Link) {
@@ -123,8 +130,10 @@ pub(crate) fn start(inner: Arc<Inner>) -> Option<Handle> {
     let handle = rt.handle().clone();
     let (link, _) = watch::channel(Link::Detached);
     let link = Arc::new(link);
+    let failures = Arc::new(watch::channel(0u64).0);
     let (done_tx, done_rx) = oneshot::channel();
     let thread_link = Arc::clone(&link);
+    let thread_failures = Arc::clone(&failures);
     // The first attempt starts at once: `ready` calls from now on share it.
     inner
         .attempting
@@ -133,7 +142,7 @@ pub(crate) fn start(inner: Arc<Inner>) -> Option<Handle> {
         .name("graphmind-transport".into())
         .spawn(move || {
             let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                rt.block_on(run(&inner, &thread_link));
+                rt.block_on(run(&inner, &thread_link, &thread_failures));
             }));
             if outcome.is_err() {
                 // Fail open even if something in here panicked.
@@ -147,6 +156,7 @@ pub(crate) fn start(inner: Arc<Inner>) -> Option<Handle> {
         .ok()?;
     Some(Handle {
         link,
+        failures,
         rt: handle,
         done: Mutex::new(Some(done_rx)),
     })
@@ -165,7 +175,7 @@ enum End {
     Shutdown,
 }
 
-async fn run(inner: &Inner, link: &watch::Sender<Link>) {
+async fn run(inner: &Inner, link: &watch::Sender<Link>, failures: &watch::Sender<u64>) {
     use std::sync::atomic::Ordering::Relaxed;
     let mut token: Option<String> = None;
     let mut delay = Duration::ZERO;
@@ -184,6 +194,9 @@ async fn run(inner: &Inner, link: &watch::Sender<Link>) {
             () = until_shutdown(inner) => break,
         };
         inner.attempting.store(false, Relaxed);
+        if !matches!(outcome, Attempt::Attached(_)) {
+            failures.send_modify(|n| *n += 1);
+        }
         match outcome {
             Attempt::Attached(ws) => {
                 link.send_replace(Link::Attached);
