@@ -1,0 +1,134 @@
+// The viewer's run model and layout (plain ES modules, no DOM): what the page draws from a
+// run's envelopes, checked without a browser.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { ROOT } from '../lib/harness.mjs';
+
+const assets = path.join(ROOT, 'graphmind-cli/assets');
+const { RunModel, deriveReason, matcherMatches, nodeBreakpoints } = await import(path.join(assets, 'model.js'));
+const { layout, CARD_W, CARD_H } = await import(path.join(assets, 'layout.js'));
+
+let seq = 0;
+const env = (type, payload, runId = 'run_a') => ({ gm: 1, seq: seq++, ts: 1000 + seq, runId, type, payload });
+
+test('the Python fixture: a replayed ring is not counted twice, tools hang under the agent', () => {
+  const lines = fs
+    .readFileSync(path.join(ROOT, 'graphmind-protocol/fixtures/py-client-frames.ndjson'), 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l))
+    .filter((e) => e.runId === 'run_0ea9e8dd0e44');
+  const m = new RunModel('run_0ea9e8dd0e44');
+  for (const e of lines) m.apply(e);
+  for (const e of lines) assert.equal(m.apply(e), false, 'a replay with the original seqs is ignored');
+  assert.equal(m.eventCount, lines.length);
+  assert.equal(m.status, 'ok');
+  assert.equal(m.rootId, 'agent:demo-run');
+  const add = m.nodes.get('tool:add');
+  assert.equal(add.parentId, 'agent:demo-run');
+  assert.equal(add.execs.length, 1);
+  assert.match(add.execs[0].instanceId, /^call_/);
+  assert.equal(add.execs[0].injected, true);
+  assert.equal(add.execs[0].heldMs, 50.82);
+  const pause = [...m.pauses.values()][0];
+  assert.equal(pause.reason, null, 'Python sends no reason');
+  assert.equal(deriveReason(pause, { mode: 'run' }), 'breakpoint');
+  assert.equal(deriveReason(pause, { mode: 'step' }), 'step');
+  assert.equal(deriveReason({ ...pause, point: 'error' }, { mode: 'run' }), 'error');
+  // tokens for a step that never started still show as its tail
+  assert.equal(m.nodes.get('llm:step').tailText, 'héllo');
+});
+
+test('the declared structure (graph.hint) wins over where a call ran', () => {
+  const m = new RunModel('run_a');
+  m.apply(env('graph.hint', { nodes: [
+    { nodeId: 'agent:t', kind: 'agent', name: 't' },
+    { nodeId: 'llm:step', kind: 'llm', name: 'step', parentId: 'agent:t' },
+    { nodeId: 'tool:x', kind: 'tool', name: 'x', parentId: 'llm:step' },
+  ] }));
+  assert.equal(m.nodeStatus(m.nodes.get('tool:x')), 'ghost');
+  m.apply(env('node.started', { nodeId: 'agent:t', kind: 'agent', name: 't', instanceId: 'run_a' }));
+  m.apply(env('node.started', { nodeId: 'tool:x', kind: 'tool', name: 'x', instanceId: 'c1', parentId: 'agent:t' }));
+  assert.equal(m.nodes.get('tool:x').parentId, 'llm:step');
+  assert.equal(m.nodeStatus(m.nodes.get('tool:x')), 'running');
+});
+
+test('streams, retries, injects and an aborted run land on the right execution', () => {
+  const m = new RunModel('run_a');
+  m.apply(env('node.started', { nodeId: 'llm:step', kind: 'llm', name: 'step', instanceId: 'i:s1' }));
+  m.apply(env('node.token', { nodeId: 'llm:step', deltas: [{ t: 'reasoning', v: 'think ' }, { t: 'text', v: 'Hel' }] }));
+  m.apply(env('node.token', { nodeId: 'llm:step', instanceId: 'i:s1', deltas: [{ t: 'text', v: 'lo' }, { t: 'tool-args', v: '{"a"' }] }));
+  const step = m.nodes.get('llm:step');
+  assert.equal(step.execs[0].text, 'Hello');
+  assert.equal(step.execs[0].reasoning, 'think ');
+  assert.equal(step.execs[0].toolArgs, '{"a"');
+  assert.equal(step.tailText, 'Hello');
+  m.apply(env('node.finished', { nodeId: 'llm:step', instanceId: 'i:s1', status: 'ok', durationMs: 30, heldMs: 10, usage: { inputTokens: 5, outputTokens: 2 } }));
+  assert.equal(step.execs[0].durationMs - step.execs[0].heldMs, 20);
+
+  m.apply(env('node.started', { nodeId: 'tool:x', kind: 'tool', name: 'x', instanceId: 'c1', providerExecuted: true }));
+  m.apply(env('node.error', { nodeId: 'tool:x', instanceId: 'c1', error: { name: 'E', message: 'bad', stack: 's' } }));
+  m.apply(env('exec.paused', { pauseId: 'p1', nodeId: 'tool:x', point: 'error', reason: 'error' }));
+  m.apply(env('exec.resumed', { pauseId: 'p1', action: 'retry' }));
+  m.apply(env('node.error', { nodeId: 'tool:x', instanceId: 'c1', error: { name: 'E', message: 'bad again' } }));
+  m.apply(env('exec.paused', { pauseId: 'p2', nodeId: 'tool:x', point: 'error' }));
+  m.apply(env('exec.refused', { pauseId: 'p2', code: 'schema', message: 'expected u64' }));
+  m.apply(env('exec.resumed', { pauseId: 'p2', action: 'inject' }));
+  m.apply(env('node.finished', { nodeId: 'tool:x', instanceId: 'c1', status: 'ok', output: 7, injected: true, recoveredFromError: true, durationMs: 9 }));
+  const x = m.nodes.get('tool:x');
+  assert.equal(x.execs.length, 1);
+  const e = x.execs[0];
+  assert.equal(e.attempts, 2);
+  assert.deepEqual([e.injected, e.recoveredFromError, e.ungated, x.ungated, x.injected], [true, true, true, true, true]);
+  assert.equal(e.error.message, 'bad again');
+  assert.deepEqual(e.pauses.map((p) => [p.point, p.action, p.refused?.code ?? null]), [['error', 'retry', null], ['error', 'inject', 'schema']]);
+  assert.equal(m.nodeStatus(x), 'ok');
+
+  m.apply(env('node.started', { nodeId: 'tool:y', kind: 'tool', name: 'y', instanceId: 'c2' }));
+  m.apply(env('run.finished', { status: 'aborted' }));
+  assert.equal(m.nodeStatus(m.nodes.get('tool:y')), 'aborted');
+  assert.equal(m.status, 'aborted');
+});
+
+test('junk envelopes and unknown types neither throw nor draw nodes', () => {
+  const m = new RunModel('run_a');
+  for (const bad of [null, 1, 'x', [], { type: 'node.started' }, env('node.started', { nodeId: 5 }), env('node.token', { nodeId: 'llm:s', deltas: 'no' }), env('exec.resumed', { pauseId: 'nope' }), env('future.type', { a: 1 })]) {
+    m.apply(bad);
+  }
+  assert.equal(m.unknownTypes, 1);
+  assert.equal(m.nodes.size, 0);
+});
+
+test('matchers: point defaults to before, kind and name when given', () => {
+  const node = { kind: 'tool', name: 'search' };
+  assert.ok(matcherMatches({}, node, 'before'));
+  assert.ok(!matcherMatches({}, node, 'after'));
+  assert.ok(matcherMatches({ kind: 'tool', point: 'error' }, node, 'error'));
+  assert.ok(!matcherMatches({ name: 'other' }, node, 'before'));
+  assert.deepEqual(nodeBreakpoints([{ point: 'error' }, { name: 'search' }, { kind: 'llm' }], node), [{ name: 'search' }]);
+});
+
+test('layout: 300 nodes get distinct places, many leaves are grouped, cycles do not hang', () => {
+  const nodes = [{ id: 'agent:a', parentId: null, order: 0, kind: 'agent', name: 'a' }];
+  for (let i = 1; i < 300; i++) nodes.push({ id: `tool:t${i}`, parentId: i < 10 ? 'agent:a' : `tool:t${(i % 9) + 1}`, order: i, kind: 'tool', name: `t${i}` });
+  const L = layout(nodes);
+  assert.equal(L.cards.size, 300);
+  const seen = new Set();
+  for (const p of L.cards.values()) {
+    const key = `${Math.round(p.x / CARD_W)}:${Math.round(p.y / CARD_H)}`;
+    assert.ok(!seen.has(key), `two cards at ${key}`);
+    seen.add(key);
+  }
+  assert.ok(L.groups.length >= 9, 'each fan-out of leaves is a group');
+  assert.ok(L.height <= L.width * 1.5, `not a thin column: ${L.width}×${L.height}`);
+  const folded = layout(nodes, new Set(L.groups.map((g) => g.id)));
+  assert.equal(folded.cards.size, 10, 'folded groups draw no member cards');
+
+  const cyc = layout([
+    { id: 'a', parentId: 'b', order: 0, kind: 'x', name: 'a' },
+    { id: 'b', parentId: 'a', order: 1, kind: 'x', name: 'b' },
+  ]);
+  assert.equal(cyc.cards.size, 2);
+});
