@@ -1,0 +1,64 @@
+// The runs list: newest first, status, live marker, duration and event count; a deep link
+// (?run= or #run=) selects a run.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startHub, launch, newPage, openViewer, shot, api, until, sleep } from '../lib/harness.mjs';
+import { FakeApp, sendGeneratedRun } from '../lib/fake-app.mjs';
+
+let hub;
+let browser;
+let app;
+let older;
+let live;
+
+before(async () => {
+  hub = await startHub();
+  browser = await launch();
+  app = new FakeApp(hub.ingestUrl, 'list-app');
+  await app.connect();
+  older = sendGeneratedRun(app, { nodes: 5, events: 12 }).runId;
+  await sleep(30);
+  // a run that has started and not finished, its app still connected
+  live = 'run_11110000aaaa';
+  app.send(live, 'run.started', { app: 'list-app', sdk: { name: 't', version: '0' }, meta: { name: 'still-going' } });
+  app.send(live, 'node.started', { nodeId: 'agent:still-going', kind: 'agent', name: 'still-going', instanceId: live });
+  await until(async () => (await api(hub, '/api/runs')).runs.length === 2, 10_000, 'two runs stored');
+});
+
+after(async () => {
+  await app?.close();
+  await browser?.close();
+  await hub?.stop();
+});
+
+test('runs are listed newest first with status, live marker, duration and event count', async () => {
+  const page = await openViewer(browser, hub);
+  const items = page.locator('[data-testid="run-item"]');
+  await until(async () => (await items.count()) === 2, 10_000, 'two runs listed');
+  assert.deepEqual(await items.evaluateAll((els) => els.map((e) => e.dataset.runId)), [live, older]);
+  const first = items.nth(0);
+  assert.equal(await first.getAttribute('data-status'), 'running');
+  assert.match(await first.getAttribute('class'), /selected/, 'the newest run is followed');
+  assert.match(await first.locator('[data-testid="run-live"]').getAttribute('class'), /\bon\b/);
+  assert.match(await first.textContent(), /still-going/);
+  assert.match(await first.textContent(), /2 ev/);
+  const second = items.nth(1);
+  assert.equal(await second.getAttribute('data-status'), 'ok');
+  assert.doesNotMatch(await second.locator('[data-testid="run-live"]').getAttribute('class'), /\bon\b/);
+  assert.match(await second.textContent(), /12 ev/);
+  assert.match(await second.textContent(), /list-app/);
+  assert.match(await second.textContent(), /\d+(\.\d+)? (ms|s)/);
+  await shot(page, 'runs-list');
+});
+
+test('a deep link selects an older run and keeps it when a newer one starts', async () => {
+  for (const url of [`${hub.base}/?run=${older}`, `${hub.base}/#run=${older}`]) {
+    const page = await newPage(browser);
+    await page.goto(url);
+    await page.locator(`[data-testid="canvas"][data-run-id="${older}"][data-replayed="true"]`).waitFor();
+    assert.match(await page.locator(`[data-testid="run-item"][data-run-id="${older}"]`).getAttribute('class'), /selected/);
+    assert.equal(await page.locator('[data-testid="follow-newest"]').isChecked(), false);
+    assert.match(page.url(), new RegExp(`#run=${older}`));
+    await page.close();
+  }
+});
