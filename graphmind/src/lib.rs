@@ -60,10 +60,15 @@ mod exec;
 pub mod model;
 #[cfg(feature = "enabled")]
 pub mod node;
-#[cfg(feature = "enabled")]
+#[cfg(not(feature = "enabled"))]
+#[path = "node_off.rs"]
+pub mod node;
 mod roster;
 mod run;
 #[cfg(feature = "enabled")]
+pub mod tee;
+#[cfg(not(feature = "enabled"))]
+#[path = "tee_off.rs"]
 pub mod tee;
 pub mod time;
 #[cfg(feature = "enabled")]
@@ -73,7 +78,6 @@ mod tokens;
 #[path = "private.rs"]
 pub mod __private;
 pub use run::{Aborted, in_current_run, run, run_result};
-#[cfg(feature = "enabled")]
 pub use roster::tools as tool_roster;
 
 pub use graphmind_macros::{model_step, tool};

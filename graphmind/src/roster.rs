@@ -4,10 +4,12 @@
 
 /// One registered tool.
 #[derive(Debug)]
+#[cfg_attr(not(feature = "enabled"), allow(dead_code))]
 pub struct RosterEntry {
     name: &'static str,
 }
 
+#[cfg_attr(not(feature = "enabled"), allow(dead_code))]
 impl RosterEntry {
     /// An entry for the tool `name`.
     #[must_use]
@@ -22,16 +24,24 @@ impl RosterEntry {
     }
 }
 
+#[cfg(feature = "enabled")]
 inventory::collect!(RosterEntry);
 
-/// Names of every registered tool, sorted, without duplicates.
+/// Names of every `#[graphmind::tool]` in the binary, sorted, without duplicates (empty with
+/// feature `enabled` off).
 #[must_use]
 pub fn tools() -> Vec<&'static str> {
+    #[cfg(not(feature = "enabled"))]
+    return Vec::new();
+    #[cfg(feature = "enabled")]
     let mut names: Vec<&'static str> = inventory::iter::<RosterEntry>
         .into_iter()
         .map(RosterEntry::name)
         .collect();
-    names.sort_unstable();
-    names.dedup();
-    names
+    #[cfg(feature = "enabled")]
+    {
+        names.sort_unstable();
+        names.dedup();
+        names
+    }
 }

@@ -1,0 +1,112 @@
+//! The low-level node API with feature `enabled` off: the same items, doing nothing.
+//! [`Node::start`] always returns `None`, so the other methods are never reached.
+
+use graphmind_protocol::{DeltaKind, Extra, NodeKind, PausePoint, Status};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+/// What the debugger decided at a gate of a [`Node`].
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Resume {
+    /// Go on.
+    Continue,
+    /// Run the call again.
+    Retry,
+    /// Use this value instead.
+    Inject(Value),
+    /// The debugger aborted the run.
+    Abort,
+}
+
+#[derive(Debug)]
+enum Never {}
+
+/// One execution of a node (compiled out: never exists).
+#[derive(Debug)]
+pub struct Node(Never);
+
+impl Node {
+    /// Always `None` when compiled out.
+    #[must_use]
+    pub fn start(kind: NodeKind, name: &str, input: Option<Value>) -> Option<Self> {
+        let _ = (kind, name, input);
+        None
+    }
+
+    /// Always `None` when compiled out.
+    #[must_use]
+    pub fn start_with(
+        kind: NodeKind,
+        name: &str,
+        node_id: &str,
+        instance_id: Option<String>,
+        input: Option<Value>,
+    ) -> Option<Self> {
+        let _ = (kind, name, node_id, instance_id, input);
+        None
+    }
+
+    /// This execution's instanceId.
+    #[must_use]
+    pub fn instance_id(&self) -> &str {
+        match self.0 {}
+    }
+
+    /// A gate.
+    pub async fn gate(&mut self, point: PausePoint) -> Resume {
+        let _ = point;
+        match self.0 {}
+    }
+
+    /// A typed gate.
+    pub async fn gate_typed<T: DeserializeOwned>(&mut self, point: PausePoint) -> Resume {
+        let _ = point;
+        match self.0 {}
+    }
+
+    /// Queues a streamed delta.
+    pub fn token(&mut self, kind: DeltaKind, text: &str) {
+        let _ = (kind, text);
+        match self.0 {}
+    }
+
+    /// Emits `node.error`.
+    pub fn error(&self, name: &str, message: impl Into<String>) {
+        let _ = (name, message.into());
+        match self.0 {}
+    }
+
+    /// Finishes the node.
+    pub fn finish(self, status: Status, output: Option<Value>) {
+        let _ = (status, output);
+        match self.0 {}
+    }
+
+    /// Finishes the node with usage and extra fields.
+    pub fn finish_with(
+        self,
+        status: Status,
+        output: Option<Value>,
+        usage: Option<crate::model::Usage>,
+        extra: Extra,
+    ) {
+        let _ = (status, output, usage, extra);
+        match self.0 {}
+    }
+
+    /// Finishes the node `aborted` and cancels the run.
+    pub async fn abort_run(self) {
+        match self.0 {}
+    }
+
+    /// Hands the node to a stream.
+    pub fn tee<S: futures_core::Stream>(
+        self,
+        stream: S,
+        observe: fn(&mut crate::tee::Observer, &S::Item),
+    ) -> crate::tee::Tee<S> {
+        let _ = (stream, observe);
+        match self.0 {}
+    }
+}
