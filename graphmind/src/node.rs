@@ -1,5 +1,5 @@
 //! Node executions (and the low-level [`Node`] API for adapters): `node.started` … `node.finished`, with durations, held time, token
-//! batches and the payload budget. A [`NodeRun`] always finishes: dropped unfinished (the
+//! batches and the payload budget. A node execution always finishes: dropped unfinished (the
 //! call's future was cancelled, or it panicked) it emits `node.finished` `aborted` / `error`.
 
 use std::sync::Arc;
