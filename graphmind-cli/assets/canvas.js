@@ -227,7 +227,8 @@ export class Canvas {
 
   updateCard(card, n, model, ctx) {
     let st = model.nodeStatus(n);
-    if (st === 'running' && ctx.ended) st = model.status === 'aborted' ? 'aborted' : 'error';
+    // a node still open when its run ended (aborted, abandoned, crashed) never finished
+    if (st === 'running' && ctx.ended) st = ctx.runStatus === 'error' ? 'error' : 'aborted';
     const held = ctx.held.get(n.nodeId);
     if (held && held.length) st = 'paused';
     const bps = nodeBreakpoints(ctx.breakpoints, n);

@@ -310,7 +310,7 @@ function renderNow() {
   }
   const run = state.runs.get(model.runId);
   const ended = run ? run.status !== 'running' : model.status !== 'running';
-  const ctx = { held: heldMap(), breakpoints: state.debug.breakpoints, selected: state.selectedNode, ended };
+  const ctx = { held: heldMap(), breakpoints: state.debug.breakpoints, selected: state.selectedNode, ended, runStatus: run?.status ?? model.status };
   canvas.render(model, ctx);
   empty.hidden = model.nodes.size > 0;
   empty.textContent = state.replayed ? 'This run has no nodes yet.' : 'Loading…';
@@ -330,7 +330,7 @@ function renderNow() {
     gates.position(canvas);
   }
   const now = performance.now();
-  if (state.selectedNode && (now - lastInspector > 200 || !inspector.sig)) {
+  if (state.selectedNode && (now - lastInspector > 120 || !inspector.sig)) {
     lastInspector = now;
     inspector.render(model, state.selectedNode, ctx);
   } else if (state.selectedNode) {
@@ -347,7 +347,7 @@ function scheduleInspectorLater() {
   inspTimer = setTimeout(() => {
     inspTimer = null;
     scheduleCanvas();
-  }, 220);
+  }, 130);
 }
 
 function runTitle(r) {

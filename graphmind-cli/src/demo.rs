@@ -166,7 +166,8 @@ async fn run(args: DemoArgs) -> ExitCode {
         say!(
             json_out,
             "graphmind demo: the agent misreads the order id, so {FAILING_NODE} fails and holds \
-             on its error gate: inject a fix (e.g. {}) or retry from the viewer",
+             on its error gate: inject the order it should have found (e.g. {}) from the \
+             viewer (Retry runs the same bad input again; Continue lets the model correct itself)",
             fix()
         );
     }
@@ -175,14 +176,30 @@ async fn run(args: DemoArgs) -> ExitCode {
     }));
 
     let mut failure = None;
-    if let Some(token) = token {
+    let mut agent = agent;
+    let outcome = if let Some(token) = token {
         let deadline = Instant::now() + Duration::from_secs(args.timeout);
         if let Err(e) = drive(port, &token, &agent, started_ms, deadline, json_out).await {
             failure = Some(e);
             agent.abort();
         }
-    }
-    let outcome = agent.await;
+        agent.await
+    } else {
+        // Ctrl-C while the run is held stops the demo cleanly (run file removed)
+        tokio::select! {
+            r = &mut agent => r,
+            _ = tokio::signal::ctrl_c() => {
+                eprintln!("graphmind demo: interrupted");
+                agent.abort();
+                let _ = agent.await;
+                gm.dispose().await;
+                if let Hub::Own(running) = hub {
+                    running.shutdown().await;
+                }
+                return ExitCode::from(130);
+            }
+        }
+    };
     match &outcome {
         Ok(Ok(Ok(answer))) => say!(json_out, "agent: {answer}"),
         Ok(Ok(Err(err))) => say!(json_out, "agent gave up: {err}"),
