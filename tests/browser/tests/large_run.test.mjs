@@ -81,6 +81,14 @@ test('a 300-node, 5,000-event run renders within 1 s of selecting it', async () 
   assert.ok(Number(await page.locator('[data-testid="canvas"]').getAttribute('data-zoom')) > zoom);
   await page.click('[data-testid="fit"]');
   assert.equal(Number(await page.locator('[data-testid="canvas"]').getAttribute('data-zoom')), zoom);
+  // drag to pan: the world moves with the pointer
+  const before = await page.locator('#world').getAttribute('style');
+  const box = await page.locator('[data-testid="canvas"]').boundingBox();
+  await page.mouse.move(box.x + 5, box.y + 5);
+  await page.mouse.down();
+  await page.mouse.move(box.x + 105, box.y + 55, { steps: 4 });
+  await page.mouse.up();
+  assert.notEqual(await page.locator('#world').getAttribute('style'), before);
   await shot(page, 'large-run');
   // folding turns every group into one summary card, and back
   await page.click('[data-testid="fold-all"]');
