@@ -163,6 +163,22 @@ fn pauses_wait_and_resume_release_a_held_gate() {
             "  graphmind resume pause_w_1 --run {run} --port {port} --action abort\n"
         )));
 
+        // `wait --run` ignores pauses of other runs.
+        let out = gm_async(
+            h.home.clone(),
+            args(&[
+                "wait",
+                "--run",
+                "run_other",
+                "--timeout",
+                "0.3",
+                "--port",
+                &port,
+            ]),
+        )
+        .await
+        .expect(2);
+        assert!(out.stdout.is_empty(), "{}", out.stdout);
         let out = gm_async(
             h.home.clone(),
             args(&["pauses", "--json", "--run", run, "--port", &port]),

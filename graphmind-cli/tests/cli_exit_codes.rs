@@ -391,3 +391,56 @@ fn refused_inject_exits_6_and_a_second_resume_is_taken_7() {
         assert!(out.stderr.contains("already released"), "{}", out.stderr);
     });
 }
+
+#[test]
+fn unconfirmed_resume_exits_2_and_a_later_resume_can_finish_it() {
+    let h = hub(&["--allow-control", "resume"]);
+    let port = h.port.to_string();
+    let run = "run_200000000001";
+    block_on(async {
+        let mut app = App::connect(h.port).await;
+        app.start_run(run, "silent").await;
+        app.pause_at(run, "add", "pause_s_1", "before", json!({}))
+            .await;
+        gm_async(
+            h.home.clone(),
+            args(&["wait", "--timeout", "5", "--port", &port]),
+        )
+        .await
+        .expect(0);
+        let resume = || {
+            tokio::spawn(gm_async(
+                h.home.clone(),
+                args(&[
+                    "resume",
+                    "pause_s_1",
+                    "--run",
+                    run,
+                    "--action",
+                    "retry",
+                    "--port",
+                    &port,
+                ]),
+            ))
+        };
+        // The app gets exec.resume but never confirms: the hub answers 202 after 5 s.
+        let first = resume();
+        let frame = app.expect_resume(10_000).await;
+        assert_eq!(frame["payload"]["action"], json!("retry"));
+        let out = first.await.unwrap().expect(2);
+        assert_eq!(
+            out.one_line_error(),
+            "graphmind: sent retry to the app, but it did not confirm within 5 s"
+        );
+        // A later resume goes through once the app answers.
+        let second = resume();
+        app.expect_resume(10_000).await;
+        app.emit(
+            run,
+            "exec.resumed",
+            json!({"pauseId": "pause_s_1", "action": "retry"}),
+        )
+        .await;
+        second.await.unwrap().expect(0);
+    });
+}
