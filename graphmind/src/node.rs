@@ -19,7 +19,7 @@ use crate::tokens::TokenBuf;
 /// One execution of one node.
 pub(crate) struct NodeRun {
     pub(crate) host: Arc<dyn Host>,
-    pub(crate) run_id: String,
+    pub(crate) run_id: crate::exec::RunId,
     pub(crate) node_id: String,
     pub(crate) instance_id: String,
     started: Instant,
@@ -49,7 +49,7 @@ pub(crate) struct Finish {
 
 impl NodeRun {
     /// Emits `node.started` and starts the clock.
-    pub(crate) fn start(host: Arc<dyn Host>, run_id: String, spec: StartSpec) -> Self {
+    pub(crate) fn start(host: Arc<dyn Host>, run_id: crate::exec::RunId, spec: StartSpec) -> Self {
         let started = Instant::now();
         let instance_id = spec.instance_id.clone();
         let node_id = spec.node_id.clone();
@@ -91,7 +91,7 @@ impl NodeRun {
         let buf = self.tokens.get_or_insert_with(|| {
             Arc::new(TokenBuf::new(
                 Arc::clone(&self.host),
-                self.run_id.clone(),
+                Arc::clone(&self.run_id),
                 self.node_id.clone(),
                 self.instance_id.clone(),
             ))
@@ -339,7 +339,7 @@ impl Node {
         }
         let run = NodeRun::start(
             Arc::clone(&call.host),
-            call.run_id.clone(),
+            Arc::clone(&call.run_id),
             StartSpec {
                 node_id: node_id.to_owned(),
                 kind,

@@ -14,7 +14,7 @@ use crate::exec::Host;
 /// Pending deltas of one node execution.
 pub(crate) struct TokenBuf {
     host: Arc<dyn Host>,
-    run_id: String,
+    run_id: crate::exec::RunId,
     node_id: String,
     instance_id: String,
     pending: Mutex<Vec<TokenDelta>>,
@@ -25,7 +25,7 @@ pub(crate) struct TokenBuf {
 impl TokenBuf {
     pub(crate) fn new(
         host: Arc<dyn Host>,
-        run_id: String,
+        run_id: crate::exec::RunId,
         node_id: String,
         instance_id: String,
     ) -> Self {

@@ -106,7 +106,6 @@ pub(crate) fn default_host() -> Arc<dyn Host> {
     inner
 }
 
-
 /// Whether a gate at `point` of node (`kind`, `name`) should hold, and why.
 pub(crate) fn should_pause(
     host: &dyn Host,
@@ -168,11 +167,22 @@ fn process_base() -> &'static str {
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
-/// `<prefix>_<6 hex per process>_<counter>` (`pause_`, `call_`, `inv_`).
+/// `<prefix>_<6 hex per process>_<counter>` (`pause_`, `call_`, `inv_`), in one allocation.
 pub(crate) fn next_id(prefix: &str) -> String {
+    use std::fmt::Write;
     let n = COUNTER.fetch_add(1, Ordering::Relaxed) + 1;
-    format!("{prefix}_{}_{n}", process_base())
+    let base = process_base();
+    let mut id = String::with_capacity(prefix.len() + base.len() + 22);
+    id.push_str(prefix);
+    id.push('_');
+    id.push_str(base);
+    id.push('_');
+    let _ = write!(id, "{n}");
+    id
 }
+
+/// A run id shared by every event of the run without copying it.
+pub(crate) type RunId = Arc<str>;
 
 /// `run_` + 12 hex.
 pub(crate) fn new_run_id() -> String {
@@ -194,14 +204,16 @@ pub(crate) fn millis_between(from: Instant, to: Instant) -> f64 {
 
 /// Calls outside any run scope are attributed to one implicit run per session, announced
 /// with `run.started {meta:{name:"implicit", implicit:true}}` on first use.
-pub(crate) fn implicit_run(host: &Arc<dyn Host>) -> String {
-    static RUNS: Mutex<Vec<(usize, String)>> = Mutex::new(Vec::new());
+pub(crate) fn implicit_run(host: &Arc<dyn Host>) -> RunId {
+    static RUNS: Mutex<Vec<(usize, RunId)>> = Mutex::new(Vec::new());
     let key = Arc::as_ptr(host).cast::<()>() as usize;
-    let mut runs = RUNS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut runs = RUNS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     if let Some((_, id)) = runs.iter().find(|(k, _)| *k == key) {
-        return id.clone();
+        return Arc::clone(id);
     }
-    let id = new_run_id();
+    let id: RunId = new_run_id().into();
     let mut meta = host.meta();
     meta.insert("name".into(), "implicit".into());
     meta.insert("implicit".into(), true.into());
@@ -214,7 +226,6 @@ pub(crate) fn implicit_run(host: &Arc<dyn Host>) -> String {
             extra: Extra::new(),
         }),
     );
-    runs.push((key, id.clone()));
+    runs.push((key, Arc::clone(&id)));
     id
 }
-

@@ -54,7 +54,7 @@ pub(crate) static ACTIVE_RUNS: std::sync::atomic::AtomicUsize =
 /// One run scope.
 pub(crate) struct RunCtx {
     pub(crate) host: Arc<dyn Host>,
-    pub(crate) run_id: String,
+    pub(crate) run_id: super::RunId,
     pub(crate) name: String,
     /// `agent:<name>`.
     pub(crate) agent_node: String,
@@ -86,7 +86,7 @@ impl Drop for RunCtx {
 }
 
 impl RunCtx {
-    pub(crate) fn new(host: Arc<dyn Host>, run_id: String, name: String) -> Self {
+    pub(crate) fn new(host: Arc<dyn Host>, run_id: super::RunId, name: String) -> Self {
         ACTIVE_RUNS.fetch_add(1, Ordering::Relaxed);
         Self {
             host,

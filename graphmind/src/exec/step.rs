@@ -125,7 +125,7 @@ fn start_step(call: &Call, site: &StepSite, input: Value, grouping: &Grouping) -
     }
     NodeRun::start(
         Arc::clone(&call.host),
-        call.run_id.clone(),
+        Arc::clone(&call.run_id),
         StartSpec {
             node_id: STEP_NODE.into(),
             kind: NodeKind::Llm,

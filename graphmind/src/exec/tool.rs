@@ -39,7 +39,7 @@ pub(crate) struct Call {
     pub(crate) host: Arc<dyn Host>,
     pub(crate) scope: Scope,
     pub(crate) run: Option<Arc<RunCtx>>,
-    pub(crate) run_id: String,
+    pub(crate) run_id: super::RunId,
     pub(crate) kind: NodeKind,
     pub(crate) name: Cow<'static, str>,
     pub(crate) retry: bool,
@@ -54,7 +54,7 @@ impl Call {
             .as_ref()
             .map_or_else(super::default_host, |r| Arc::clone(&r.host));
         let run_id = match &run {
-            Some(r) => r.run_id.clone(),
+            Some(r) => Arc::clone(&r.run_id),
             None => super::implicit_run(&host),
         };
         Self {
@@ -277,7 +277,7 @@ fn start_tool(call: &Call, site: &ToolSite, input: Value) -> NodeRun {
         .map_or_else(|| super::next_id("call"), str::to_owned);
     NodeRun::start(
         Arc::clone(&call.host),
-        call.run_id.clone(),
+        Arc::clone(&call.run_id),
         StartSpec {
             node_id: site.node_id.to_owned(),
             kind: NodeKind::Tool,

@@ -33,8 +33,12 @@ where
     if host.needs_first_use() {
         host.first_use().await;
     }
-    let run_id = new_run_id();
-    let ctx = Arc::new(RunCtx::new(Arc::clone(&host), run_id.clone(), name.clone()));
+    let run_id: crate::exec::RunId = new_run_id().into();
+    let ctx = Arc::new(RunCtx::new(
+        Arc::clone(&host),
+        Arc::clone(&run_id),
+        name.clone(),
+    ));
     let mut meta = host.meta();
     meta.insert("name".into(), name.clone().into());
     host.emit(
@@ -48,12 +52,12 @@ where
     );
     let agent = NodeRun::start(
         Arc::clone(&host),
-        run_id.clone(),
+        Arc::clone(&run_id),
         StartSpec {
             node_id: ctx.agent_node.clone(),
             kind: NodeKind::Agent,
             name: name.clone(),
-            instance_id: run_id.clone(),
+            instance_id: run_id.to_string(),
             parent_id: None,
             input: None,
             extra: Extra::new(),
@@ -61,7 +65,7 @@ where
     );
     let mut guard = RunGuard {
         host: Arc::clone(&host),
-        run_id: run_id.clone(),
+        run_id: Arc::clone(&run_id),
         agent: Some(agent),
     };
     let scope = Scope {
@@ -88,7 +92,10 @@ where
         }
         None => {
             guard.end(Status::Aborted, None);
-            Err(Aborted { run_id, name })
+            Err(Aborted {
+                run_id: run_id.to_string(),
+                name,
+            })
         }
     }
 }
@@ -96,7 +103,7 @@ where
 /// Ends the run exactly once; a run dropped half-way ends `aborted`.
 struct RunGuard {
     host: Arc<dyn Host>,
-    run_id: String,
+    run_id: crate::exec::RunId,
     agent: Option<NodeRun>,
 }
 
