@@ -81,6 +81,23 @@ export class Canvas {
     return null;
   }
 
+  /** Screen rectangles of every drawn card and folded group (for placing banners). */
+  screenRects() {
+    const out = [];
+    if (!this.layout) return out;
+    const { k } = this.t;
+    for (const c of this.layout.cards.values()) {
+      const s = this.toScreen(c.x, c.y);
+      out.push({ x: s.x, y: s.y, w: CARD_W * k, h: CARD_H * k });
+    }
+    for (const g of this.layout.groups) {
+      if (!g.folded) continue;
+      const s = this.toScreen(g.x, g.y);
+      out.push({ x: s.x, y: s.y, w: g.w * k, h: g.h * k });
+    }
+    return out;
+  }
+
   toScreen(x, y) {
     return { x: x * this.t.k + this.t.x, y: y * this.t.k + this.t.y };
   }
@@ -319,11 +336,8 @@ export class Canvas {
     this.apply();
   }
 
-  /**
-   * Pans so that a held node's card is on screen with room for its banner to the right
-   * (its parents stay visible to the left); used when a gate starts holding.
-   */
-  reveal(nodeId, room = { w: 390, h: 200 }) {
+  /** Pans so that a held node's card is on screen, zoomed in enough to read it. */
+  reveal(nodeId) {
     const a = this.anchor(nodeId);
     if (!a) return;
     const vw = this.viewport.clientWidth;
@@ -331,15 +345,9 @@ export class Canvas {
     const s = this.toScreen(a.x, a.y);
     const w = a.w * this.t.k;
     const h = a.h * this.t.k;
-    const onScreen = s.x >= 0 && s.y >= 0 && s.x + w <= vw && s.y + h <= vh;
-    const right = s.x + w + 10 + room.w <= vw && s.y + room.h <= vh;
-    const below = s.y + h + 6 + room.h <= vh && s.x + room.w <= vw;
-    if (onScreen && (right || below)) return;
-    // small enough that the parent card fits on the left of the card and its banner
-    const k = Math.max(0.45, Math.min(1, (vw - room.w - 40) / (2 * a.w + 72)));
-    const cardX = Math.max(16, vw - room.w - 26 - a.w * k);
-    const cardY = Math.max(16, Math.min(vh * 0.25, vh - room.h - 16));
-    this.t = { k, x: cardX - a.x * k, y: cardY - a.y * k };
+    if (s.x >= 0 && s.y >= 0 && s.x + w <= vw && s.y + h <= vh && this.t.k >= 0.45) return;
+    const k = Math.min(1, Math.max(this.t.k, 0.7));
+    this.t = { k, x: vw / 2 - (a.x + a.w / 2) * k, y: vh / 3 - (a.y + a.h / 2) * k };
     this.userMoved = true;
     this.apply();
   }

@@ -228,41 +228,65 @@ export class Gates {
     b.ta.focus();
   }
 
-  /** Places each banner under its card, in screen space, kept inside the viewport. */
+  /**
+   * Places each banner next to its card, in screen space, inside the viewport: of the places
+   * around the card, the one that hides the least of the cards (the held one above all), then
+   * the nearest; it keeps its place unless another is clearly better, so it does not jump
+   * while the view is panned.
+   */
   position(canvas) {
     const vw = this.overlay.clientWidth || canvas.viewport.clientWidth;
     const vh = this.overlay.clientHeight || canvas.viewport.clientHeight;
+    const rects = canvas.screenRects();
     let stack = 8;
     for (const b of this.banners.values()) {
       const a = canvas.anchor(b.pause.nodeId);
-      const bw = b.root.offsetWidth || 360;
+      const bw = b.root.offsetWidth || 380;
       const bh = b.root.offsetHeight || 120;
-      let x;
-      let y;
+      const clamp = (p) => ({
+        side: p.side,
+        x: Math.max(8, Math.min(p.x, vw - bw - 8)),
+        y: Math.max(8, Math.min(p.y, vh - bh - 8)),
+      });
+      let best;
       if (a) {
-        // beside the card when there is room (siblings stay visible), else under it
         const tl = canvas.toScreen(a.x, a.y);
         const br = canvas.toScreen(a.x + a.w, a.y + a.h);
-        if (br.x + 10 + bw <= vw - 8) {
-          x = br.x + 10;
-          y = tl.y;
-        } else {
-          x = tl.x;
-          y = br.y + 6;
-          if (y + bh > vh - 8) y = tl.y - bh - 6;
+        const own = { x: tl.x, y: tl.y, w: br.x - tl.x, h: br.y - tl.y };
+        // around the card: beside it, under or over it, flush with either of its edges
+        const xs = [br.x + 10, tl.x, br.x - bw, tl.x - bw - 10];
+        const ys = [tl.y, br.y + 6, tl.y - bh - 6, br.y - bh];
+        const options = [];
+        xs.forEach((x, i) => ys.forEach((y, j) => options.push(clamp({ side: `${i}${j}`, x, y }))));
+        const cx = (tl.x + br.x) / 2;
+        const cy = (tl.y + br.y) / 2;
+        let prev = null;
+        for (const o of options) {
+          const box = { x: o.x, y: o.y, w: bw, h: bh };
+          // covering the held card itself is worst; then the other cards it hides
+          const dist = Math.hypot(o.x + bw / 2 - cx, o.y + bh / 2 - cy);
+          o.score = overlap(box, own) * 50 + rects.reduce((sum, r) => sum + overlap(box, r), 0) + dist * 5;
+          if (o.side === b.side) prev = o;
+          if (!best || o.score < best.score) best = o;
         }
+        if (prev && prev.score <= best.score * 1.5 + 1) best = prev;
         b.root.classList.remove('unanchored');
       } else {
-        x = 8;
-        y = stack;
+        best = clamp({ side: 'stack', x: 8, y: stack });
         stack += bh + 8;
         b.root.classList.add('unanchored');
       }
-      x = Math.max(8, Math.min(x, vw - bw - 8));
-      y = Math.max(8, Math.min(y, vh - bh - 8));
-      b.root.style.transform = `translate(${Math.round(x)}px, ${Math.round(y)}px)`;
+      b.side = best.side;
+      b.root.dataset.side = best.side;
+      b.root.style.transform = `translate(${Math.round(best.x)}px, ${Math.round(best.y)}px)`;
     }
   }
+}
+
+function overlap(a, b) {
+  const w = Math.min(a.x + a.w, b.x + b.w) - Math.max(a.x, b.x);
+  const h = Math.min(a.y + a.h, b.y + b.h) - Math.max(a.y, b.y);
+  return w > 0 && h > 0 ? w * h : 0;
 }
 
 export function outcomeText(r) {

@@ -53,7 +53,21 @@ export class Inspector {
     this.sig = '';
   }
 
+  /** True when more than streamed text changed since the last render (render at once). */
+  isStale(model, nodeId, ctx) {
+    return this.coarse(model, nodeId, ctx) !== this.coarseSig;
+  }
+
+  coarse(model, nodeId, ctx) {
+    const n = model.nodes.get(nodeId);
+    if (!n) return `none|${nodeId}`;
+    const execs = n.execs.map((e) => `${e.status}${e.open}${e.attempts}${e.injected}${e.pauses.length}`).join(',');
+    const held = (ctx.held.get(nodeId) || []).map((p) => p.pauseId).join(',');
+    return `${nodeId}|${execs}|${held}|${JSON.stringify(ctx.breakpoints)}|${this.hooks.canControl()}`;
+  }
+
   clear() {
+    this.coarseSig = '';
     this.sig = '';
     this.root.replaceChildren(el('div', 'inspector-empty', 'Select a node to see every execution: input, output, error, usage and timings.'));
     this.root.dataset.nodeId = '';
@@ -72,6 +86,7 @@ export class Inspector {
     const sig = `${nodeId}|${model.eventCount}|${held.map((p) => p.pauseId).join(',')}|${bpSig}|${this.hooks.canControl()}`;
     if (sig === this.sig) return;
     this.sig = sig;
+    this.coarseSig = this.coarse(model, nodeId, ctx);
     const scroll = this.root.scrollTop;
     this.root.dataset.nodeId = nodeId;
 

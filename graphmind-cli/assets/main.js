@@ -319,8 +319,7 @@ function renderNow() {
   if (fresh.length) {
     const p = runPauses.find((x) => x.pauseId === fresh[0]);
     if (p) {
-      const el = gates.banners.get(p.pauseId)?.root;
-      canvas.reveal(p.nodeId, { w: (el?.offsetWidth || 380) + 10, h: Math.max(el?.offsetHeight || 160, 330) });
+      canvas.reveal(p.nodeId);
       if (!state.selectedNode) selectNode(p.nodeId);
       const active = document.activeElement;
       if (!active || !['INPUT', 'TEXTAREA', 'SELECT'].includes(active.tagName)) {
@@ -330,7 +329,7 @@ function renderNow() {
     gates.position(canvas);
   }
   const now = performance.now();
-  if (state.selectedNode && (now - lastInspector > 120 || !inspector.sig)) {
+  if (state.selectedNode && (now - lastInspector > 120 || !inspector.sig || inspector.isStale(model, state.selectedNode, ctx))) {
     lastInspector = now;
     inspector.render(model, state.selectedNode, ctx);
   } else if (state.selectedNode) {
