@@ -284,6 +284,8 @@ pub(crate) struct GateSpec<'a> {
     pub(crate) abort: bool,
     /// Hold clocks of the enclosing `time::timeout`s.
     pub(crate) clock: Option<Arc<HoldClock>>,
+    /// The run's hold clock (the agent node's heldMs: union of its gates' holds).
+    pub(crate) run_clock: Option<Arc<HoldClock>>,
 }
 
 /// What a gate decided, and how long it held.
@@ -335,9 +337,9 @@ pub(crate) async fn decide(spec: GateSpec<'_>) -> Outcome {
     let guard = HoldGuard {
         host: &host,
         pause_id: &pause_id,
-        clock: spec.clock,
+        clocks: [spec.clock, spec.run_clock],
     };
-    if let Some(clock) = &guard.clock {
+    for clock in guard.clocks.iter().flatten() {
         clock.hold_started(started);
     }
     // A detach between the decision and the insert: release_all already ran, so release
@@ -376,14 +378,15 @@ pub(crate) async fn decide(spec: GateSpec<'_>) -> Outcome {
 struct HoldGuard<'a> {
     host: &'a Arc<dyn crate::exec::Host>,
     pause_id: &'a str,
-    clock: Option<Arc<HoldClock>>,
+    clocks: [Option<Arc<HoldClock>>; 2],
 }
 
 impl Drop for HoldGuard<'_> {
     fn drop(&mut self) {
         self.host.gates().release(self.pause_id);
-        if let Some(clock) = &self.clock {
-            clock.hold_ended(Instant::now());
+        let now = Instant::now();
+        for clock in self.clocks.iter().flatten() {
+            clock.hold_ended(now);
         }
     }
 }

@@ -389,6 +389,7 @@ impl Node {
             inject,
             abort: true,
             clock: self.call.scope.clock.clone(),
+            run_clock: self.call.run.as_ref().map(|r| Arc::clone(&r.held)),
         })
         .await;
         self.run.add_held(out.held);

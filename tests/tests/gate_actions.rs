@@ -93,7 +93,15 @@ async fn before_continue_runs_the_call_and_reports_breakpoint_reason() {
     let fin = finished(&hub, "tool:add");
     assert_eq!(fin[0]["status"], "ok");
     assert_eq!(fin[0]["output"], 5);
-    assert!(fin[0]["heldMs"].as_f64().expect("heldMs") > 0.0);
+    let tool_held = fin[0]["heldMs"].as_f64().expect("heldMs");
+    assert!(tool_held > 0.0);
+    let agent = finished(&hub, "agent:r");
+    let agent_held = agent[0]["heldMs"].as_f64().expect("agent heldMs");
+    assert!(
+        (agent_held - tool_held).abs() < 1.0,
+        "the agent node counts its gates' holds: {agent_held} vs {tool_held}"
+    );
+    assert!(agent[0]["durationMs"].as_f64().expect("duration") >= agent_held);
     hub.assert_valid();
     gm.dispose().await;
 }

@@ -62,6 +62,8 @@ pub(crate) struct RunCtx {
     waker: AtomicWaker,
     /// Invocation grouping state for model steps.
     pub(crate) steps: Mutex<StepState>,
+    /// Time any gate of the run was held (union of overlapping holds).
+    pub(crate) held: Arc<HoldClock>,
 }
 
 /// The last model-step invocation of a run.
@@ -96,6 +98,7 @@ impl RunCtx {
             aborted: AtomicBool::new(false),
             waker: AtomicWaker::new(),
             steps: Mutex::new(StepState::default()),
+            held: Arc::new(HoldClock::new(None)),
         }
     }
 

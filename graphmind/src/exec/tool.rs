@@ -85,6 +85,7 @@ impl Call {
             inject,
             abort: self.run.is_some(),
             clock: self.scope.clock.clone(),
+            run_clock: self.run.as_ref().map(|r| Arc::clone(&r.held)),
         })
         .await;
         node.add_held(out.held);

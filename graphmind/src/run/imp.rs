@@ -67,6 +67,7 @@ where
         host: Arc::clone(&host),
         run_id: Arc::clone(&run_id),
         agent: Some(agent),
+        held: Arc::clone(&ctx.held),
     };
     let scope = Scope {
         run: Some(Arc::clone(&ctx)),
@@ -105,13 +106,15 @@ struct RunGuard {
     host: Arc<dyn Host>,
     run_id: crate::exec::RunId,
     agent: Option<NodeRun>,
+    held: Arc<crate::exec::scope::HoldClock>,
 }
 
 impl RunGuard {
     fn end(&mut self, status: Status, error: Option<ErrorInfo>) {
-        let Some(agent) = self.agent.take() else {
+        let Some(mut agent) = self.agent.take() else {
             return;
         };
+        agent.add_held(self.held.snapshot().1);
         if let Some(e) = &error {
             agent.error(e.clone());
         }
