@@ -6,6 +6,7 @@ import { layout, CARD_W, CARD_H } from './layout.js';
 import { nodeBreakpoints } from './model.js';
 
 const SVG_NS = 'http://www.w3.org/2000/svg';
+const STATUS_LABEL = { ghost: 'not run yet', paused: 'held' };
 
 function el(tag, cls, text) {
   const e = document.createElement(tag);
@@ -265,7 +266,7 @@ export class Canvas {
     card.count.dataset.n = String(n.execs.length);
     card.bp.hidden = bps.length === 0;
     card.bp.title = bps.map((m) => `break ${m.point ?? 'before'}`).join(', ');
-    card.status.textContent = st;
+    card.status.textContent = STATUS_LABEL[st] ?? st;
     card.dur.textContent = last && last.durationMs != null ? fmtMs(last.durationMs) : '';
     card.injected.hidden = !n.injected;
     card.ungated.hidden = !n.ungated;
