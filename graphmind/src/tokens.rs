@@ -11,6 +11,26 @@ use serde_json::Value;
 
 use crate::exec::Host;
 
+/// Bytes of delta text one `node.token` carries at most (half the payload budget: JSON
+/// escaping can double it).
+pub(crate) const BATCH_LIMIT: usize = graphmind_protocol::PAYLOAD_BUDGET / 4;
+
+/// A delta cut to [`BATCH_LIMIT`] bytes (at a char boundary) with a visible marker.
+fn cut(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.len() <= BATCH_LIMIT {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut end = BATCH_LIMIT;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    std::borrow::Cow::Owned(format!(
+        "{}{}",
+        &text[..end],
+        graphmind_protocol::TRUNCATION_SUFFIX
+    ))
+}
+
 /// Pending deltas of one node execution.
 pub(crate) struct TokenBuf {
     host: Arc<dyn Host>,
@@ -40,18 +60,27 @@ impl TokenBuf {
         }
     }
 
-    /// Adds one delta; consecutive deltas of one kind are merged.
+    /// Adds one delta; consecutive deltas of one kind are merged. A batch that grows past
+    /// [`BATCH_LIMIT`] bytes goes out at once, and a single delta longer than that is cut, so
+    /// every `node.token` stays inside the payload budget.
     pub(crate) fn push(self: &Arc<Self>, kind: DeltaKind, text: &str) {
         if text.is_empty() || self.closed.load(Ordering::Relaxed) {
             return;
         }
+        let text = cut(text);
         {
             let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+            let size: usize = pending.iter().map(|d| d.v.len()).sum();
+            if size + text.len() > BATCH_LIMIT {
+                drop(pending);
+                self.flush();
+                pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+            }
             match pending.last_mut() {
-                Some(last) if last.t == kind => last.v.push_str(text),
+                Some(last) if last.t == kind => last.v.push_str(&text),
                 _ => pending.push(TokenDelta {
                     t: kind,
-                    v: text.to_owned(),
+                    v: text.into_owned(),
                     extra: Extra::new(),
                 }),
             }
@@ -98,5 +127,135 @@ impl TokenBuf {
     pub(crate) fn close(&self) {
         self.flush();
         self.closed.store(true, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+    use std::time::Duration;
+
+    use graphmind_protocol::{BreakpointMatcher, Mode, SdkInfo};
+
+    use super::*;
+    use crate::gate::{GateSink, Registry};
+
+    #[derive(Default)]
+    struct Recorder {
+        events: Mutex<Vec<Message>>,
+        gates: Registry,
+    }
+
+    impl GateSink for Recorder {
+        fn emit_event(&self, _run_id: &str, message: Message) {
+            self.events.lock().expect("lock").push(message);
+        }
+    }
+
+    impl Host for Recorder {
+        fn enabled(&self) -> bool {
+            true
+        }
+        fn attached(&self) -> bool {
+            false
+        }
+        fn emit(&self, run_id: &str, message: Message) {
+            self.emit_event(run_id, message);
+        }
+        fn debug_state(&self) -> (Vec<BreakpointMatcher>, Mode) {
+            (Vec::new(), Mode::Run)
+        }
+        fn gates(&self) -> &Registry {
+            &self.gates
+        }
+        fn pause_timeout(&self) -> Option<Duration> {
+            None
+        }
+        fn token_interval(&self) -> Duration {
+            Duration::from_millis(34)
+        }
+        fn app(&self) -> String {
+            "t".into()
+        }
+        fn sdk(&self) -> SdkInfo {
+            SdkInfo {
+                name: "t".into(),
+                version: "0".into(),
+                extra: Extra::new(),
+            }
+        }
+        fn meta(&self) -> Extra {
+            Extra::new()
+        }
+    }
+
+    fn buf() -> (Arc<Recorder>, Arc<TokenBuf>) {
+        let rec = Arc::new(Recorder::default());
+        let host: Arc<dyn Host> = rec.clone();
+        let buf = TokenBuf::new(host, "run_1".into(), "llm:step".into(), "inv:s1".into());
+        (rec, Arc::new(buf))
+    }
+
+    fn tokens(rec: &Recorder) -> Vec<NodeToken> {
+        rec.events
+            .lock()
+            .expect("lock")
+            .iter()
+            .filter_map(|m| match m {
+                Message::NodeToken(t) => Some(t.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn without_a_runtime_each_push_goes_out_at_once_with_the_instance_id() {
+        let (rec, buf) = buf();
+        buf.push(DeltaKind::Text, "a");
+        buf.push(DeltaKind::Text, "");
+        buf.push(DeltaKind::Reasoning, "b");
+        let t = tokens(&rec);
+        assert_eq!(t.len(), 2, "empty deltas are dropped");
+        assert_eq!(t[0].extra["instanceId"], "inv:s1");
+        assert_eq!(t[1].deltas[0].t, DeltaKind::Reasoning);
+    }
+
+    #[tokio::test]
+    async fn one_batch_per_interval_merging_same_kind_deltas() {
+        let (rec, buf) = buf();
+        for _ in 0..10 {
+            buf.push(DeltaKind::Text, "x");
+        }
+        buf.push(DeltaKind::ToolArgs, "{");
+        assert!(tokens(&rec).is_empty(), "nothing before the interval");
+        tokio::time::sleep(Duration::from_millis(80)).await;
+        tokio::task::yield_now().await;
+        let t = tokens(&rec);
+        assert_eq!(t.len(), 1);
+        assert_eq!(t[0].deltas.len(), 2);
+        assert_eq!(t[0].deltas[0].v, "x".repeat(10));
+        buf.push(DeltaKind::Text, "y");
+        buf.close();
+        buf.push(DeltaKind::Text, "ignored after close");
+        let t = tokens(&rec);
+        assert_eq!(t.len(), 2, "close flushes");
+        assert_eq!(t[1].deltas[0].v, "y");
+    }
+
+    #[test]
+    fn oversized_text_is_cut_and_batches_stay_under_the_limit() {
+        let (rec, buf) = buf();
+        buf.push(DeltaKind::Text, &"é".repeat(BATCH_LIMIT));
+        buf.push(DeltaKind::Text, &"z".repeat(BATCH_LIMIT / 2 + 1));
+        buf.push(DeltaKind::Text, &"w".repeat(BATCH_LIMIT / 2 + 1));
+        for t in tokens(&rec) {
+            let len: usize = t.deltas.iter().map(|d| d.v.len()).sum();
+            assert!(len <= BATCH_LIMIT + 64, "{len}");
+        }
+        assert!(
+            tokens(&rec)[0].deltas[0]
+                .v
+                .ends_with(graphmind_protocol::TRUNCATION_SUFFIX)
+        );
     }
 }
