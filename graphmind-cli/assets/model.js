@@ -206,12 +206,15 @@ export class RunModel {
     this.setParent(n, parent);
     let e = p.instanceId != null ? n.byInstance.get(String(p.instanceId)) : null;
     if (e) {
-      e.status = 'running'; // the same execution announced again
-      e.open = true;
+      // the same execution announced again (a retry), or a late replay of its start after its
+      // end (events of a reconnecting client can arrive out of order): never reopen it
+      if (e.open) e.status = 'running';
+      if ('input' in p && (e.open || e.input === undefined)) e.input = p.input;
+      if (e.startedAt == null) e.startedAt = ts;
     } else {
       e = this.newExec(n, p.instanceId, ts);
+      if ('input' in p) e.input = p.input;
     }
-    if ('input' in p) e.input = p.input;
     if (p.providerExecuted === true || p.ungated === true) {
       e.ungated = true;
       n.ungated = true;
@@ -240,7 +243,7 @@ export class RunModel {
     if (typeof p.nodeId !== 'string') return;
     const n = this.node(p.nodeId);
     let e = this.findExec(n, p.instanceId);
-    if (!e) e = this.newExec(n, p.instanceId, ts);
+    if (!e) e = this.newExec(n, p.instanceId, null); // its start was never seen (yet)
     e.status = str(p.status) ?? 'ok';
     e.open = false;
     if ('output' in p) e.output = p.output;

@@ -132,3 +132,14 @@ test('layout: 300 nodes get distinct places, many leaves are grouped, cycles do 
   ]);
   assert.equal(cyc.cards.size, 2);
 });
+
+test('a start replayed after its end does not reopen the execution', () => {
+  const m = new RunModel('run_a');
+  m.apply({ gm: 1, seq: 9, ts: 5, runId: 'run_a', type: 'node.finished', payload: { nodeId: 'tool:x', instanceId: 'c1', status: 'ok', durationMs: 2, output: 1 } });
+  m.apply({ gm: 1, seq: 4, ts: 3, runId: 'run_a', type: 'node.started', payload: { nodeId: 'tool:x', kind: 'tool', name: 'x', instanceId: 'c1', input: { a: 1 } } });
+  const x = m.nodes.get('tool:x');
+  assert.equal(x.execs.length, 1);
+  assert.equal(m.nodeStatus(x), 'ok');
+  assert.deepEqual(x.execs[0].input, { a: 1 });
+  assert.equal(x.execs[0].startedAt, 3);
+});
