@@ -435,6 +435,9 @@ where
         site.retry && B::RETRY,
     );
     let mut node = start_tool(&call, site, input);
+    if call.host.needs_first_use() {
+        call.host.first_use().await;
+    }
     // Only a before gate: an error at creation is recorded, not gated.
     match call.gate(&mut node, PausePoint::Before, None).await {
         ResumeAction2::Abort => {
