@@ -82,12 +82,11 @@ export class RunModel {
     this.structure++;
   }
 
-  /** The execution an event without a usable instanceId belongs to: the newest open one. */
+  /** The execution an event belongs to: by instanceId, else the newest open one. */
   findExec(n, instanceId) {
-    if (instanceId != null) {
-      const e = n.byInstance.get(String(instanceId));
-      if (e) return e;
-    }
+    // an explicit id that is unknown is another execution (its start was lost), not the
+    // newest open one: with parallel calls that would close the wrong one
+    if (instanceId != null) return n.byInstance.get(String(instanceId)) ?? null;
     for (let i = n.execs.length - 1; i >= 0; i--) {
       if (n.execs[i].open) return n.execs[i];
     }

@@ -143,3 +143,16 @@ test('a start replayed after its end does not reopen the execution', () => {
   assert.deepEqual(x.execs[0].input, { a: 1 });
   assert.equal(x.execs[0].startedAt, 3);
 });
+
+test('parallel calls of one tool finish their own executions', () => {
+  const m = new RunModel('run_a');
+  let s = 0;
+  const E = (type, payload) => m.apply({ gm: 1, seq: s++, ts: s, runId: 'run_a', type, payload });
+  E('node.started', { nodeId: 'tool:x', kind: 'tool', name: 'x', instanceId: 'c1' });
+  E('node.started', { nodeId: 'tool:x', kind: 'tool', name: 'x', instanceId: 'c2' });
+  E('node.finished', { nodeId: 'tool:x', instanceId: 'c1', status: 'ok', durationMs: 1, output: 'one' });
+  E('node.finished', { nodeId: 'tool:x', instanceId: 'c9', status: 'error', durationMs: 1 });
+  const x = m.nodes.get('tool:x');
+  assert.deepEqual(x.execs.map((e) => [e.instanceId, e.status, e.open]), [['c1', 'ok', false], ['c2', 'running', true], ['c9', 'error', false]]);
+  assert.equal(m.nodeStatus(x), 'running');
+});
