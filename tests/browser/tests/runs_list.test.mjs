@@ -59,6 +59,7 @@ test('a deep link selects an older run and keeps it when a newer one starts', as
     assert.match(await page.locator(`[data-testid="run-item"][data-run-id="${older}"]`).getAttribute('class'), /selected/);
     assert.equal(await page.locator('[data-testid="follow-newest"]').isChecked(), false);
     assert.match(page.url(), new RegExp(`#run=${older}`));
+    await shot(page, `runs-deep-link-${url.includes('?') ? 'query' : 'hash'}`);
     await page.close();
   }
 });

@@ -55,6 +55,7 @@ test('the token leaves the address bar, stays for the tab and survives a reload'
   await page.locator('[data-testid="debug-controls"][data-mode="step"]').waitFor();
   await page.click('[data-testid="mode-run"]');
   await page.locator('[data-testid="debug-controls"][data-mode="run"]').waitFor();
+  await shot(page, 'token-kept');
   assert.deepEqual(page.errors, []);
 });
 
@@ -66,4 +67,5 @@ test('a wrong token is refused by the hub and the page says so', async () => {
   const note = page.locator('[data-testid="token-note"][data-reason="rejected"]');
   await note.waitFor({ state: 'visible' });
   assert.equal(await page.locator('[data-testid="debug-controls"]').getAttribute('data-mode'), 'run');
+  await shot(page, 'token-rejected');
 });
