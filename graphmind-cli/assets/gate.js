@@ -78,8 +78,11 @@ export class Gates {
     b.where.textContent = d.where;
     b.why.textContent = d.why;
     const can = this.hooks.canControl();
-    for (const btn of b.buttons) btn.disabled = !can || b.busy;
-    b.send.disabled = !can || b.busy;
+    // a resume in flight (from here or elsewhere) until the app confirms it
+    const releasing = b.pause.state === 'resuming';
+    for (const btn of b.buttons) btn.disabled = !can || b.busy || releasing;
+    b.send.disabled = !can || b.busy || releasing;
+    b.root.classList.toggle('releasing', releasing);
     b.root.classList.toggle('readonly', !can);
   }
 
