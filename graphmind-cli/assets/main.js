@@ -313,7 +313,11 @@ function renderNow() {
   const ctx = { held: heldMap(), breakpoints: state.debug.breakpoints, selected: state.selectedNode, ended, runStatus: run?.status ?? model.status };
   canvas.render(model, ctx);
   empty.hidden = model.nodes.size > 0;
-  empty.textContent = state.replayed ? 'This run has no nodes yet.' : 'Loading…';
+  empty.textContent = !state.replayed
+    ? 'Loading…'
+    : model.eventCount === 0 && !state.runs.has(model.runId)
+      ? `No run ${model.runId} on this hub (it may have been removed by retention).`
+      : 'This run has no nodes yet.';
   const fresh = gates.update(runPauses);
   gates.position(canvas);
   if (fresh.length) {

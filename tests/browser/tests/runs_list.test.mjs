@@ -63,3 +63,12 @@ test('a deep link selects an older run and keeps it when a newer one starts', as
     await page.close();
   }
 });
+
+test('a deep link to a run the hub does not have says so', async () => {
+  const page = await newPage(browser);
+  await page.goto(`${hub.base}/#run=run_000000000000`);
+  const empty = page.locator('[data-testid="canvas-empty"]');
+  await until(async () => /No run run_000000000000 on this hub/.test((await empty.textContent()) || ''), 10_000, 'the not-found note');
+  await shot(page, 'runs-deep-link-unknown');
+  await page.close();
+});
