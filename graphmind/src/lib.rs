@@ -82,3 +82,8 @@ pub use roster::tools as tool_roster;
 
 pub use graphmind_macros::{model_step, tool};
 mod run_macro;
+
+/// The README's Rust examples, compiled as doctests so they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;
