@@ -1,6 +1,7 @@
 //! Per-call overhead of `#[graphmind::tool]`, in one run: a plain async fn, the same tool
-//! detached (enabled, nothing listening: events still land in the replay ring), disabled, and
-//! `#[tracing::instrument]` with a `fmt` subscriber writing to a sink.
+//! detached (enabled, nothing listening: events still land in the replay ring), disabled
+//! (inlined into the caller, and behind a non-inlined call), and `#[tracing::instrument]` with
+//! a `fmt` subscriber writing to a sink.
 //!
 //! Run: `cargo bench -p graphmind --bench overhead`.
 
@@ -15,8 +16,19 @@ async fn plain(a: u64, b: u64) -> u64 {
     a.wrapping_add(b)
 }
 
+// One instrumented fn per case, each called from one place, as a tool usually is.
 #[graphmind::tool]
 async fn gated(a: u64, b: u64) -> u64 {
+    a.wrapping_add(b)
+}
+
+#[graphmind::tool]
+async fn gated_off(a: u64, b: u64) -> u64 {
+    a.wrapping_add(b)
+}
+
+#[graphmind::tool]
+async fn gated_shared(a: u64, b: u64) -> u64 {
     a.wrapping_add(b)
 }
 
@@ -25,7 +37,9 @@ async fn traced(a: u64, b: u64) -> u64 {
     a.wrapping_add(b)
 }
 
-/// Polls a future that completes without waiting (all of these do) to its output.
+/// Polls a future that completes without waiting (all of these do) to its output. Inlined so
+/// every case is measured the same way, in the benchmark loop itself.
+#[inline(always)]
 fn ready<F: Future>(fut: F) -> F::Output {
     let mut fut = pin!(fut);
     let mut cx = Context::from_waker(Waker::noop());
@@ -34,6 +48,18 @@ fn ready<F: Future>(fut: F) -> F::Output {
             return v;
         }
     }
+}
+
+/// Behind a call the optimizer may not inline: the cost when an instrumented fn's future is
+/// not inlined into its caller (e.g. it is called from many places).
+#[inline(never)]
+fn plain_out_of_line(a: u64, b: u64) -> u64 {
+    ready(plain(a, b))
+}
+
+#[inline(never)]
+fn gated_out_of_line(a: u64, b: u64) -> u64 {
+    ready(gated_shared(a, b))
 }
 
 fn overhead(c: &mut Criterion) {
@@ -61,10 +87,6 @@ fn overhead(c: &mut Criterion) {
         b.iter(|| ready(gated(black_box(1), black_box(2))));
     });
     assert!(!detached.is_attached());
-    assert!(
-        detached.stats().buffered > 0,
-        "events reached the replay ring"
-    );
 
     let disabled = graphmind::init(
         graphmind::Config::new("bench")
@@ -73,7 +95,13 @@ fn overhead(c: &mut Criterion) {
     );
     assert!(!disabled.is_enabled());
     g.bench_function("tool, disabled", |b| {
-        b.iter(|| ready(gated(black_box(1), black_box(2))));
+        b.iter(|| ready(gated_off(black_box(1), black_box(2))));
+    });
+    g.bench_function("plain async fn, out of line", |b| {
+        b.iter(|| plain_out_of_line(black_box(1), black_box(2)));
+    });
+    g.bench_function("tool, disabled, out of line", |b| {
+        b.iter(|| gated_out_of_line(black_box(1), black_box(2)));
     });
 
     let subscriber = tracing_subscriber::fmt()

@@ -56,7 +56,7 @@ pub struct StepInput(pub(crate) Option<(Value, Grouping)>);
 #[inline]
 pub fn capture(build: impl FnOnce() -> Value) -> Input {
     if crate::exec::scope::Scope::enabled_now() {
-        Input(Some(build()))
+        Input(Some(out_of_line(build)))
     } else {
         Input(None)
     }
@@ -67,10 +67,18 @@ pub fn capture(build: impl FnOnce() -> Value) -> Input {
 #[inline]
 pub fn capture_step(build: impl FnOnce() -> Value, group: impl FnOnce() -> Grouping) -> StepInput {
     if crate::exec::scope::Scope::enabled_now() {
-        StepInput(Some((build(), group())))
+        StepInput(Some((out_of_line(build), out_of_line(group))))
     } else {
         StepInput(None)
     }
+}
+
+/// Keeps the recording-only code out of the caller's frame, so the disabled path of an
+/// instrumented function stays as small as the function itself.
+#[inline(never)]
+#[cold]
+fn out_of_line<T>(f: impl FnOnce() -> T) -> T {
+    f()
 }
 
 /// A JSON object from `(parameter name, value)` pairs, in order.
@@ -259,6 +267,7 @@ impl<D, F> Fast<D, F> {
 
     /// Builds the policy future in its own frame, so the direct path's frame stays small.
     #[inline(never)]
+    #[cold]
     pub(crate) fn full(make: impl FnOnce() -> F) -> Self {
         Self::Full {
             fut: Box::pin(make()),
