@@ -74,6 +74,10 @@ impl Call {
         point: PausePoint,
         inject: Option<fn() -> Validator>,
     ) -> ResumeAction2 {
+        // Detached: continue at once, without building the hold machinery.
+        if !self.host.attached() {
+            return ResumeAction2::Continue;
+        }
         let out = decide(GateSpec {
             host: &self.host,
             run_id: &self.run_id,
