@@ -90,7 +90,7 @@ pub fn object<const N: usize>(fields: [(&'static str, Value); N]) -> Value {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be recorded as a graphmind node input",
     label = "this argument must implement `serde::Serialize`",
-    note = "derive `serde::Serialize` for it, or leave it out with `skip({Self})` → `#[graphmind::tool(skip(arg))]`"
+    note = "derive `serde::Serialize` for it, or leave the argument out with `skip(<argument name>)` on the attribute"
 )]
 pub trait Arg {
     /// The argument as JSON.
