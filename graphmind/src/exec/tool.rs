@@ -73,10 +73,10 @@ impl Call {
         node: &mut NodeRun,
         point: PausePoint,
         inject: Option<fn() -> Validator>,
-    ) -> ResumeAction2 {
+    ) -> Act {
         // Detached: continue at once, without building the hold machinery.
         if !self.host.attached() {
-            return ResumeAction2::Continue;
+            return Act::Continue;
         }
         let out = decide(GateSpec {
             host: &self.host,
@@ -94,12 +94,10 @@ impl Call {
         .await;
         node.add_held(out.held);
         match out.decision.action {
-            ResumeAction::Continue => ResumeAction2::Continue,
-            ResumeAction::Retry => ResumeAction2::Retry,
-            ResumeAction::Inject => {
-                ResumeAction2::Inject(out.decision.output.unwrap_or(Value::Null))
-            }
-            ResumeAction::Abort => ResumeAction2::Abort,
+            ResumeAction::Continue => Act::Continue,
+            ResumeAction::Retry => Act::Retry,
+            ResumeAction::Inject => Act::Inject(out.decision.output.unwrap_or(Value::Null)),
+            ResumeAction::Abort => Act::Abort,
         }
     }
 
@@ -113,7 +111,8 @@ impl Call {
     }
 }
 
-enum ResumeAction2 {
+/// A gate's decision as the policy uses it (inject carries its value).
+enum Act {
     Continue,
     Retry,
     Inject(Value),
@@ -149,8 +148,8 @@ pub(crate) async fn gated<B: Body>(
             .gate(&mut node, PausePoint::Before, validator(policy))
             .await
         {
-            ResumeAction2::Continue | ResumeAction2::Retry => {}
-            ResumeAction2::Inject(v) => {
+            Act::Continue | Act::Retry => {}
+            Act::Inject(v) => {
                 if let Some(out) = policy.inject.and_then(|(_, conv)| conv(v.clone())) {
                     node.finish(
                         Status::Ok,
@@ -163,7 +162,7 @@ pub(crate) async fn gated<B: Body>(
                     return (out, None);
                 }
             }
-            ResumeAction2::Abort => {
+            Act::Abort => {
                 node.finish(Status::Aborted, Finish::default());
                 call.abort().await;
             }
@@ -183,7 +182,7 @@ pub(crate) async fn gated<B: Body>(
                 .gate(&mut node, PausePoint::Error, validator(policy))
                 .await
             {
-                ResumeAction2::Continue => {
+                Act::Continue => {
                     node.finish(
                         Status::Error,
                         Finish {
@@ -193,8 +192,8 @@ pub(crate) async fn gated<B: Body>(
                     );
                     return (out, None);
                 }
-                ResumeAction2::Retry => continue,
-                ResumeAction2::Inject(v) => {
+                Act::Retry => continue,
+                Act::Inject(v) => {
                     if let Some(fixed) = policy.inject.and_then(|(_, conv)| conv(v.clone())) {
                         extra.extend(injected_extra(true));
                         node.finish(
@@ -210,7 +209,7 @@ pub(crate) async fn gated<B: Body>(
                     node.finish(Status::Error, Finish::default());
                     return (out, None);
                 }
-                ResumeAction2::Abort => {
+                Act::Abort => {
                     node.finish(Status::Aborted, Finish::default());
                     call.abort().await;
                 }
@@ -228,9 +227,9 @@ pub(crate) async fn gated<B: Body>(
                 .gate(&mut node, PausePoint::After, validator(policy))
                 .await
             {
-                ResumeAction2::Continue => {}
-                ResumeAction2::Retry => continue,
-                ResumeAction2::Inject(v) => {
+                Act::Continue => {}
+                Act::Retry => continue,
+                Act::Inject(v) => {
                     if let Some(other) = policy.inject.and_then(|(_, conv)| conv(v.clone())) {
                         extra.extend(injected_extra(false));
                         node.finish(
@@ -244,7 +243,7 @@ pub(crate) async fn gated<B: Body>(
                         return (other, None);
                     }
                 }
-                ResumeAction2::Abort => {
+                Act::Abort => {
                     node.finish(
                         Status::Aborted,
                         Finish {
@@ -444,11 +443,11 @@ where
     }
     // Only a before gate: an error at creation is recorded, not gated.
     match call.gate(&mut node, PausePoint::Before, None).await {
-        ResumeAction2::Abort => {
+        Act::Abort => {
             node.finish(Status::Aborted, Finish::default());
             call.abort().await;
         }
-        ResumeAction2::Continue | ResumeAction2::Retry | ResumeAction2::Inject(_) => {}
+        Act::Continue | Act::Retry | Act::Inject(_) => {}
     }
     match first(body).await {
         Ok(stream) => Ok(Tee::new(
