@@ -163,3 +163,101 @@ async fn model_stream_tokens_are_batched_with_instance_id_before_finished() {
     assert_eq!(frames[fin_pos].payload()["chunks"], 30);
     gm.dispose().await;
 }
+
+/// A streamed chunk in the shape of an SDK's: text, reasoning, and usage on the last one.
+#[derive(Clone)]
+struct Chunk {
+    text: &'static str,
+    thinking: &'static str,
+    last: bool,
+}
+
+impl graphmind::model::StepChunk for Chunk {
+    fn deltas(&self, emit: &mut dyn FnMut(graphmind::protocol::DeltaKind, &str)) {
+        emit(graphmind::protocol::DeltaKind::Reasoning, self.thinking);
+        emit(graphmind::protocol::DeltaKind::Text, self.text);
+    }
+    fn usage(&self) -> Option<graphmind::model::Usage> {
+        self.last.then_some(graphmind::model::Usage {
+            input_tokens: 7,
+            output_tokens: 2,
+        })
+    }
+    fn finish_reason(&self) -> Option<std::borrow::Cow<'_, str>> {
+        self.last.then_some(std::borrow::Cow::Borrowed("stop"))
+    }
+}
+
+#[graphmind::model_step]
+async fn sdk_stream(prompt: String) -> impl Stream<Item = Chunk> + Send {
+    let _ = prompt;
+    stream::iter([
+        Chunk {
+            text: "Hel",
+            thinking: "hmm",
+            last: false,
+        },
+        Chunk {
+            text: "lo",
+            thinking: "",
+            last: false,
+        },
+        Chunk {
+            text: "!",
+            thinking: "",
+            last: true,
+        },
+    ])
+}
+
+#[tokio::test]
+async fn model_stream_reports_usage_and_finish_reason_or_dropped() {
+    let hub = FakeDebugger::start().await;
+    let gm = session(&hub).await;
+    let whole: Vec<Chunk> = gm
+        .run("m", async { sdk_stream("a".into()).await.collect().await })
+        .await
+        .expect("ok");
+    assert_eq!(whole.len(), 3);
+    let half: Vec<Chunk> = gm
+        .run("m2", async {
+            sdk_stream("b".into()).await.take(1).collect().await
+        })
+        .await
+        .expect("ok");
+    assert_eq!(half.len(), 1);
+    let frames = hub
+        .wait_for("2 runs", SECOND, |fs| {
+            fs.iter().filter(|f| f.kind() == "run.finished").count() == 2
+        })
+        .await;
+    let fins: Vec<&Value> = frames
+        .iter()
+        .filter(|f| f.kind() == "node.finished" && f.payload()["nodeId"] == "llm:step")
+        .map(|f| f.payload())
+        .collect();
+    assert_eq!(fins.len(), 2);
+    assert_eq!(
+        fins[0]["usage"],
+        serde_json::json!({"inputTokens": 7, "outputTokens": 2})
+    );
+    assert_eq!(fins[0]["finishReason"], "stop");
+    assert_eq!(fins[0]["chunks"], 3);
+    assert!(fins[0].get("dropped").is_none());
+    assert_eq!(fins[1]["chunks"], 1);
+    assert_eq!(fins[1]["dropped"], true);
+    assert!(fins[1].get("usage").is_none());
+    let kinds: Vec<String> = frames
+        .iter()
+        .filter(|f| f.kind() == "node.token")
+        .flat_map(|f| {
+            f.payload()["deltas"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .map(|d| d["t"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert!(kinds.iter().any(|k| k == "reasoning") && kinds.iter().any(|k| k == "text"));
+    gm.dispose().await;
+}
