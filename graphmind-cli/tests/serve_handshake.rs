@@ -126,3 +126,30 @@ fn a_hello_without_client_version_is_still_a_hello() {
         assert_eq!(ack["payload"]["capabilities"], json!([]));
     });
 }
+
+#[test]
+fn sigterm_also_removes_the_run_file_and_a_busy_port_is_a_clear_error() {
+    let mut h = hub(&[]);
+    let port = h.port.to_string();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_graphmind"))
+        .args(["serve", "--port", &port, "--json", "--no-open"])
+        .env("GRAPHMIND_HOME", &h.home)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&format!("port {port} is in use")), "{err}");
+    assert!(
+        h.run_file().exists(),
+        "the failed start removed the running hub's run file"
+    );
+    let _ = std::process::Command::new("kill")
+        .args(["-TERM", &h.child.id().to_string()])
+        .status();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while h.child.try_wait().unwrap().is_none() {
+        assert!(std::time::Instant::now() < deadline, "no exit on SIGTERM");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(!h.run_file().exists());
+}

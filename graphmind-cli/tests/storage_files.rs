@@ -48,3 +48,30 @@ fn custom_db_path_is_used_and_private() {
     assert!(!home.join("graphmind.db").exists());
     assert_eq!(s.runs()[0]["name"], json!("custom"));
 }
+
+#[test]
+fn a_second_hub_on_the_same_database_is_refused() {
+    let h = hub(&[]);
+    let mut second = std::process::Command::new(env!("CARGO_BIN_EXE_graphmind"))
+        .args(["serve", "--port", "0", "--json", "--no-open"])
+        .env("GRAPHMIND_HOME", &h.home)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while second.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = second.kill();
+            let _ = second.wait();
+            panic!("a second hub started on the same database");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = second.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("in use by another graphmind serve"), "{err}");
+    assert_eq!(mode(&h.home.join("graphmind.db.lock")), 0o600);
+    assert_eq!(h.health()["ok"], json!(true));
+}

@@ -38,3 +38,34 @@ fn keep_n_drops_the_oldest_runs_and_their_events() {
     assert_eq!(s.seqs(ids[3]).len(), 2);
     assert_eq!(s.get(&format!("/api/runs/{}/events", ids[0])).status, 404);
 }
+
+#[test]
+fn runs_older_than_30_days_are_dropped_at_start() {
+    let dir = TempDir::new("age");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    {
+        let mut s = Serve::start_in(&dir.0, &[]);
+        block_on(async {
+            let mut app = App::connect(s.port).await;
+            for (id, age_days) in [("run_400000000011", 31u64), ("run_400000000012", 29)] {
+                let mut f = env(
+                    app.seq,
+                    id,
+                    "run.started",
+                    json!({"app": "a", "sdk": {"name": "rust", "version": "1"}, "meta": {"name": id}}),
+                );
+                app.seq += 1;
+                f["ts"] = json!(now - age_days * 86_400_000);
+                app.peer.send(&f).await;
+            }
+        });
+        wait_for(10, "2 runs", || (s.runs().len() == 2).then_some(()));
+        assert!(s.interrupt().success());
+    }
+    let s = Serve::start_in(&dir.0, &[]);
+    let kept: Vec<_> = s.runs().iter().map(|r| r["runId"].clone()).collect();
+    assert_eq!(kept, vec![json!("run_400000000012")]);
+}

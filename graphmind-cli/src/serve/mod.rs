@@ -116,6 +116,7 @@ pub struct Running {
     /// The run file.
     pub run_file: PathBuf,
     hub: Arc<Hub>,
+    _db_lock: std::fs::File,
     server: tokio::task::JoinHandle<()>,
     ticker: tokio::task::JoinHandle<()>,
 }
@@ -130,12 +131,7 @@ pub async fn start(args: &ServeArgs) -> Result<Running, String> {
         keep: args.keep,
         max_age_days: 30,
     };
-    let storage = {
-        let db = db.clone();
-        tokio::task::spawn_blocking(move || Storage::open(&db, retention, now_ms()))
-            .await
-            .map_err(|e| e.to_string())??
-    };
+    // Listen first: a second hub on a busy port must not touch the first one's database.
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", args.port))
         .await
         .map_err(|e| {
@@ -148,6 +144,12 @@ pub async fn start(args: &ServeArgs) -> Result<Running, String> {
                 format!("cannot listen on 127.0.0.1:{}: {e}", args.port)
             }
         })?;
+    let storage = {
+        let db = db.clone();
+        tokio::task::spawn_blocking(move || Storage::open(&db, retention, now_ms()))
+            .await
+            .map_err(|e| e.to_string())??
+    };
     let port = listener.local_addr().map_err(|e| e.to_string())?.port();
     let ms = |flag: Option<u64>, env: &str, default: u64| {
         flag.or_else(|| std::env::var(env).ok().and_then(|v| v.parse().ok()))
@@ -174,6 +176,7 @@ pub async fn start(args: &ServeArgs) -> Result<Running, String> {
         "allowControl": cfg.allow_control.as_str(),
         "version": cfg.version,
     });
+    let db_lock = storage.lock;
     let hub = Hub::new(
         cfg,
         storage.writer,
@@ -219,6 +222,7 @@ pub async fn start(args: &ServeArgs) -> Result<Running, String> {
         viewer_url,
         run_file,
         hub,
+        _db_lock: db_lock,
         server,
         ticker,
     })

@@ -100,6 +100,8 @@ pub struct Storage {
     pub reader: Arc<Reader>,
     /// Runs kept after retention, newest first.
     pub runs: Vec<RunRow>,
+    /// Must be kept for the life of the hub: one hub per database.
+    pub lock: std::fs::File,
 }
 
 /// Retention policy applied at start.
@@ -158,6 +160,7 @@ impl Storage {
             format!("cannot {what} the database {}: {e}", path.display())
         };
         paths::ensure_parent(path).map_err(|e| fail("create the directory of", &e))?;
+        let lock = lock_file(path)?;
         paths::touch_private(path).map_err(|e| fail("create", &e))?;
         let conn = Connection::open(path).map_err(|e| fail("open", &e))?;
         pragmas(&conn).map_err(|e| fail("configure", &e))?;
@@ -192,7 +195,32 @@ impl Storage {
                 pool: Mutex::new(Vec::new()),
             }),
             runs,
+            lock,
         })
+    }
+}
+
+/// Takes `<db>.lock`: a second hub on the same database would mark the first one's live runs
+/// abandoned and trim under its feet.
+fn lock_file(db: &Path) -> Result<std::fs::File, String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut p = db.as_os_str().to_owned();
+    p.push(".lock");
+    let p = PathBuf::from(p);
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(&p)
+        .map_err(|e| format!("cannot create {}: {e}", p.display()))?;
+    match f.try_lock() {
+        Ok(()) => Ok(f),
+        Err(std::fs::TryLockError::WouldBlock) => Err(format!(
+            "the database {} is in use by another graphmind serve; stop it or pass --db",
+            db.display()
+        )),
+        Err(std::fs::TryLockError::Error(e)) => Err(format!("cannot lock {}: {e}", p.display())),
     }
 }
 
