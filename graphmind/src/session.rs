@@ -400,6 +400,7 @@ impl Inner {
         // New gates continue at once from here on; held ones continue now.
         self.attached.store(false, Relaxed);
         self.gates.release_all(ReleaseReason::Dispose);
+        crate::exec::end_implicit_run(self);
         if let Some(Some(handle)) = self.transport.get() {
             self.signal_shutdown();
             if let Some(done) = handle.take_done() {

@@ -170,6 +170,13 @@ async fn abort_outside_a_run_is_refused_and_the_gate_stays_held() {
     let implicit = hub.wait_for_kind("run.started", SECOND).await;
     assert_eq!(implicit.payload()["meta"]["implicit"], true);
     gm.dispose().await;
+    let fin = hub.wait_for_kind("run.finished", SECOND).await;
+    assert_eq!(
+        fin.run_id(),
+        implicit.run_id(),
+        "dispose ends the implicit run"
+    );
+    assert_eq!(fin.payload()["status"], "ok");
 }
 
 #[tokio::test]

@@ -202,12 +202,14 @@ pub(crate) fn millis_between(from: Instant, to: Instant) -> f64 {
 
 // ---- the implicit run ----------------------------------------------------------------------
 
+/// Implicit runs by session (the address of its state).
+static IMPLICIT_RUNS: Mutex<Vec<(usize, RunId)>> = Mutex::new(Vec::new());
+
 /// Calls outside any run scope are attributed to one implicit run per session, announced
 /// with `run.started {meta:{name:"implicit", implicit:true}}` on first use.
 pub(crate) fn implicit_run(host: &Arc<dyn Host>) -> RunId {
-    static RUNS: Mutex<Vec<(usize, RunId)>> = Mutex::new(Vec::new());
     let key = Arc::as_ptr(host).cast::<()>() as usize;
-    let mut runs = RUNS
+    let mut runs = IMPLICIT_RUNS
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     if let Some((_, id)) = runs.iter().find(|(k, _)| *k == key) {
@@ -228,4 +230,27 @@ pub(crate) fn implicit_run(host: &Arc<dyn Host>) -> RunId {
     );
     runs.push((key, Arc::clone(&id)));
     id
+}
+
+/// Ends a session's implicit run, if it has one, with `run.finished {status:"ok"}`
+/// (`dispose()` calls this before closing).
+pub(crate) fn end_implicit_run(host: &dyn Host) {
+    let key = std::ptr::from_ref(host).cast::<()>() as usize;
+    let id = {
+        let mut runs = IMPLICIT_RUNS
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let Some(at) = runs.iter().position(|(k, _)| *k == key) else {
+            return;
+        };
+        runs.swap_remove(at).1
+    };
+    host.emit(
+        &id,
+        Message::RunFinished(graphmind_protocol::RunFinished {
+            status: graphmind_protocol::Status::Ok,
+            error: None,
+            extra: Extra::new(),
+        }),
+    );
 }
