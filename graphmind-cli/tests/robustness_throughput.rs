@@ -73,3 +73,51 @@ fn ingest_persists_at_least_100k_events_per_second() {
     assert!(one >= 100_000.0, "1 app: {one:.0} events/s");
     assert!(eight >= 100_000.0, "8 apps: {eight:.0} events/s");
 }
+
+#[test]
+#[ignore = "timing: run in a release build"]
+fn gate_round_trip_p50_is_under_500_microseconds() {
+    let h = hub(&["--allow-control", "inject"]);
+    let (port, tok) = (h.port, h.agent_token.clone());
+    let run = "run_t00000000rt";
+    let mut released = Vec::new();
+    let mut answered = Vec::new();
+    block_on(async {
+        let mut app = App::connect(port).await;
+        app.start_run(run, "round trip").await;
+        for i in 0..300 {
+            let pause = format!("pause_rt_{i}");
+            app.pause_at(run, "t", &pause, "before", json!(i)).await;
+            get_async(port, format!("/api/pauses?runId={run}&wait=5")).await;
+            let t0 = Instant::now();
+            let req = tokio::spawn(resume_async(
+                port,
+                tok.clone(),
+                run.into(),
+                pause.clone(),
+                json!({"action": "continue"}),
+            ));
+            app.expect_resume(5000).await;
+            released.push(t0.elapsed());
+            app.emit(
+                run,
+                "exec.resumed",
+                json!({"pauseId": pause, "action": "continue"}),
+            )
+            .await;
+            assert_eq!(req.await.unwrap().status, 200);
+            answered.push(t0.elapsed());
+        }
+    });
+    released.sort();
+    answered.sort();
+    let pct = |v: &[std::time::Duration], p: usize| v[v.len() * p / 100].as_micros();
+    eprintln!(
+        "gate round trip: released p50 {} µs p99 {} µs; answered p50 {} µs p99 {} µs",
+        pct(&released, 50),
+        pct(&released, 99),
+        pct(&answered, 50),
+        pct(&answered, 99)
+    );
+    assert!(pct(&released, 50) <= 500, "p50 {} µs", pct(&released, 50));
+}
