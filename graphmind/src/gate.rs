@@ -347,27 +347,17 @@ pub(crate) async fn decide(spec: GateSpec<'_>) -> Outcome {
     if !host.attached() {
         host.gates().release(&pause_id);
     }
-    // The pause timeout needs tokio's timer; on another executor the gate waits without it.
-    let limit = host
-        .pause_timeout()
-        .filter(|_| tokio::runtime::Handle::try_current().is_ok());
-    let decision = match limit {
-        None => rx.await.unwrap_or(Decision::CONTINUE),
-        Some(limit) => {
-            let mut rx = rx;
-            match tokio::time::timeout(limit, &mut rx).await {
-                Ok(d) => d.unwrap_or(Decision::CONTINUE),
-                Err(_) => {
-                    if host.gates().release(&pause_id) {
-                        Decision::CONTINUE
-                    } else {
-                        // Resolved at the same moment: take what the debugger said.
-                        rx.try_recv().unwrap_or(Decision::CONTINUE)
-                    }
-                }
+    // The pause timeout runs on the runtime's timer thread: it works on any executor.
+    if let Some(limit) = host.pause_timeout() {
+        let weak = Arc::downgrade(&host);
+        let id = pause_id.clone();
+        crate::exec::timer::after(limit, move || {
+            if let Some(host) = weak.upgrade() {
+                host.gates().release(&id);
             }
-        }
-    };
+        });
+    }
+    let decision = rx.await.unwrap_or(Decision::CONTINUE);
     let held = started.elapsed();
     drop(guard);
     Outcome { decision, held }

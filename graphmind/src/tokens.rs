@@ -1,7 +1,6 @@
 //! The token batcher: streamed deltas of one node go out as one `node.token` per interval
-//! (34 ms by default). The first delta of a batch arms a timer on the current tokio runtime;
-//! without a runtime the batch is flushed at once. A node's pending deltas are flushed before
-//! its `node.finished`.
+//! (34 ms by default). The first delta of a batch arms the runtime's timer thread (any
+//! executor works); a node's pending deltas are flushed before its `node.finished`.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -88,16 +87,9 @@ impl TokenBuf {
                 return;
             }
         }
-        match tokio::runtime::Handle::try_current() {
-            Ok(rt) => {
-                let me = Arc::clone(self);
-                let every = self.host.token_interval();
-                rt.spawn(async move {
-                    tokio::time::sleep(every).await;
-                    me.flush();
-                });
-            }
-            Err(_) => self.flush(),
+        let me = Arc::clone(self);
+        if !crate::exec::timer::after(self.host.token_interval(), move || me.flush()) {
+            self.flush();
         }
     }
 
@@ -209,15 +201,18 @@ mod tests {
     }
 
     #[test]
-    fn without_a_runtime_each_push_goes_out_at_once_with_the_instance_id() {
+    fn batches_without_any_runtime_carry_the_instance_id() {
         let (rec, buf) = buf();
         buf.push(DeltaKind::Text, "a");
         buf.push(DeltaKind::Text, "");
         buf.push(DeltaKind::Reasoning, "b");
+        assert!(tokens(&rec).is_empty(), "nothing before the interval");
+        std::thread::sleep(Duration::from_millis(150));
         let t = tokens(&rec);
-        assert_eq!(t.len(), 2, "empty deltas are dropped");
+        assert_eq!(t.len(), 1, "one batch");
         assert_eq!(t[0].extra["instanceId"], "inv:s1");
-        assert_eq!(t[1].deltas[0].t, DeltaKind::Reasoning);
+        assert_eq!(t[0].deltas.len(), 2, "empty deltas are dropped");
+        assert_eq!(t[0].deltas[1].t, DeltaKind::Reasoning);
     }
 
     #[tokio::test]

@@ -129,3 +129,32 @@ async fn dispose_releases_held_gates() {
         .expect("joined");
     assert_eq!(out.expect("not aborted"), 6);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pause_timeout_and_token_batches_need_no_tokio_timer() {
+    let hub = FakeDebugger::start().await;
+    hub.set_breakpoints(vec![json!({"name": "work"})]);
+    let gm = graphmind::Session::new(
+        hub.config("no-timers")
+            .pause_timeout(Duration::from_millis(100)),
+    );
+    assert!(gm.ready(2 * SECOND).await);
+    let app = std::thread::spawn({
+        let gm = gm.clone();
+        move || {
+            // A runtime without the time driver: nothing here may need tokio's timer.
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .build()
+                .expect("runtime");
+            rt.block_on(gm.run("r", work(41)))
+        }
+    });
+    let out = tokio::task::spawn_blocking(move || app.join())
+        .await
+        .expect("joined")
+        .expect("no panic");
+    assert_eq!(out.expect("not aborted"), 42);
+    let resumed = hub.wait_for_kind("exec.resumed", SECOND).await;
+    assert_eq!(resumed.payload()["action"], "continue");
+    gm.dispose().await;
+}
