@@ -410,3 +410,33 @@ fn an_unanswered_resume_reports_sent_and_a_later_one_may_try_again() {
         assert_eq!(again.await.unwrap().status, 200);
     });
 }
+
+#[test]
+fn a_finished_run_holds_no_pause() {
+    let h = hub(&["--allow-control", "resume"]);
+    let port = h.port;
+    let run = "run_100000000011";
+    block_on(async {
+        let mut app = App::connect(port).await;
+        app.start_run(run, "ends").await;
+        app.pause_at(run, "t", "pause_h_1", "before", json!(1))
+            .await;
+        wait_for_pause(port).await;
+        app.emit(run, "run.finished", json!({"status": "aborted"}))
+            .await;
+        for _ in 0..250 {
+            let p = get_async(port, "/api/pauses".into()).await.json();
+            if p["pauses"] == json!([]) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        panic!("the pause outlived its run");
+    });
+    let r = h.post(
+        &format!("/api/runs/{run}/pauses/pause_h_1/resume"),
+        &json!({"action": "continue"}),
+    );
+    assert_eq!(r.status, 410);
+    assert_eq!(h.runs()[0]["status"], json!("aborted"));
+}

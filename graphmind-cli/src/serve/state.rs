@@ -634,6 +634,29 @@ impl Hub {
                     run.ended_at = Some(env.ts);
                     run.nodes.clear();
                     rows.push(run.row(run_id));
+                    // A finished run holds no gate any more.
+                    let stale: Vec<PauseKey> = st
+                        .pauses
+                        .keys()
+                        .filter(|(r, _)| r == run_id)
+                        .cloned()
+                        .collect();
+                    for k in stale {
+                        if let Some(mut pause) = st.pauses.remove(&k) {
+                            if let Some(w) = pause.inflight.take().and_then(|f| f.waiter) {
+                                let _ = w.send(Outcome::Gone("the run finished".into()));
+                            }
+                            st.closed.insert(
+                                k,
+                                Closed {
+                                    at: Instant::now(),
+                                    action: None,
+                                    by: "app",
+                                },
+                            );
+                            pauses_changed = true;
+                        }
+                    }
                 }
                 Message::NodeStarted(p) => {
                     run.nodes.insert(
