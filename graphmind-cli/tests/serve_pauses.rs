@@ -440,3 +440,21 @@ fn a_finished_run_holds_no_pause() {
     assert_eq!(r.status, 410);
     assert_eq!(h.runs()[0]["status"], json!("aborted"));
 }
+
+#[test]
+fn a_loop_hold_carries_its_details() {
+    let h = hub(&[]);
+    let port = h.port;
+    let run = "run_100000000012";
+    block_on(async {
+        let mut app = App::connect(port).await;
+        app.start_run(run, "loop").await;
+        app.emit(run, "node.started", json!({"nodeId": "tool:add", "kind": "tool", "name": "add", "instanceId": "call_9", "input": {"a": 1}})).await;
+        app.emit(run, "exec.paused", json!({"pauseId": "pause_l_9", "nodeId": "tool:add", "point": "before", "reason": "loop",
+            "loop": {"repeats": 3, "firstSeq": 3, "lastSeq": 7, "fingerprint": "af71"}})).await;
+        let p = wait_for_pause(port).await;
+        assert_eq!(p[0]["reason"], json!("loop"));
+        assert_eq!(p[0]["loop"]["repeats"], json!(3));
+        assert_eq!(p[0]["input"], json!({"a": 1}));
+    });
+}

@@ -251,6 +251,8 @@ struct Pause {
     input: Option<Value>,
     output: Option<Value>,
     error: Option<Value>,
+    /// The loop guard's details of a `reason: "loop"` hold.
+    loop_info: Option<Value>,
     identity: Option<u64>,
     inflight: Option<InFlight>,
 }
@@ -270,6 +272,7 @@ impl Pause {
             "input": self.input,
             "output": self.output,
             "error": self.error,
+            "loop": self.loop_info,
             "state": if self.inflight.is_some() { "resuming" } else { "open" },
         })
     }
@@ -716,6 +719,7 @@ impl Hub {
                             input: seen.and_then(|n| n.input.clone()),
                             output: seen.and_then(|n| n.output.clone()),
                             error: seen.and_then(|n| n.error.clone()),
+                            loop_info: p.extra.get("loop").cloned(),
                             // The gate is held by the app that reported it.
                             identity: Some(identity),
                             inflight: None,
