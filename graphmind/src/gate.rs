@@ -351,7 +351,7 @@ pub(crate) async fn decide(spec: GateSpec<'_>) -> Outcome {
     if let Some(limit) = host.pause_timeout() {
         let weak = Arc::downgrade(&host);
         let id = pause_id.clone();
-        crate::exec::timer::after(limit, move || {
+        crate::timer::after(limit, move || {
             if let Some(host) = weak.upgrade() {
                 host.gates().release(&id);
             }

@@ -71,6 +71,7 @@ pub mod tee;
 #[path = "tee_off.rs"]
 pub mod tee;
 pub mod time;
+mod timer;
 #[cfg(feature = "enabled")]
 mod tokens;
 #[cfg(feature = "enabled")]

@@ -88,7 +88,7 @@ impl TokenBuf {
             }
         }
         let me = Arc::clone(self);
-        if !crate::exec::timer::after(self.host.token_interval(), move || me.flush()) {
+        if !crate::timer::after(self.host.token_interval(), move || me.flush()) {
             self.flush();
         }
     }

@@ -3,7 +3,7 @@
 
 pub(crate) mod scope;
 pub(crate) mod step;
-pub(crate) mod timer;
+
 pub(crate) mod tool;
 
 use std::sync::Arc;
