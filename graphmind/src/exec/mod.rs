@@ -3,7 +3,6 @@
 
 pub(crate) mod scope;
 pub(crate) mod step;
-
 pub(crate) mod tool;
 
 use std::sync::Arc;
