@@ -216,3 +216,66 @@ async fn spawned_work_joins_the_run_with_in_current_run() {
     );
     gm.dispose().await;
 }
+
+#[tokio::test]
+async fn abort_releases_the_other_held_gates_of_the_run() {
+    let hub = FakeDebugger::start().await;
+    hub.set_breakpoints(vec![json!({"name": "echo"})]);
+    let gm = session(&hub).await;
+    let task = tokio::spawn({
+        let gm = gm.clone();
+        async move {
+            gm.run("pair", async {
+                futures_util::future::join(echo("left".into()), echo("right".into())).await
+            })
+            .await
+        }
+    });
+    let frames = hub
+        .wait_for("two pauses", 2 * SECOND, |fs| {
+            fs.iter().filter(|f| f.kind() == "exec.paused").count() == 2
+        })
+        .await;
+    let pauses: Vec<String> = frames
+        .iter()
+        .filter(|f| f.kind() == "exec.paused")
+        .map(|f| f.payload()["pauseId"].as_str().expect("id").to_owned())
+        .collect();
+    let run_id = frames
+        .iter()
+        .find(|f| f.kind() == "exec.paused")
+        .expect("p")
+        .run_id()
+        .to_owned();
+    assert_eq!(gm.stats().held_gates, 2);
+    assert!(hub.resume(&run_id, &pauses[0], "abort"));
+    assert!(task.await.expect("joined").is_err(), "Err(Aborted)");
+    let frames = hub
+        .wait_for("run.finished", SECOND, |fs| {
+            fs.iter().any(|f| f.kind() == "run.finished")
+        })
+        .await;
+    let resumed: Vec<(String, String)> = frames
+        .iter()
+        .filter(|f| f.kind() == "exec.resumed")
+        .map(|f| {
+            (
+                f.payload()["pauseId"].as_str().expect("id").to_owned(),
+                f.payload()["action"].as_str().expect("action").to_owned(),
+            )
+        })
+        .collect();
+    assert!(resumed.contains(&(pauses[0].clone(), "abort".to_owned())));
+    assert!(
+        resumed.contains(&(pauses[1].clone(), "continue".to_owned())),
+        "the other gate is released when the run is dropped: {resumed:?}"
+    );
+    assert_eq!(gm.stats().held_gates, 0);
+    let statuses: Vec<&str> = frames
+        .iter()
+        .filter(|f| f.kind() == "node.finished" && f.payload()["nodeId"] == "tool:echo")
+        .map(|f| f.payload()["status"].as_str().expect("status"))
+        .collect();
+    assert_eq!(statuses, ["aborted", "aborted"]);
+    gm.dispose().await;
+}
