@@ -24,7 +24,7 @@ async fn held_time_does_not_count_against_the_timeout() {
         async move {
             gm.run(
                 "t",
-                graphmind::time::timeout(Duration::from_millis(150), slow(50)),
+                graphmind::time::timeout(Duration::from_millis(300), slow(50)),
             )
             .await
         }
@@ -42,7 +42,7 @@ async fn held_time_does_not_count_against_the_timeout() {
     assert_eq!(
         out,
         Ok(50),
-        "50 ms of work fits a 150 ms budget once 400 ms held are excluded"
+        "50 ms of work fits a 300 ms budget once 400 ms held are excluded"
     );
     assert!(held_from.elapsed() >= Duration::from_millis(400));
     gm.dispose().await;
@@ -62,6 +62,9 @@ async fn unheld_work_still_times_out() {
         .await
         .expect("not aborted");
     assert!(out.is_err(), "1 s of work does not fit 60 ms");
-    assert!(t.elapsed() < Duration::from_millis(500));
+    assert!(
+        t.elapsed() < Duration::from_millis(900),
+        "timed out near 60 ms, not after the work"
+    );
     gm.dispose().await;
 }
