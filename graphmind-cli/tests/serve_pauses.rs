@@ -390,7 +390,7 @@ fn an_unanswered_resume_reports_sent_and_a_later_one_may_try_again() {
         assert_eq!(r.status, 202, "{}", r.body);
         assert_eq!(r.json()["outcome"], json!("sent"));
         assert!(t0.elapsed() >= Duration::from_millis(300));
-        app.expect_resume(2000).await;
+        let stale = app.expect_resume(2000).await["payload"]["requestId"].clone();
         // Not in flight any more: the next resume is sent again, and answered this time.
         let again = tokio::spawn(resume_async(
             port,
@@ -401,6 +401,18 @@ fn an_unanswered_resume_reports_sent_and_a_later_one_may_try_again() {
         ));
         let f = app.expect_resume(2000).await;
         assert_eq!(f["payload"]["action"], json!("retry"));
+        // A late refusal of the first request does not answer the second.
+        app.emit(
+            run,
+            "exec.refused",
+            json!({"pauseId": "pause_g_1", "code": "schema", "requestId": stale}),
+        )
+        .await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(
+            !again.is_finished(),
+            "a stale refusal answered the new request"
+        );
         app.emit(
             run,
             "exec.resumed",
