@@ -54,9 +54,13 @@ pub use session::{Session, Stats, init, session};
 pub use graphmind_protocol as protocol;
 
 #[cfg(feature = "enabled")]
-mod gate;
+#[doc(hidden)]
+#[path = "private.rs"]
+pub mod __private;
 #[cfg(feature = "enabled")]
 mod exec;
+#[cfg(feature = "enabled")]
+mod gate;
 pub mod model;
 #[cfg(feature = "enabled")]
 pub mod node;
@@ -74,12 +78,8 @@ pub mod time;
 mod timer;
 #[cfg(feature = "enabled")]
 mod tokens;
-#[cfg(feature = "enabled")]
-#[doc(hidden)]
-#[path = "private.rs"]
-pub mod __private;
-pub use run::{Aborted, in_current_run, run, run_result};
 pub use roster::tools as tool_roster;
+pub use run::{Aborted, in_current_run, run, run_result};
 
 pub use graphmind_macros::{model_step, tool};
 mod run_macro;
