@@ -55,7 +55,27 @@ async fn serve_app(hub: Arc<Hub>, socket: WebSocket) {
         let _ = sink.close().await;
     });
     let mut conn: Option<u64> = None;
-    while let Some(msg) = stream.next().await {
+    // A socket that never says hello holds a connection and a task: close it after a while.
+    let hello_deadline = tokio::time::Instant::now() + hub.cfg.hello_timeout;
+    loop {
+        let next = if conn.is_some() {
+            stream.next().await
+        } else if let Ok(next) = tokio::time::timeout_at(hello_deadline, stream.next()).await {
+            next
+        } else {
+            hub.stats.hello_timeouts.fetch_add(1, Ordering::Relaxed);
+            let _ = tx.send(AppOut::Close(
+                1008,
+                format!(
+                    "no hello within {} ms: the first frame must be hello",
+                    hub.cfg.hello_timeout.as_millis()
+                ),
+            ));
+            break;
+        };
+        let Some(msg) = next else {
+            break;
+        };
         let msg = match msg {
             Ok(m) => m,
             Err(e) => {
@@ -73,7 +93,7 @@ async fn serve_app(hub: Arc<Hub>, socket: WebSocket) {
                 let text = text.as_str();
                 hub.stats.frames_in.fetch_add(1, Ordering::Relaxed);
                 let keep_going = match conn {
-                    None => match handshake(&hub, text, &tx) {
+                    None => match handshake(&hub, text, &tx).await {
                         Handshake::Done(c) => {
                             conn = Some(c);
                             true
@@ -147,7 +167,7 @@ fn loose_hello(text: &str) -> Option<HelloInfo> {
     })
 }
 
-fn handshake(hub: &Hub, text: &str, tx: &mpsc::UnboundedSender<AppOut>) -> Handshake {
+async fn handshake(hub: &Hub, text: &str, tx: &mpsc::UnboundedSender<AppOut>) -> Handshake {
     let info = match parse(text) {
         Parsed::Ok(Envelope {
             message: Message::Hello(h),
@@ -177,13 +197,16 @@ fn handshake(hub: &Hub, text: &str, tx: &mpsc::UnboundedSender<AppOut>) -> Hands
             return Handshake::Ignored;
         }
     };
-    let (conn, _identity, ack) = hub.app_hello(
+    let (conn, _identity, ack, reclaimed) = hub.app_hello(
         tx.clone(),
         info.app,
         info.capabilities,
         info.resume_token.as_deref().filter(|t| !t.is_empty()),
     );
     let _ = tx.send(AppOut::Text(ack));
+    for row in reclaimed {
+        hub.writer.run(row).await;
+    }
     Handshake::Done(conn)
 }
 

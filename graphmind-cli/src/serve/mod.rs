@@ -17,6 +17,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::get;
+use axum::serve::ListenerExt;
 use clap::{Args, ValueEnum};
 use graphmind_protocol::{BreakpointMatcher, NodeKind, PausePoint};
 use serde_json::json;
@@ -79,6 +80,10 @@ pub struct ServeArgs {
     /// 5000; tests shorten it; env GRAPHMIND_RESUME_WAIT_MS too).
     #[arg(long, hide = true)]
     pub resume_wait_ms: Option<u64>,
+    /// Milliseconds an /ingest socket may stay open without sending hello before it is
+    /// closed (default 10000; tests shorten it; env GRAPHMIND_HELLO_TIMEOUT_MS too).
+    #[arg(long, hide = true)]
+    pub hello_timeout_ms: Option<u64>,
 }
 
 /// Epoch milliseconds.
@@ -157,6 +162,7 @@ pub async fn start(args: &ServeArgs) -> Result<Running, String> {
     };
     let grace_ms = ms(args.abandon_grace_ms, "GRAPHMIND_ABANDON_GRACE_MS", 15_000);
     let resume_wait_ms = ms(args.resume_wait_ms, "GRAPHMIND_RESUME_WAIT_MS", 5_000);
+    let hello_timeout_ms = ms(args.hello_timeout_ms, "GRAPHMIND_HELLO_TIMEOUT_MS", 10_000);
     let cfg = Config {
         version: env!("CARGO_PKG_VERSION"),
         port,
@@ -165,6 +171,7 @@ pub async fn start(args: &ServeArgs) -> Result<Running, String> {
         agent_token: Token::generate()?,
         abandon_grace: Duration::from_millis(grace_ms),
         resume_wait: Duration::from_millis(resume_wait_ms),
+        hello_timeout: Duration::from_millis(hello_timeout_ms),
     };
     let url = format!("http://127.0.0.1:{port}");
     let viewer_url = format!("{url}/#token={}", cfg.viewer_token.as_str());
@@ -201,6 +208,10 @@ pub async fn start(args: &ServeArgs) -> Result<Running, String> {
     let run_file = paths::run_file(port);
     paths::write_private(&run_file, format!("{run_doc}\n").as_bytes())
         .map_err(|e| format!("cannot write {}: {e}", run_file.display()))?;
+    // Control frames are small and latency-bound (a held gate waits on them): no Nagle delay.
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     let server = tokio::spawn(async move {
         if let Err(e) = axum::serve(listener, app).await {
             eprintln!("graphmind: server stopped: {e}");

@@ -43,6 +43,8 @@ pub struct Config {
     pub abandon_grace: Duration,
     /// How long a resume waits for the app's `exec.resumed` / `exec.refused` (5 s).
     pub resume_wait: Duration,
+    /// How long an `/ingest` socket may stay open without sending `hello` (10 s).
+    pub hello_timeout: Duration,
 }
 
 /// Counters since start (reported by `/health`).
@@ -64,6 +66,8 @@ pub struct Stats {
     pub shrunk: AtomicU64,
     /// Frames before hello (ignored).
     pub ignored_before_hello: AtomicU64,
+    /// `/ingest` sockets closed for sending no `hello` in time.
+    pub hello_timeouts: AtomicU64,
 }
 
 impl Stats {
@@ -78,6 +82,7 @@ impl Stats {
             "unknownTypes": g(&self.unknown_types),
             "shrunk": g(&self.shrunk),
             "ignoredBeforeHello": g(&self.ignored_before_hello),
+            "helloTimeouts": g(&self.hello_timeouts),
         })
     }
 }
@@ -309,6 +314,8 @@ struct State {
     tokens: HashMap<String, u64>,
     /// Identity → its live connection.
     live: HashMap<u64, u64>,
+    /// Identity → when its last connection went away (while it has unfinished runs).
+    left: HashMap<u64, Instant>,
     runs: HashMap<String, RunState>,
     pauses: HashMap<PauseKey, Pause>,
     closed: HashMap<PauseKey, Closed>,
@@ -379,6 +386,7 @@ impl Hub {
                 apps: HashMap::new(),
                 tokens: HashMap::new(),
                 live: HashMap::new(),
+                left: HashMap::new(),
                 runs,
                 pauses: HashMap::new(),
                 closed: HashMap::new(),
@@ -417,14 +425,15 @@ impl Hub {
     // ----- apps -------------------------------------------------------------------------
 
     /// Registers an app connection after its hello and builds the `hello.ack`. Returns the
-    /// connection id, its identity and the ack frame.
+    /// connection id, its identity, the ack frame and the run rows to store again (runs the
+    /// identity reclaimed from `abandoned`).
     pub fn app_hello(
         &self,
         tx: mpsc::UnboundedSender<AppOut>,
         app: Option<String>,
         capabilities: Vec<String>,
         resume_token: Option<&str>,
-    ) -> (u64, u64, String) {
+    ) -> (u64, u64, String, Vec<RunRow>) {
         let conn = self.next_id();
         let session_token = random_id("sess");
         let mut st = self.lock();
@@ -433,13 +442,17 @@ impl Hub {
             .unwrap_or_else(|| self.next_id());
         st.tokens.insert(session_token.clone(), identity);
         st.live.insert(identity, conn);
+        st.left.remove(&identity);
         st.apps.insert(conn, AppConn { identity, tx, app });
-        // The identity's runs are live again.
+        // The identity's runs are live again; a reclaimed abandoned run is running again in
+        // storage too.
         let st = &mut *st;
+        let mut rows = Vec::new();
         for (id, run) in &mut st.runs {
             if run.owner == Some(identity) {
                 if run.status == "abandoned" {
                     run.status = "running".into();
+                    rows.push(run.row(id));
                 }
                 st.dirty.insert(id.clone());
             }
@@ -468,7 +481,7 @@ impl Hub {
             extra: Extra::new(),
         };
         let frame = self.frame(RUN_ANY, Message::HelloAck(ack));
-        (conn, identity, frame)
+        (conn, identity, frame, rows)
     }
 
     /// Handles an app connection going away: its pauses close (the app already continued),
@@ -516,6 +529,9 @@ impl Hub {
                     st.dirty.insert(id.clone());
                 }
             }
+            if orphaned {
+                st.left.insert(identity, Instant::now());
+            }
         }
         self.pauses_changed();
         if orphaned {
@@ -533,6 +549,16 @@ impl Hub {
             if st.live.contains_key(&identity) {
                 return;
             }
+            // The identity came back and left again since this timer started: the timer of
+            // its latest departure decides.
+            if st
+                .left
+                .get(&identity)
+                .is_some_and(|t| t.elapsed() < self.cfg.abandon_grace)
+            {
+                return;
+            }
+            st.left.remove(&identity);
             let st = &mut *st;
             let mut rows = Vec::new();
             for (id, run) in &mut st.runs {
@@ -572,7 +598,8 @@ impl Hub {
         let run_id = env.run_id.as_str();
         let mut rows = Vec::new();
         let mut pauses_changed = false;
-        {
+        let mut duplicate = false;
+        'locked: {
             let mut guard = self.lock();
             let st = &mut *guard;
             let Some(app) = st.apps.get(&conn) else {
@@ -602,7 +629,18 @@ impl Hub {
                 && !seqs.insert(env.seq)
             {
                 self.stats.duplicates.fetch_add(1, Ordering::Relaxed);
-                return;
+                duplicate = true;
+                // A replay of an abandoned run: its app is back (e.g. after a hub restart,
+                // where its old session token means nothing), so the run is running again.
+                if run.status == "abandoned" {
+                    run.status = "running".into();
+                    if !run.owner.is_some_and(|o| st.live.contains_key(&o)) {
+                        run.owner = Some(identity);
+                    }
+                    rows.push(run.row(run_id));
+                    st.dirty.insert(run_id.to_owned());
+                }
+                break 'locked;
             }
             self.stats.events_accepted.fetch_add(1, Ordering::Relaxed);
             // Ownership: the identity that claimed the run keeps it while it is connected;
@@ -779,6 +817,9 @@ impl Hub {
         }
         for r in rows {
             self.writer.run(r).await;
+        }
+        if duplicate {
+            return;
         }
         let run_arc: Arc<str> = Arc::from(run_id);
         self.writer

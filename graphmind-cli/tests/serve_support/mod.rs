@@ -157,11 +157,22 @@ impl Serve {
 
     /// All stored events of a run (paged); empty while the run is unknown.
     pub fn events(&self, run: &str) -> Vec<Value> {
+        Self::events_on(self.port, run)
+    }
+
+    /// All stored events of a run of the hub on `port` (paged); empty while it is unknown.
+    pub fn events_on(port: u16, run: &str) -> Vec<Value> {
         let mut out = Vec::new();
         let mut after: Option<u64> = None;
         loop {
             let q = after.map_or_else(String::new, |a| format!("&afterSeq={a}"));
-            let r = self.get(&format!("/api/runs/{run}/events?limit=10000{q}"));
+            let r = http(
+                port,
+                "GET",
+                &format!("/api/runs/{run}/events?limit=10000{q}"),
+                &[],
+                None,
+            );
             if r.status == 404 {
                 return out; // the run is not known (yet)
             }

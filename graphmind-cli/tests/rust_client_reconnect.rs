@@ -1,0 +1,182 @@
+//! The Rust client reconnects to a hub that crashed and came back on the same port and
+//! database: its replay (the whole ring, original seqs) stores no duplicate, a run that was in
+//! flight across the restart is `running` again as soon as its app is back (not `abandoned`),
+//! and it ends with every event stored once.
+
+mod cli_support;
+mod rust_support;
+mod serve_support;
+
+use std::time::Duration;
+
+use rust_support::{config, kill_hard, labels, serve_on, serve_on_free_port, wait_async};
+use serde_json::{Value, json};
+use serve_support::{Serve, TempDir, block_on};
+
+#[graphmind::tool]
+async fn step_one(n: i64) -> i64 {
+    n + 1
+}
+
+#[graphmind::tool]
+async fn step_two(n: i64) -> i64 {
+    n * 10
+}
+
+fn run_named(runs: &[Value], name: &str) -> Option<Value> {
+    runs.iter().find(|r| r["name"] == json!(name)).cloned()
+}
+
+fn seqs(events: &[Value]) -> Vec<u64> {
+    events.iter().map(|e| e["seq"].as_u64().unwrap()).collect()
+}
+
+#[test]
+fn replay_after_a_hub_restart_stores_no_duplicate_and_the_live_run_goes_on() {
+    let dir = TempDir::new("rs-replay");
+    let db = dir.0.join("hub.db");
+    let first_hub = serve_on_free_port(&dir.0, &db, &[]);
+    let port = first_hub.port;
+    let home = dir.0.clone();
+    block_on(async move {
+        let mut first_hub = first_hub;
+        let gm = graphmind::Session::new(
+            config(port, "rust-agent").retry_interval(Duration::from_millis(200)),
+        );
+        assert!(gm.ready(Duration::from_secs(5)).await, "attached");
+
+        // A finished run, then one that waits in the middle.
+        let done = gm
+            .run("first", async { step_two(step_one(1).await).await })
+            .await;
+        assert_eq!(done, Ok(20));
+        let (go_tx, go_rx) = tokio::sync::oneshot::channel::<()>();
+        let second = tokio::spawn({
+            let gm = gm.clone();
+            async move {
+                gm.run("second", async {
+                    let n = step_one(4).await;
+                    let _ = go_rx.await;
+                    step_two(n).await
+                })
+                .await
+            }
+        });
+
+        let (first_id, first_events, second_id) = wait_async(10, "both runs stored", move || {
+            let runs = first_hub.runs();
+            let first = run_named(&runs, "first")?;
+            let second = run_named(&runs, "second")?;
+            (first["status"] == json!("ok") && second["eventCount"] == json!(4)).then(|| {
+                let id = first["runId"].as_str().unwrap().to_owned();
+                let ev = first_hub.events(&id);
+                let sid = second["runId"].as_str().unwrap().to_owned();
+                // The hub crashes: no close frame, no cleanup.
+                kill_hard(&mut first_hub);
+                (id, ev, sid)
+            })
+        })
+        .await;
+        assert_eq!(first_events.len(), 8);
+        let ring = gm.stats().buffered;
+        assert_eq!(ring, 8 + 4, "the ring holds both runs");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!gm.is_attached(), "the client noticed the crash");
+
+        let second_hub = tokio::task::spawn_blocking({
+            let (home, db) = (home.clone(), db.clone());
+            move || serve_on(&home, port, &db, &[]).expect("restart on the same port")
+        })
+        .await
+        .expect("join");
+        // Storage marked the run the crash interrupted abandoned.
+        assert_eq!(
+            second_hub.get_json(&format!("/api/runs/{second_id}"))["status"],
+            json!("abandoned")
+        );
+        assert!(gm.ready(Duration::from_secs(5)).await, "reattached");
+
+        // The whole ring comes again, and every frame of it is a duplicate.
+        wait_async(10, "the replay processed", move || {
+            let s = serve_support::http(port, "GET", "/health", &[], None).json()["stats"].clone();
+            (s["duplicates"] == json!(ring)).then_some(())
+        })
+        .await;
+        let health = second_hub.health();
+        assert_eq!(health["stats"]["eventsAccepted"], json!(0), "{health}");
+        let summary = second_hub.get_json(&format!("/api/runs/{second_id}"));
+        assert_eq!(
+            summary["status"],
+            json!("running"),
+            "its app is back: {summary}"
+        );
+        assert_eq!(summary["live"], json!(true), "{summary}");
+        assert_eq!(summary["eventCount"], json!(4));
+
+        go_tx.send(()).expect("the run waits");
+        let out = second.await.expect("joined");
+        assert_eq!(out, Ok(50));
+        gm.dispose().await;
+
+        let runs = wait_async(10, "the second run finished", {
+            move || {
+                let runs = serve_support::http(port, "GET", "/api/runs", &[], None).json()["runs"]
+                    .as_array()
+                    .cloned()?;
+                run_named(&runs, "second")
+                    .filter(|r| r["status"] == json!("ok"))
+                    .map(|_| runs)
+            }
+        })
+        .await;
+        check_after(&second_hub, &runs, &first_id, &first_events, &second_id);
+    });
+}
+
+fn check_after(
+    hub: &Serve,
+    runs: &[Value],
+    first_id: &str,
+    first_events: &[Value],
+    second_id: &str,
+) {
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    let first = run_named(runs, "first").expect("first");
+    assert_eq!(first["runId"], json!(first_id));
+    assert_eq!(first["status"], json!("ok"));
+    assert_eq!(
+        first["eventCount"],
+        json!(8),
+        "the replay inflated the count"
+    );
+    assert_eq!(
+        hub.events(first_id),
+        first_events,
+        "the replay changed stored events"
+    );
+
+    let second = run_named(runs, "second").expect("second");
+    assert_eq!(second["runId"], json!(second_id));
+    assert_eq!(second["eventCount"], json!(8));
+    let events = hub.events(second_id);
+    assert_eq!(
+        labels(&events),
+        [
+            "run.started",
+            "node.started agent:second",
+            "node.started tool:step_one",
+            "node.finished tool:step_one",
+            "node.started tool:step_two",
+            "node.finished tool:step_two",
+            "node.finished agent:second",
+            "run.finished",
+        ]
+    );
+    let s = seqs(&events);
+    assert!(s.windows(2).all(|w| w[0] < w[1]), "{s:?}");
+    // The client's seqs go on across the reconnect (one counter per session).
+    assert!(s[0] > *seqs(first_events).last().unwrap(), "{s:?}");
+    let health = hub.health();
+    assert_eq!(health["stats"]["duplicates"], json!(12), "{health}");
+    assert_eq!(health["stats"]["eventsAccepted"], json!(4), "{health}");
+}
