@@ -67,6 +67,8 @@ pub mod node;
 #[cfg(not(feature = "enabled"))]
 #[path = "node_off.rs"]
 pub mod node;
+#[cfg(feature = "enabled")]
+mod record;
 mod roster;
 mod run;
 #[cfg(feature = "enabled")]

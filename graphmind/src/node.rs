@@ -2,6 +2,7 @@
 //! batches and the payload budget. A node execution always finishes: dropped unfinished (the
 //! call's future was cancelled, or it panicked) it emits `node.finished` `aborted` / `error`.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -14,14 +15,15 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::exec::{Host, millis, millis_between};
+use crate::record::{Finished, InstanceId, Record, Started};
 use crate::tokens::TokenBuf;
 
 /// One execution of one node.
 pub(crate) struct NodeRun {
     pub(crate) host: Arc<dyn Host>,
     pub(crate) run_id: crate::exec::RunId,
-    pub(crate) node_id: String,
-    pub(crate) instance_id: String,
+    pub(crate) node_id: Cow<'static, str>,
+    pub(crate) instance_id: InstanceId,
     started: Instant,
     held: Duration,
     tokens: Option<Arc<TokenBuf>>,
@@ -30,11 +32,11 @@ pub(crate) struct NodeRun {
 
 /// What `node.started` says.
 pub(crate) struct StartSpec {
-    pub(crate) node_id: String,
+    pub(crate) node_id: Cow<'static, str>,
     pub(crate) kind: NodeKind,
-    pub(crate) name: String,
-    pub(crate) instance_id: String,
-    pub(crate) parent_id: Option<String>,
+    pub(crate) name: Cow<'static, str>,
+    pub(crate) instance_id: InstanceId,
+    pub(crate) parent_id: Option<Arc<str>>,
     pub(crate) input: Option<Value>,
     pub(crate) extra: Extra,
 }
@@ -53,19 +55,34 @@ impl NodeRun {
         let started = Instant::now();
         let instance_id = spec.instance_id.clone();
         let node_id = spec.node_id.clone();
-        emit_budgeted(
-            &*host,
-            &run_id,
-            Message::NodeStarted(NodeStarted {
-                node_id: spec.node_id,
-                kind: spec.kind,
-                name: spec.name,
-                instance_id: spec.instance_id,
-                parent_id: spec.parent_id,
-                input: spec.input,
-                extra: spec.extra,
-            }),
-        );
+        if spec.extra.is_empty() && spec.input.as_ref().is_none_or(compact) {
+            host.record(
+                &run_id,
+                Record::Started(Started {
+                    node_id: spec.node_id,
+                    kind: spec.kind,
+                    name: spec.name,
+                    instance_id: spec.instance_id,
+                    parent_id: spec.parent_id,
+                    input: spec.input,
+                }),
+                started,
+            );
+        } else {
+            emit_budgeted(
+                &*host,
+                &run_id,
+                Message::NodeStarted(NodeStarted {
+                    node_id: spec.node_id.into_owned(),
+                    kind: spec.kind,
+                    name: spec.name.into_owned(),
+                    instance_id: spec.instance_id.to_string(),
+                    parent_id: spec.parent_id.map(|p| p.to_string()),
+                    input: spec.input,
+                    extra: spec.extra,
+                }),
+            );
+        }
         Self {
             host,
             run_id,
@@ -92,8 +109,8 @@ impl NodeRun {
             Arc::new(TokenBuf::new(
                 Arc::clone(&self.host),
                 Arc::clone(&self.run_id),
-                self.node_id.clone(),
-                self.instance_id.clone(),
+                self.node_id.to_string(),
+                self.instance_id.to_string(),
             ))
         });
         buf.push(kind, text);
@@ -112,8 +129,8 @@ impl NodeRun {
         self.host.emit(
             &self.run_id,
             Message::NodeError(NodeError {
-                node_id: self.node_id.clone(),
-                instance_id: Some(self.instance_id.clone()),
+                node_id: self.node_id.to_string(),
+                instance_id: Some(self.instance_id.to_string()),
                 error,
                 held_ms: Some(millis(self.held)),
                 extra: Extra::new(),
@@ -139,14 +156,37 @@ impl NodeRun {
         if let Some(buf) = &self.tokens {
             buf.close();
         }
+        // One clock read: the duration's end and the event's `ts`.
+        let now = Instant::now();
+        let duration_ms = millis_between(self.started, now);
+        // Finished for good: the ids move into the last event.
+        let node_id = std::mem::take(&mut self.node_id);
+        let instance_id = std::mem::replace(&mut self.instance_id, InstanceId::Call(0));
+        if finish.usage.is_none()
+            && finish.extra.is_empty()
+            && finish.output.as_ref().is_none_or(compact)
+        {
+            self.host.record(
+                &self.run_id,
+                Record::Finished(Finished {
+                    node_id,
+                    instance_id,
+                    duration_ms,
+                    status,
+                    output: finish.output,
+                    held_ms: millis(self.held),
+                }),
+                now,
+            );
+            return;
+        }
         emit_budgeted(
             &*self.host,
             &self.run_id,
             Message::NodeFinished(NodeFinished {
-                // Finished for good: the ids move into the last event.
-                node_id: std::mem::take(&mut self.node_id),
-                instance_id: Some(std::mem::take(&mut self.instance_id)),
-                duration_ms: millis_between(self.started, Instant::now()),
+                node_id: node_id.into_owned(),
+                instance_id: Some(instance_id.to_string()),
+                duration_ms,
                 status,
                 output: finish.output,
                 usage: finish.usage,
@@ -184,6 +224,15 @@ pub(crate) fn to_value<T: Serialize + ?Sized>(v: &T) -> Value {
     serde_json::to_value(v).unwrap_or_else(
         |e| serde_json::json!({"__graphmindUnserializable": true, "error": e.to_string()}),
     )
+}
+
+/// Inputs and outputs up to about this many JSON bytes are recorded as compact ring records
+/// (the transport serializes those while it holds the ring's lock, so they stay small).
+const COMPACT_MAX: usize = 1024;
+
+/// Whether a payload value is small enough for a compact record.
+fn compact(v: &Value) -> bool {
+    rough_len(v, 0) <= COMPACT_MAX
 }
 
 /// A rough upper bound of a value's JSON size, to skip measuring small payloads.
@@ -300,13 +349,14 @@ pub enum Resume {
 pub struct Node {
     call: crate::exec::tool::Call,
     run: NodeRun,
+    instance_id: String,
 }
 
 impl std::fmt::Debug for Node {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Node")
             .field("node_id", &self.run.node_id)
-            .field("instance_id", &self.run.instance_id)
+            .field("instance_id", &self.instance_id)
             .finish_non_exhaustive()
     }
 }
@@ -337,26 +387,31 @@ impl Node {
         if !call.host.enabled() {
             return None;
         }
+        let instance_id = instance_id.unwrap_or_else(|| crate::exec::next_id("call"));
         let run = NodeRun::start(
             Arc::clone(&call.host),
             Arc::clone(&call.run_id),
             StartSpec {
-                node_id: node_id.to_owned(),
+                node_id: Cow::Owned(node_id.to_owned()),
                 kind,
-                name: name.to_owned(),
-                instance_id: instance_id.unwrap_or_else(|| crate::exec::next_id("call")),
-                parent_id: call.run.as_ref().map(|r| r.agent_node.clone()),
+                name: Cow::Owned(name.to_owned()),
+                instance_id: InstanceId::Text(instance_id.clone()),
+                parent_id: call.run.as_ref().map(|r| Arc::clone(&r.agent_node)),
                 input,
                 extra: Extra::new(),
             },
         );
-        Some(Self { call, run })
+        Some(Self {
+            call,
+            run,
+            instance_id,
+        })
     }
 
     /// This execution's instanceId.
     #[must_use]
     pub fn instance_id(&self) -> &str {
-        &self.run.instance_id
+        &self.instance_id
     }
 
     /// A gate at `point`: continues at once unless a debugger is attached and a breakpoint
@@ -444,7 +499,7 @@ impl Node {
     /// its future and returns [`Aborted`](crate::Aborted). Outside a run this only finishes
     /// the node and returns.
     pub async fn abort_run(self) {
-        let Self { call, run } = self;
+        let Self { call, run, .. } = self;
         run.finish(Status::Aborted, Finish::default());
         if let Some(ctx) = &call.run {
             ctx.abort();

@@ -3,13 +3,14 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, RwLock, Weak};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use graphmind_protocol::{BreakpointMatcher, Message, Mode};
 use tokio::sync::Notify;
 
 use crate::config::Config;
 use crate::gate::{GateSink, Registry, ReleaseReason};
+use crate::record::Record;
 use crate::transport::{self, Handle, Link, Ring};
 
 /// Milliseconds since the Unix epoch (the `ts` of every frame); 0 if the clock is before 1970.
@@ -201,6 +202,10 @@ pub(crate) struct Inner {
     pub(crate) stop: Notify,
     first_use_done: AtomicBool,
     warned: Mutex<Vec<&'static str>>,
+    /// The clock base of `ts`: an event at instant `t` is stamped
+    /// `base_ms + (t - base)` in whole milliseconds (one clock read per event).
+    base: Instant,
+    base_ms: u64,
 }
 
 impl Inner {
@@ -226,6 +231,8 @@ impl Inner {
             stop: Notify::new(),
             first_use_done: AtomicBool::new(false),
             warned: Mutex::new(Vec::new()),
+            base: Instant::now(),
+            base_ms: now_ms(),
             config,
         })
     }
@@ -266,14 +273,30 @@ impl Inner {
         if !self.enabled || self.disposed.load(Relaxed) {
             return None;
         }
-        let ts = now_ms();
-        let seq = self.ring().push(ts, run_id, message);
+        self.record(run_id, Record::Message(Arc::new(message)), Instant::now())
+    }
+
+    /// [`Inner::emit`] for an event that happened at `at` (stamped `ts`), kept as a compact
+    /// record until it is sent.
+    pub(crate) fn record(&self, run_id: &str, record: Record, at: Instant) -> Option<u64> {
+        if !self.enabled || self.disposed.load(Relaxed) {
+            return None;
+        }
+        let ts = self.ts_at(at);
+        let seq = self.ring().push(ts, run_id, record);
         if self.attached.load(Relaxed) {
             self.wake.notify_one();
         } else {
             self.touch();
         }
         Some(seq)
+    }
+
+    /// Epoch milliseconds of `at`, from the session's clock base.
+    fn ts_at(&self, at: Instant) -> u64 {
+        let since = at.saturating_duration_since(self.base).as_millis();
+        self.base_ms
+            .saturating_add(u64::try_from(since).unwrap_or(u64::MAX))
     }
 
     /// The breakpoints and mode to decide gates with (cheap: one read lock, one Arc clone).

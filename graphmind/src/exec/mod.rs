@@ -25,6 +25,11 @@ pub(crate) trait Host: GateSink + Send + Sync + 'static {
     fn attached(&self) -> bool;
     /// Records one event for `run_id` (stamps seq/ts; never blocks).
     fn emit(&self, run_id: &str, message: Message);
+    /// Records one event that happened at `at` (its `ts`), kept compact until it is sent.
+    fn record(&self, run_id: &str, record: crate::record::Record, at: Instant) {
+        let _ = at;
+        self.emit(run_id, record.into_message());
+    }
     /// Current breakpoints and mode.
     fn debug_state(&self) -> (Vec<BreakpointMatcher>, Mode);
     /// Held gates.
@@ -59,6 +64,9 @@ impl Host for crate::session::Inner {
     }
     fn emit(&self, run_id: &str, message: Message) {
         let _ = crate::session::Inner::emit(self, run_id, message);
+    }
+    fn record(&self, run_id: &str, record: crate::record::Record, at: Instant) {
+        let _ = crate::session::Inner::record(self, run_id, record, at);
     }
     fn debug_state(&self) -> (Vec<BreakpointMatcher>, Mode) {
         let s = crate::session::Inner::debug_state(self);
@@ -160,17 +168,22 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 /// Six hex characters fixed for the process.
-fn process_base() -> &'static str {
+pub(crate) fn process_base() -> &'static str {
     static BASE: OnceLock<String> = OnceLock::new();
     BASE.get_or_init(|| hex(&random_bytes::<3>()))
 }
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
+/// The next value of the id counter shared by every generated id.
+pub(crate) fn next_counter() -> u64 {
+    COUNTER.fetch_add(1, Ordering::Relaxed) + 1
+}
+
 /// `<prefix>_<6 hex per process>_<counter>` (`pause_`, `call_`, `inv_`), in one allocation.
 pub(crate) fn next_id(prefix: &str) -> String {
     use std::fmt::Write;
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed) + 1;
+    let n = next_counter();
     let base = process_base();
     let mut id = String::with_capacity(prefix.len() + base.len() + 22);
     id.push_str(prefix);

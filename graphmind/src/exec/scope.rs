@@ -57,7 +57,7 @@ pub(crate) struct RunCtx {
     pub(crate) run_id: super::RunId,
     pub(crate) name: String,
     /// `agent:<name>`.
-    pub(crate) agent_node: String,
+    pub(crate) agent_node: Arc<str>,
     aborted: AtomicBool,
     waker: AtomicWaker,
     /// Invocation grouping state for model steps.
@@ -92,7 +92,7 @@ impl RunCtx {
         ACTIVE_RUNS.fetch_add(1, Ordering::Relaxed);
         Self {
             host,
-            agent_node: format!("agent:{name}"),
+            agent_node: format!("agent:{name}").into(),
             run_id,
             name,
             aborted: AtomicBool::new(false),

@@ -85,12 +85,12 @@ fn start_step(call: &Call, site: &StepSite, input: Value, grouping: &Grouping) -
             &input,
         ),
     };
-    let parent = call.run.as_ref().map(|r| r.agent_node.clone());
+    let parent = call.run.as_ref().map(|r| Arc::clone(&r.agent_node));
     if first {
         let mut nodes = Vec::new();
         if let Some(run) = &call.run {
             nodes.push(GraphNodeHint {
-                node_id: run.agent_node.clone(),
+                node_id: run.agent_node.to_string(),
                 kind: NodeKind::Agent,
                 name: run.name.clone(),
                 parent_id: None,
@@ -101,7 +101,7 @@ fn start_step(call: &Call, site: &StepSite, input: Value, grouping: &Grouping) -
             node_id: STEP_NODE.into(),
             kind: NodeKind::Llm,
             name: "step".into(),
-            parent_id: parent.clone(),
+            parent_id: parent.as_deref().map(str::to_owned),
             extra: Extra::new(),
         });
         let mut tools = crate::roster::tools();
@@ -130,7 +130,7 @@ fn start_step(call: &Call, site: &StepSite, input: Value, grouping: &Grouping) -
             node_id: STEP_NODE.into(),
             kind: NodeKind::Llm,
             name: "step".into(),
-            instance_id,
+            instance_id: crate::record::InstanceId::Text(instance_id),
             parent_id: parent,
             input: Some(input),
             extra: Extra::new(),

@@ -15,6 +15,7 @@ use super::scope::{RunCtx, Scope};
 use crate::__private::{Body, Fast, Input, StreamItem, ToolError, ToolOutput, ToolSite};
 use crate::gate::{GateSpec, Validator, decide, validator_for};
 use crate::node::{Finish, NodeRun, StartSpec, error_info, short_type_name, to_value};
+use crate::record::InstanceId;
 use crate::tee::{Observer, Tee};
 
 /// Inject support: a validator factory and the conversion of an accepted value.
@@ -278,16 +279,16 @@ fn start_tool(call: &Call, site: &ToolSite, input: Value) -> NodeRun {
         .and_then(|k| input.get(k))
         .and_then(Value::as_str)
         .filter(|s| !s.is_empty())
-        .map_or_else(|| super::next_id("call"), str::to_owned);
+        .map_or_else(InstanceId::next_call, |s| InstanceId::Text(s.to_owned()));
     NodeRun::start(
         Arc::clone(&call.host),
         Arc::clone(&call.run_id),
         StartSpec {
-            node_id: site.node_id.to_owned(),
+            node_id: Cow::Borrowed(site.node_id),
             kind: NodeKind::Tool,
-            name: site.name.to_owned(),
+            name: Cow::Borrowed(site.name),
             instance_id,
-            parent_id: call.run.as_ref().map(|r| r.agent_node.clone()),
+            parent_id: call.run.as_ref().map(|r| Arc::clone(&r.agent_node)),
             input: Some(input),
             extra: Extra::new(),
         },

@@ -54,10 +54,10 @@ where
         Arc::clone(&host),
         Arc::clone(&run_id),
         StartSpec {
-            node_id: ctx.agent_node.clone(),
+            node_id: ctx.agent_node.to_string().into(),
             kind: NodeKind::Agent,
-            name: name.clone(),
-            instance_id: run_id.to_string(),
+            name: name.clone().into(),
+            instance_id: crate::record::InstanceId::Text(run_id.to_string()),
             parent_id: None,
             input: None,
             extra: Extra::new(),

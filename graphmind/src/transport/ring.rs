@@ -2,9 +2,10 @@
 //! bytes, oldest dropped first. It doubles as the outbox: the transport keeps a send cursor
 //! (a seq) and sends what lies at or after it, so an event is never copied on the app's path.
 //!
-//! Each event sits behind an `Arc` (one allocation, one copy of the message), so the
-//! transport can take a batch with a few refcount increments and serialize it after
-//! releasing the lock.
+//! Events are [`Record`]s: the compact node records are small by construction and are
+//! serialized by the transport while it holds the lock (no allocation per event on the
+//! app's path); any other message sits behind an `Arc`, so the transport takes it with a
+//! refcount increment and serializes it after releasing the lock.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -13,6 +14,8 @@ use graphmind_protocol::Message;
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 use serde_json::Value;
+
+use crate::record::Record;
 
 /// A run id, stored without a heap allocation when short (generated ids are 16 bytes).
 #[derive(Debug, Clone)]
@@ -44,13 +47,13 @@ impl RunId {
     }
 }
 
-/// One recorded event: a message stamped with its seq, time and run.
+/// One recorded event: a record stamped with its seq, time and run.
 #[derive(Debug)]
 pub(crate) struct Event {
     pub(crate) seq: u64,
     pub(crate) ts: u64,
     pub(crate) run_id: RunId,
-    pub(crate) message: Message,
+    pub(crate) record: Record,
     /// Estimated JSON size, for the byte limit.
     pub(crate) size: usize,
 }
@@ -59,28 +62,40 @@ impl Event {
     /// Compact wire JSON, with `"dropped": n` after `payload` when `n` events were lost just
     /// before this one (see [`Ring::take_batch`]).
     pub(crate) fn write_json(&self, dropped: u64, out: &mut Vec<u8>) -> bool {
-        let start = out.len();
-        let frame = Frame {
-            event: self,
-            dropped,
-        };
-        if frame
-            .serialize(&mut serde_json::Serializer::new(&mut *out))
-            .is_err()
-        {
-            out.truncate(start);
-            return false;
-        }
-        true
+        write_frame(
+            Frame {
+                seq: self.seq,
+                ts: self.ts,
+                run_id: self.run_id.as_str(),
+                record: &self.record,
+                dropped,
+            },
+            out,
+        )
     }
 }
 
+fn write_frame(frame: Frame<'_>, out: &mut Vec<u8>) -> bool {
+    let start = out.len();
+    if frame
+        .serialize(&mut serde_json::Serializer::new(&mut *out))
+        .is_err()
+    {
+        out.truncate(start);
+        return false;
+    }
+    true
+}
+
 struct Frame<'a> {
-    event: &'a Event,
+    seq: u64,
+    ts: u64,
+    run_id: &'a str,
+    record: &'a Record,
     dropped: u64,
 }
 
-struct Payload<'a>(&'a Message);
+struct Payload<'a>(&'a Record);
 
 impl Serialize for Payload<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -90,14 +105,13 @@ impl Serialize for Payload<'_> {
 
 impl Serialize for Frame<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let e = self.event;
         let mut m = s.serialize_map(None)?;
         m.serialize_entry("gm", &graphmind_protocol::PROTOCOL_VERSION)?;
-        m.serialize_entry("seq", &e.seq)?;
-        m.serialize_entry("ts", &e.ts)?;
-        m.serialize_entry("runId", e.run_id.as_str())?;
-        m.serialize_entry("type", e.message.type_name())?;
-        m.serialize_entry("payload", &Payload(&e.message))?;
+        m.serialize_entry("seq", &self.seq)?;
+        m.serialize_entry("ts", &self.ts)?;
+        m.serialize_entry("runId", self.run_id)?;
+        m.serialize_entry("type", self.record.type_name())?;
+        m.serialize_entry("payload", &Payload(self.record))?;
         if self.dropped > 0 {
             m.serialize_entry("dropped", &self.dropped)?;
         }
@@ -105,21 +119,70 @@ impl Serialize for Frame<'_> {
     }
 }
 
-/// An event taken for sending, with its `dropped` announcement.
+/// An event taken for sending, with its `dropped` announcement: the frame text already
+/// (compact records), or a shared message to serialize outside the lock.
 #[derive(Debug)]
-pub(crate) struct Pending {
-    event: Arc<Event>,
-    dropped: u64,
+pub(crate) enum Pending {
+    Text(Option<String>),
+    Shared {
+        seq: u64,
+        ts: u64,
+        run_id: RunId,
+        message: Arc<Message>,
+        size: usize,
+        dropped: u64,
+    },
 }
 
 impl Pending {
+    fn take(event: &Event, dropped: u64) -> Self {
+        match &event.record {
+            Record::Message(m) => Self::Shared {
+                seq: event.seq,
+                ts: event.ts,
+                run_id: event.run_id.clone(),
+                message: Arc::clone(m),
+                size: event.size,
+                dropped,
+            },
+            Record::Started(_) | Record::Finished(_) => {
+                let mut buf = Vec::with_capacity(event.size + 64);
+                Self::Text(
+                    event
+                        .write_json(dropped, &mut buf)
+                        .then(|| String::from_utf8(buf).ok())
+                        .flatten(),
+                )
+            }
+        }
+    }
+
     /// The frame text (`None` only if serialization failed, which JSON makes impossible).
     pub(crate) fn into_text(self) -> Option<String> {
-        let mut buf = Vec::with_capacity(self.event.size + 64);
-        if self.event.write_json(self.dropped, &mut buf) {
-            String::from_utf8(buf).ok()
-        } else {
-            None
+        match self {
+            Self::Text(t) => t,
+            Self::Shared {
+                seq,
+                ts,
+                run_id,
+                message,
+                size,
+                dropped,
+            } => {
+                let mut buf = Vec::with_capacity(size + 64);
+                write_frame(
+                    Frame {
+                        seq,
+                        ts,
+                        run_id: run_id.as_str(),
+                        record: &Record::Message(message),
+                        dropped,
+                    },
+                    &mut buf,
+                )
+                .then(|| String::from_utf8(buf).ok())
+                .flatten()
+            }
         }
     }
 }
@@ -127,7 +190,7 @@ impl Pending {
 /// Bounded, seq-ordered event store.
 #[derive(Debug)]
 pub(crate) struct Ring {
-    events: VecDeque<Arc<Event>>,
+    events: VecDeque<Event>,
     bytes: usize,
     max_events: usize,
     max_bytes: usize,
@@ -173,9 +236,9 @@ impl Ring {
 
     /// Stamps `message` with the next seq and stores it, evicting the oldest events while a
     /// limit would be exceeded. Returns the seq.
-    pub(crate) fn push(&mut self, ts: u64, run_id: &str, message: Message) -> u64 {
+    pub(crate) fn push(&mut self, ts: u64, run_id: &str, record: Record) -> u64 {
         let seq = self.take_seq();
-        let size = estimate(&message) + run_id.len() + 64;
+        let size = estimate_record(&record) + run_id.len() + 64;
         while !self.events.is_empty()
             && (self.events.len() >= self.max_events || self.bytes + size > self.max_bytes)
         {
@@ -186,10 +249,10 @@ impl Ring {
             seq,
             ts,
             run_id: RunId::new(run_id),
-            message,
+            record,
             size,
         };
-        self.events.push_back(Arc::new(event));
+        self.events.push_back(event);
         seq
     }
 
@@ -231,17 +294,15 @@ impl Ring {
         let mut batch = Vec::new();
         let mut bytes = 0;
         let mut lost = self.lost_unannounced;
+        let mut last = None;
         for event in self.events.range(start..) {
             if batch.len() >= max || (bytes >= max_bytes && !batch.is_empty()) {
                 break;
             }
             bytes += event.size;
-            batch.push(Pending {
-                event: Arc::clone(event),
-                dropped: std::mem::take(&mut lost),
-            });
+            batch.push(Pending::take(event, std::mem::take(&mut lost)));
+            last = Some(event.seq);
         }
-        let last = batch.last().map(|p| p.event.seq);
         if let Some(seq) = last {
             self.cursor = seq + 1;
             self.lost_unannounced = 0;
@@ -252,6 +313,25 @@ impl Ring {
     /// Records that every event below `seq` reached a connection.
     pub(crate) fn delivered(&mut self, below: u64) {
         self.delivered_below = self.delivered_below.max(below);
+    }
+}
+
+/// [`estimate`] for a record.
+pub(crate) fn estimate_record(record: &Record) -> usize {
+    match record {
+        Record::Message(m) => estimate(m),
+        Record::Started(p) => {
+            80 + p.node_id.len()
+                + p.name.len()
+                + p.instance_id.len()
+                + p.parent_id.as_ref().map_or(0, |s| s.len())
+                + p.input.as_ref().map_or(0, |v| value_size(v, 0))
+        }
+        Record::Finished(p) => {
+            96 + p.node_id.len()
+                + p.instance_id.len()
+                + p.output.as_ref().map_or(0, |v| value_size(v, 0))
+        }
     }
 }
 
@@ -357,12 +437,12 @@ mod tests {
     use super::*;
     use graphmind_protocol::{ExecResumed, Extra, ResumeAction};
 
-    fn msg(n: usize) -> Message {
-        Message::ExecResumed(ExecResumed {
+    fn msg(n: usize) -> Record {
+        Record::Message(Arc::new(Message::ExecResumed(ExecResumed {
             pause_id: format!("p{n}"),
             action: ResumeAction::Continue,
             extra: Extra::new(),
-        })
+        })))
     }
 
     fn texts(items: Vec<Pending>) -> Vec<String> {
@@ -445,7 +525,7 @@ mod tests {
             seq: 0,
             ts: 7,
             run_id: RunId::new("run_1"),
-            message: msg(0),
+            record: msg(0),
             size: 0,
         };
         assert!(e.write_json(3, &mut out));

@@ -1,0 +1,286 @@
+//! What the replay ring holds: a compact record for the two events of every node execution
+//! (`node.started`, `node.finished`), with call-site strings borrowed from `'static` data,
+//! instance ids kept as counters and the run's ids shared, or any other [`Message`] behind an
+//! `Arc`. A record becomes JSON only when it is sent (DESIGN.md: events go to the ring as
+//! structs and are serialized only when they are sent); the bytes are exactly those of the
+//! equivalent [`Message`].
+
+use std::borrow::Cow;
+use std::fmt;
+use std::sync::Arc;
+
+use graphmind_protocol::{Extra, Message, NodeFinished, NodeKind, NodeStarted, Status};
+use serde::Serialize;
+use serde_json::Value;
+
+/// A node execution's id: `call_<6 hex per process>_<n>` kept as its counter until sent, or
+/// any other text (a model's tool-call id, an invocation step, a run id).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum InstanceId {
+    /// `call_<process base>_<n>`.
+    Call(u64),
+    /// Given text.
+    Text(String),
+}
+
+impl InstanceId {
+    /// The next `call_…` id (same counter and format as [`crate::exec::next_id`]).
+    pub(crate) fn next_call() -> Self {
+        Self::Call(crate::exec::next_counter())
+    }
+
+    /// Length of the text, without formatting it.
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            Self::Call(n) => {
+                let digits = n.checked_ilog10().map_or(1, |d| d as usize + 1);
+                "call_".len() + crate::exec::process_base().len() + 1 + digits
+            }
+            Self::Text(s) => s.len(),
+        }
+    }
+}
+
+impl fmt::Display for InstanceId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Call(n) => write!(f, "call_{}_{n}", crate::exec::process_base()),
+            Self::Text(s) => f.write_str(s),
+        }
+    }
+}
+
+impl Serialize for InstanceId {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::Text(t) => s.serialize_str(t),
+            Self::Call(_) => s.collect_str(self),
+        }
+    }
+}
+
+/// `node.started` of one execution, without extra fields.
+#[derive(Debug)]
+pub(crate) struct Started {
+    pub(crate) node_id: Cow<'static, str>,
+    pub(crate) kind: NodeKind,
+    pub(crate) name: Cow<'static, str>,
+    pub(crate) instance_id: InstanceId,
+    pub(crate) parent_id: Option<Arc<str>>,
+    pub(crate) input: Option<Value>,
+}
+
+/// `node.finished` of one execution, without usage or extra fields.
+#[derive(Debug)]
+pub(crate) struct Finished {
+    pub(crate) node_id: Cow<'static, str>,
+    pub(crate) instance_id: InstanceId,
+    pub(crate) duration_ms: f64,
+    pub(crate) status: Status,
+    pub(crate) output: Option<Value>,
+    pub(crate) held_ms: f64,
+}
+
+/// One event as the ring stores it.
+#[derive(Debug)]
+pub(crate) enum Record {
+    /// Any message (shared with the sender without a copy).
+    Message(Arc<Message>),
+    /// A compact `node.started`.
+    Started(Started),
+    /// A compact `node.finished`.
+    Finished(Finished),
+}
+
+/// The wire form of [`Started`]: the same fields, order and omissions as [`NodeStarted`].
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct StartedWire<'a> {
+    node_id: &'a str,
+    kind: NodeKind,
+    name: &'a str,
+    instance_id: &'a InstanceId,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parent_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    input: Option<&'a Value>,
+}
+
+/// The wire form of [`Finished`]: the same fields, order and omissions as [`NodeFinished`].
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct FinishedWire<'a> {
+    node_id: &'a str,
+    instance_id: &'a InstanceId,
+    duration_ms: f64,
+    status: Status,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output: Option<&'a Value>,
+    held_ms: f64,
+}
+
+impl Record {
+    /// The wire `type`.
+    pub(crate) fn type_name(&self) -> &str {
+        match self {
+            Self::Message(m) => m.type_name(),
+            Self::Started(_) => "node.started",
+            Self::Finished(_) => "node.finished",
+        }
+    }
+
+    /// Serializes the payload object.
+    pub(crate) fn payload_serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::Message(m) => m.payload_serialize(s),
+            Self::Started(p) => StartedWire {
+                node_id: &p.node_id,
+                kind: p.kind,
+                name: &p.name,
+                instance_id: &p.instance_id,
+                parent_id: p.parent_id.as_deref(),
+                input: p.input.as_ref(),
+            }
+            .serialize(s),
+            Self::Finished(p) => FinishedWire {
+                node_id: &p.node_id,
+                instance_id: &p.instance_id,
+                duration_ms: p.duration_ms,
+                status: p.status,
+                output: p.output.as_ref(),
+                held_ms: p.held_ms,
+            }
+            .serialize(s),
+        }
+    }
+
+    /// The equivalent protocol message.
+    pub(crate) fn into_message(self) -> Message {
+        match self {
+            Self::Message(m) => Arc::unwrap_or_clone(m),
+            Self::Started(p) => Message::NodeStarted(p.into()),
+            Self::Finished(p) => Message::NodeFinished(p.into()),
+        }
+    }
+}
+
+impl From<Started> for NodeStarted {
+    fn from(p: Started) -> Self {
+        Self {
+            node_id: p.node_id.into_owned(),
+            kind: p.kind,
+            name: p.name.into_owned(),
+            instance_id: p.instance_id.to_string(),
+            parent_id: p.parent_id.map(|s| s.to_string()),
+            input: p.input,
+            extra: Extra::new(),
+        }
+    }
+}
+
+impl From<Finished> for NodeFinished {
+    fn from(p: Finished) -> Self {
+        Self {
+            node_id: p.node_id.into_owned(),
+            instance_id: Some(p.instance_id.to_string()),
+            duration_ms: p.duration_ms,
+            status: p.status,
+            output: p.output,
+            usage: None,
+            held_ms: Some(p.held_ms),
+            extra: Extra::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn json(r: &Record) -> String {
+        let mut out = Vec::new();
+        r.payload_serialize(&mut serde_json::Serializer::new(&mut out))
+            .unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    fn via_message(r: Record) -> String {
+        let mut out = Vec::new();
+        r.into_message()
+            .payload_serialize(&mut serde_json::Serializer::new(&mut out))
+            .unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn compact_records_serialize_like_their_messages() {
+        let make = |parent: Option<&str>, input: Option<Value>, id: InstanceId| {
+            Record::Started(Started {
+                node_id: Cow::Borrowed("tool:add"),
+                kind: NodeKind::Tool,
+                name: Cow::Borrowed("add"),
+                instance_id: id,
+                parent_id: parent.map(Arc::from),
+                input,
+            })
+        };
+        let cases = [
+            make(None, None, InstanceId::Call(0)),
+            make(
+                Some("agent:a"),
+                Some(serde_json::json!({"a": 1, "b": "x\"y"})),
+                InstanceId::Call(1234),
+            ),
+            make(None, Some(Value::Null), InstanceId::Text("call_x".into())),
+        ];
+        for r in cases {
+            let compact = json(&r);
+            assert!(
+                compact.starts_with(
+                    r#"{"nodeId":"tool:add","kind":"tool","name":"add","instanceId":""#
+                )
+            );
+            assert_eq!(compact, via_message(r));
+        }
+        for (output, status) in [
+            (None, Status::Aborted),
+            (Some(serde_json::json!(3)), Status::Ok),
+        ] {
+            let r = Record::Finished(Finished {
+                node_id: Cow::Owned("llm:step".into()),
+                instance_id: InstanceId::Call(9),
+                duration_ms: 0.12,
+                status,
+                output,
+                held_ms: 0.0,
+            });
+            let compact = json(&r);
+            assert!(
+                compact.contains(r#""durationMs":0.12,"#) && compact.ends_with(r#""heldMs":0.0}"#)
+            );
+            assert_eq!(compact, via_message(r));
+        }
+    }
+
+    #[test]
+    fn call_ids_format_like_next_id() {
+        let id = InstanceId::next_call();
+        let text = id.to_string();
+        assert_eq!(text.len(), id.len());
+        let next = crate::exec::next_id("call");
+        let (a, b) = (
+            text.rsplit_once('_').unwrap(),
+            next.rsplit_once('_').unwrap(),
+        );
+        assert_eq!(a.0, b.0, "same prefix and process base");
+        assert!(b.1.parse::<u64>().unwrap() > a.1.parse::<u64>().unwrap());
+        assert_eq!(
+            InstanceId::Call(0).len(),
+            InstanceId::Call(0).to_string().len()
+        );
+        assert_eq!(
+            InstanceId::Call(10).len(),
+            InstanceId::Call(10).to_string().len()
+        );
+    }
+}
