@@ -133,7 +133,7 @@ async fn run(args: DemoArgs) -> ExitCode {
              (to control the run, open the link its `graphmind serve` printed)"
         ),
     }
-    let opened = !serve_args.no_open && open_browser(&link);
+    let opened = !serve_args.no_open && crate::serve::open_browser(&link);
     if opened && !args.auto {
         // let the page connect, so the run is watched from its first event
         wait_for_viewer(port, Duration::from_secs(5)).await;
@@ -381,29 +381,6 @@ async fn wait_for_viewer(port: u16, within: Duration) {
             return;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-fn open_browser(url: &str) -> bool {
-    let opener = if cfg!(target_os = "macos") {
-        "open"
-    } else {
-        "xdg-open"
-    };
-    let child = std::process::Command::new(opener)
-        .arg(url)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn();
-    match child {
-        Ok(mut c) => {
-            std::thread::spawn(move || {
-                let _ = c.wait();
-            });
-            true
-        }
-        Err(_) => false,
     }
 }
 

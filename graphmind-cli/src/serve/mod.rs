@@ -250,7 +250,8 @@ impl Running {
     }
 }
 
-fn open_browser(url: &str) {
+/// Opens `url` in the desktop's browser, best effort; `false` if no opener could be started.
+pub(crate) fn open_browser(url: &str) -> bool {
     let opener = if cfg!(target_os = "macos") {
         "open"
     } else {
@@ -262,10 +263,15 @@ fn open_browser(url: &str) {
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn();
-    if let Ok(mut c) = child {
-        std::thread::spawn(move || {
-            let _ = c.wait();
-        });
+    match child {
+        Ok(mut c) => {
+            // Reap it so it does not linger as a zombie.
+            std::thread::spawn(move || {
+                let _ = c.wait();
+            });
+            true
+        }
+        Err(_) => false,
     }
 }
 
@@ -336,7 +342,7 @@ pub fn main(args: ServeArgs) -> ExitCode {
             );
         }
         if !args.no_open {
-            open_browser(&running.viewer_url);
+            let _ = open_browser(&running.viewer_url);
         }
         stop_signal().await;
         eprintln!("graphmind: shutting down");
