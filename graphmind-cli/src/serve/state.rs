@@ -211,7 +211,8 @@ struct RunState {
     event_count: u64,
     /// The identity (app session) that owns the run.
     owner: Option<u64>,
-    /// Seqs stored; `None` until loaded from the database for a run of an earlier start.
+    /// Seqs stored; `None` until loaded from the database (a run of an earlier start, or a
+    /// finished run that receives more frames).
     seqs: Option<HashSet<u64>>,
     nodes: HashMap<String, NodeSeen>,
 }
@@ -575,7 +576,8 @@ impl Hub {
         }
     }
 
-    /// Whether a run's events need its stored seqs loaded first (a run of an earlier start).
+    /// Whether a run's events need its stored seqs loaded first (a run of an earlier start,
+    /// or a finished one).
     pub fn needs_seqs(&self, run_id: &str) -> bool {
         self.lock()
             .runs
@@ -674,6 +676,10 @@ impl Hub {
                     run.status = p.status.as_str().to_owned();
                     run.ended_at = Some(env.ts);
                     run.nodes.clear();
+                    // A long-lived hub must not keep every seq of every run it ever saw: a
+                    // finished run forgets them, and loads them from storage again if more of
+                    // it arrives (a replay).
+                    run.seqs = None;
                     rows.push(run.row(run_id));
                     // A finished run holds no gate any more.
                     let stale: Vec<PauseKey> = st
