@@ -15,7 +15,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::exec::{Host, millis, millis_between};
-use crate::record::{Finished, InstanceId, Record, Started};
+use crate::record::{Finished, InstanceId, Payload, Record, Started};
 use crate::tokens::TokenBuf;
 
 /// One execution of one node.
@@ -37,7 +37,7 @@ pub(crate) struct StartSpec {
     pub(crate) name: Cow<'static, str>,
     pub(crate) instance_id: InstanceId,
     pub(crate) parent_id: Option<Arc<str>>,
-    pub(crate) input: Option<Value>,
+    pub(crate) input: Option<Payload>,
     pub(crate) extra: Extra,
 }
 
@@ -55,7 +55,7 @@ impl NodeRun {
         let started = Instant::now();
         let instance_id = spec.instance_id.clone();
         let node_id = spec.node_id.clone();
-        if spec.extra.is_empty() && spec.input.as_ref().is_none_or(compact) {
+        if spec.extra.is_empty() && spec.input.as_ref().is_none_or(compact_input) {
             host.record(
                 &run_id,
                 Record::Started(Started {
@@ -78,7 +78,7 @@ impl NodeRun {
                     name: spec.name.into_owned(),
                     instance_id: spec.instance_id.to_string(),
                     parent_id: spec.parent_id.map(|p| p.to_string()),
-                    input: spec.input,
+                    input: spec.input.map(Payload::into_value),
                     extra: spec.extra,
                 }),
             );
@@ -233,6 +233,18 @@ const COMPACT_MAX: usize = 1024;
 /// Whether a payload value is small enough for a compact record.
 fn compact(v: &Value) -> bool {
     rough_len(v, 0) <= COMPACT_MAX
+}
+
+/// [`compact`] for an input.
+fn compact_input(p: &Payload) -> bool {
+    match p {
+        Payload::Json(v) => compact(v),
+        Payload::Fields(f) => {
+            f.iter().fold(2usize, |n, (k, v)| {
+                n.saturating_add(k.len() * 6 + 4 + rough_len(v, 1))
+            }) <= COMPACT_MAX
+        }
+    }
 }
 
 /// A rough upper bound of a value's JSON size, to skip measuring small payloads.
@@ -397,7 +409,7 @@ impl Node {
                 name: Cow::Owned(name.to_owned()),
                 instance_id: InstanceId::Text(instance_id.clone()),
                 parent_id: call.run.as_ref().map(|r| Arc::clone(&r.agent_node)),
-                input,
+                input: input.map(Payload::Json),
                 extra: Extra::new(),
             },
         );

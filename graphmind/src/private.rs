@@ -46,7 +46,7 @@ pub struct StepSite {
 
 /// A captured node input: `None` when nothing is recorded (disabled session).
 #[derive(Debug)]
-pub struct Input(pub(crate) Option<Value>);
+pub struct Input(pub(crate) Option<crate::record::Payload>);
 
 /// A captured model-step input with its invocation grouping.
 #[derive(Debug)]
@@ -54,9 +54,9 @@ pub struct StepInput(pub(crate) Option<(Value, Grouping)>);
 
 /// Builds the input (`{param: value}`) only if the running task's session records events.
 #[inline]
-pub fn capture(build: impl FnOnce() -> Value) -> Input {
+pub fn capture(build: impl FnOnce() -> Fields) -> Input {
     if crate::exec::scope::Scope::enabled_now() {
-        Input(Some(out_of_line(build)))
+        Input(Some(crate::record::Payload::Fields(out_of_line(build).0)))
     } else {
         Input(None)
     }
@@ -65,9 +65,12 @@ pub fn capture(build: impl FnOnce() -> Value) -> Input {
 /// [`capture`] for model steps; `group` says which invocation the step belongs to (see
 /// [`Grouping`] and [`Req`]).
 #[inline]
-pub fn capture_step(build: impl FnOnce() -> Value, group: impl FnOnce() -> Grouping) -> StepInput {
+pub fn capture_step(build: impl FnOnce() -> Fields, group: impl FnOnce() -> Grouping) -> StepInput {
     if crate::exec::scope::Scope::enabled_now() {
-        StepInput(Some((out_of_line(build), out_of_line(group))))
+        StepInput(Some((
+            crate::record::Payload::Fields(out_of_line(build).0).into_value(),
+            out_of_line(group),
+        )))
     } else {
         StepInput(None)
     }
@@ -81,9 +84,14 @@ fn out_of_line<T>(f: impl FnOnce() -> T) -> T {
     f()
 }
 
-/// A JSON object from `(parameter name, value)` pairs, in order.
-pub fn object<const N: usize>(fields: [(&'static str, Value); N]) -> Value {
-    Value::Object(fields.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
+/// The captured arguments of one call: a JSON object's `(parameter name, value)` pairs, in
+/// order, recorded as that object without building a map.
+#[derive(Debug)]
+pub struct Fields(Box<[(&'static str, Value)]>);
+
+/// A JSON object from `(parameter name, value)` pairs, in order (one allocation).
+pub fn object<const N: usize>(fields: [(&'static str, Value); N]) -> Fields {
+    Fields(Box::new(fields))
 }
 
 /// An argument of an instrumented function, recorded in the node's input.

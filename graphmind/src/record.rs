@@ -59,6 +59,55 @@ impl Serialize for InstanceId {
     }
 }
 
+/// A node input as recorded: any JSON value, or the `{param: value}` object an instrumented
+/// function's arguments make, kept as its fields (no map built; serialized as that object).
+#[derive(Debug)]
+pub(crate) enum Payload {
+    /// Any value (the low-level API, model steps).
+    Json(Value),
+    /// The arguments of an instrumented call, in order (names are unique).
+    Fields(Box<[(&'static str, Value)]>),
+}
+
+impl Payload {
+    /// The field `key` of an object.
+    pub(crate) fn get(&self, key: &str) -> Option<&Value> {
+        match self {
+            Self::Json(v) => v.get(key),
+            Self::Fields(f) => f.iter().find(|(k, _)| *k == key).map(|(_, v)| v),
+        }
+    }
+
+    /// The payload as a JSON value.
+    pub(crate) fn into_value(self) -> Value {
+        match self {
+            Self::Json(v) => v,
+            Self::Fields(f) => Value::Object(
+                f.into_vec()
+                    .into_iter()
+                    .map(|(k, v)| (k.to_owned(), v))
+                    .collect(),
+            ),
+        }
+    }
+}
+
+impl Serialize for Payload {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        match self {
+            Self::Json(v) => v.serialize(s),
+            Self::Fields(f) => {
+                let mut m = s.serialize_map(Some(f.len()))?;
+                for (k, v) in f {
+                    m.serialize_entry(k, v)?;
+                }
+                m.end()
+            }
+        }
+    }
+}
+
 /// `node.started` of one execution, without extra fields.
 #[derive(Debug)]
 pub(crate) struct Started {
@@ -67,7 +116,7 @@ pub(crate) struct Started {
     pub(crate) name: Cow<'static, str>,
     pub(crate) instance_id: InstanceId,
     pub(crate) parent_id: Option<Arc<str>>,
-    pub(crate) input: Option<Value>,
+    pub(crate) input: Option<Payload>,
 }
 
 /// `node.finished` of one execution, without usage or extra fields.
@@ -103,7 +152,7 @@ struct StartedWire<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     parent_id: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    input: Option<&'a Value>,
+    input: Option<&'a Payload>,
 }
 
 /// The wire form of [`Finished`]: the same fields, order and omissions as [`NodeFinished`].
@@ -172,7 +221,7 @@ impl From<Started> for NodeStarted {
             name: p.name.into_owned(),
             instance_id: p.instance_id.to_string(),
             parent_id: p.parent_id.map(|s| s.to_string()),
-            input: p.input,
+            input: p.input.map(Payload::into_value),
             extra: Extra::new(),
         }
     }
@@ -214,7 +263,7 @@ mod tests {
 
     #[test]
     fn compact_records_serialize_like_their_messages() {
-        let make = |parent: Option<&str>, input: Option<Value>, id: InstanceId| {
+        let make = |parent: Option<&str>, input: Option<Payload>, id: InstanceId| {
             Record::Started(Started {
                 node_id: Cow::Borrowed("tool:add"),
                 kind: NodeKind::Tool,
@@ -228,10 +277,27 @@ mod tests {
             make(None, None, InstanceId::Call(0)),
             make(
                 Some("agent:a"),
-                Some(serde_json::json!({"a": 1, "b": "x\"y"})),
+                Some(Payload::Json(serde_json::json!({"a": 1, "b": "x\"y"}))),
                 InstanceId::Call(1234),
             ),
-            make(None, Some(Value::Null), InstanceId::Text("call_x".into())),
+            make(
+                None,
+                Some(Payload::Json(Value::Null)),
+                InstanceId::Text("call_x".into()),
+            ),
+            make(
+                None,
+                Some(Payload::Fields(Box::new([
+                    ("b", serde_json::json!([1.5, null])),
+                    ("a", serde_json::json!({"z": "é\n", "y": -3})),
+                ]))),
+                InstanceId::Call(7),
+            ),
+            make(
+                None,
+                Some(Payload::Fields(Box::new([]))),
+                InstanceId::Call(8),
+            ),
         ];
         for r in cases {
             let compact = json(&r);

@@ -15,7 +15,7 @@ use super::scope::{RunCtx, Scope};
 use crate::__private::{Body, Fast, Input, StreamItem, ToolError, ToolOutput, ToolSite};
 use crate::gate::{GateSpec, Validator, decide, validator_for};
 use crate::node::{Finish, NodeRun, StartSpec, error_info, short_type_name, to_value};
-use crate::record::InstanceId;
+use crate::record::{InstanceId, Payload};
 use crate::tee::{Observer, Tee};
 
 /// Inject support: a validator factory and the conversion of an accepted value.
@@ -273,7 +273,7 @@ fn no_usage<O>(_: &O) -> (Option<TokenUsage>, Option<String>) {
     (None, None)
 }
 
-fn start_tool(call: &Call, site: &ToolSite, input: Value) -> NodeRun {
+fn start_tool(call: &Call, site: &ToolSite, input: Payload) -> NodeRun {
     let instance_id = site
         .call_id
         .and_then(|k| input.get(k))
@@ -318,7 +318,7 @@ where
     }
 }
 
-async fn tool_full<B, R>(site: &'static ToolSite, input: Value, body: B) -> R
+async fn tool_full<B, R>(site: &'static ToolSite, input: Payload, body: B) -> R
 where
     B: Body<Output = R>,
     R: ToolOutput,
@@ -362,7 +362,7 @@ where
     }
 }
 
-async fn tool_result_full<B, T, E>(site: &'static ToolSite, input: Value, body: B) -> Result<T, E>
+async fn tool_result_full<B, T, E>(site: &'static ToolSite, input: Payload, body: B) -> Result<T, E>
 where
     B: Body<Output = Result<T, E>>,
     T: ToolOutput,

@@ -15,7 +15,7 @@ use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 use serde_json::Value;
 
-use crate::record::Record;
+use crate::record::{Payload as Input, Record};
 
 /// A run id, stored without a heap allocation when short (generated ids are 16 bytes).
 #[derive(Debug, Clone)]
@@ -325,7 +325,14 @@ pub(crate) fn estimate_record(record: &Record) -> usize {
                 + p.name.len()
                 + p.instance_id.len()
                 + p.parent_id.as_ref().map_or(0, |s| s.len())
-                + p.input.as_ref().map_or(0, |v| value_size(v, 0))
+                + p.input.as_ref().map_or(0, |v| match v {
+                    Input::Json(v) => value_size(v, 0),
+                    Input::Fields(f) => f
+                        .iter()
+                        .map(|(k, v)| k.len() + 4 + value_size(v, 1))
+                        .sum::<usize>()
+                        .saturating_add(2),
+                })
         }
         Record::Finished(p) => {
             96 + p.node_id.len()
