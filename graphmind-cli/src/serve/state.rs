@@ -756,13 +756,32 @@ impl Hub {
                             node_id: p.node_id.clone(),
                             point: p.point.as_str().to_owned(),
                             reason: reason.to_owned(),
-                            instance_id: seen.and_then(|n| n.instance_id.clone()),
+                            instance_id: p
+                                .extra
+                                .get("instanceId")
+                                .and_then(Value::as_str)
+                                .map(str::to_owned)
+                                .or_else(|| seen.and_then(|n| n.instance_id.clone())),
                             since: now,
                             kind: node_kind,
                             name: node_name,
-                            input: seen.and_then(|n| n.input.clone()),
-                            output: seen.and_then(|n| n.output.clone()),
-                            error: seen.and_then(|n| n.error.clone()),
+                            // A client may say what is held in the pause itself (at an
+                            // `after` gate the result is not in any earlier event).
+                            input: p
+                                .extra
+                                .get("input")
+                                .cloned()
+                                .or_else(|| seen.and_then(|n| n.input.clone())),
+                            output: p
+                                .extra
+                                .get("output")
+                                .cloned()
+                                .or_else(|| seen.and_then(|n| n.output.clone())),
+                            error: p
+                                .extra
+                                .get("error")
+                                .cloned()
+                                .or_else(|| seen.and_then(|n| n.error.clone())),
                             loop_info: p.extra.get("loop").cloned(),
                             // The gate is held by the app that reported it.
                             identity: Some(identity),

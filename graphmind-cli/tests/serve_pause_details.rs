@@ -1,0 +1,75 @@
+//! What a PauseInfo shows of the held execution: input from node.started, the error from
+//! node.error, and — when the client puts them in `exec.paused` (an `after` gate's result is in
+//! no earlier event) — the input, output, error and instanceId it carries.
+
+mod serve_support;
+
+use serde_json::{Value, json};
+use serve_support::{App, block_on, get_async, hub};
+
+async fn only_pause(port: u16) -> Value {
+    let v = get_async(port, "/api/pauses?wait=5".into()).await.json();
+    let pauses = v["pauses"].as_array().expect("pauses").clone();
+    assert_eq!(pauses.len(), 1, "{v}");
+    pauses[0].clone()
+}
+
+#[test]
+fn an_after_pause_shows_the_result_the_client_sent_with_it() {
+    let h = hub(&[]);
+    block_on(async {
+        let mut app = App::connect(h.port).await;
+        app.start_run("run_after", "after").await;
+        app.emit(
+            "run_after",
+            "node.started",
+            json!({"nodeId": "tool:quote", "kind": "tool", "name": "quote", "instanceId": "call_9", "input": {"sku": "A"}}),
+        )
+        .await;
+        app.emit(
+            "run_after",
+            "exec.paused",
+            json!({"pauseId": "pause_a_1", "nodeId": "tool:quote", "point": "after", "output": {"cents": 5}}),
+        )
+        .await;
+        let p = only_pause(h.port).await;
+        assert_eq!(p["point"], json!("after"));
+        assert_eq!(p["input"], json!({"sku": "A"}));
+        assert_eq!(p["output"], json!({"cents": 5}));
+        assert_eq!(p["instanceId"], json!("call_9"));
+        assert_eq!(p["error"], Value::Null);
+    });
+}
+
+#[test]
+fn a_pause_prefers_what_exec_paused_carries_over_earlier_events() {
+    let h = hub(&[]);
+    block_on(async {
+        let mut app = App::connect(h.port).await;
+        app.start_run("run_err", "err").await;
+        app.emit(
+            "run_err",
+            "node.started",
+            json!({"nodeId": "tool:f", "kind": "tool", "name": "f", "instanceId": "call_1", "input": {"a": 1}}),
+        )
+        .await;
+        app.emit(
+            "run_err",
+            "node.error",
+            json!({"nodeId": "tool:f", "instanceId": "call_1", "error": {"name": "E", "message": "boom"}}),
+        )
+        .await;
+        app.emit(
+            "run_err",
+            "exec.paused",
+            json!({"pauseId": "pause_e_1", "nodeId": "tool:f", "point": "error", "instanceId": "call_2", "input": {"a": 2}}),
+        )
+        .await;
+        let p = only_pause(h.port).await;
+        assert_eq!(p["reason"], json!("error"));
+        assert_eq!(p["error"], json!({"name": "E", "message": "boom"}));
+        assert_eq!(p["input"], json!({"a": 2}));
+        assert_eq!(p["instanceId"], json!("call_2"));
+        assert_eq!(p["output"], Value::Null);
+    });
+}
