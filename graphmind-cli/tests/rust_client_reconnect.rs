@@ -180,3 +180,80 @@ fn check_after(
     assert_eq!(health["stats"]["duplicates"], json!(12), "{health}");
     assert_eq!(health["stats"]["eventsAccepted"], json!(4), "{health}");
 }
+
+#[test]
+fn a_run_made_while_the_hub_was_down_arrives_whole_when_it_is_back() {
+    let dir = TempDir::new("rs-offline");
+    let db = dir.0.join("hub.db");
+    let mut hub = serve_on_free_port(&dir.0, &db, &[]);
+    let port = hub.port;
+    // A breakpoint on the tool: it must not hold while nobody is there to release it.
+    let r = hub.post(
+        "/api/debug/breakpoints/set",
+        &json!({"matcher": {"kind": "tool", "name": "step_one"}}),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    block_on(async {
+        let gm = graphmind::Session::new(
+            config(port, "rust-agent").retry_interval(Duration::from_millis(200)),
+        );
+        assert!(gm.ready(Duration::from_secs(5)).await, "attached");
+        assert_eq!(gm.breakpoints().len(), 2, "armed: {:?}", gm.breakpoints());
+        kill_hard(&mut hub);
+        drop(hub);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!gm.is_attached());
+
+        let started = std::time::Instant::now();
+        let out = gm
+            .run("offline", async { step_two(step_one(2).await).await })
+            .await;
+        assert_eq!(out, Ok(30));
+        assert!(
+            started.elapsed() < Duration::from_millis(500),
+            "a detached gate waited: {:?}",
+            started.elapsed()
+        );
+        let ring = gm.stats().buffered;
+
+        let back = tokio::task::spawn_blocking({
+            let (home, db) = (dir.0.clone(), db.clone());
+            move || serve_on(&home, port, &db, &[]).expect("restart on the same port")
+        })
+        .await
+        .expect("join");
+        assert!(gm.ready(Duration::from_secs(5)).await, "reattached");
+        let runs = wait_async(10, "the offline run stored", move || {
+            let runs = serve_support::http(port, "GET", "/api/runs", &[], None).json()["runs"]
+                .as_array()
+                .cloned()?;
+            run_named(&runs, "offline")
+                .filter(|r| r["status"] == json!("ok"))
+                .map(|_| runs)
+        })
+        .await;
+        let offline = run_named(&runs, "offline").expect("listed");
+        let id = offline["runId"].as_str().unwrap();
+        let events = back.events(id);
+        assert_eq!(
+            labels(&events),
+            [
+                "run.started",
+                "node.started agent:offline",
+                "node.started tool:step_one",
+                "node.finished tool:step_one",
+                "node.started tool:step_two",
+                "node.finished tool:step_two",
+                "node.finished agent:offline",
+                "run.finished",
+            ],
+            "no exec.paused: the detached gate did not hold"
+        );
+        assert_eq!(offline["eventCount"], json!(8));
+        assert_eq!(offline["live"], json!(false));
+        // The ring held exactly that run (the hub of the first start saw none of it).
+        assert_eq!(ring, 8);
+        assert_eq!(back.health()["stats"]["duplicates"], json!(0));
+        gm.dispose().await;
+    });
+}
