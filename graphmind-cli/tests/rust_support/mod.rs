@@ -111,6 +111,8 @@ pub struct Relay {
     pub port: u16,
     /// The app's frames, parsed.
     pub frames: Recorded,
+    open: Arc<std::sync::atomic::AtomicBool>,
+    conns: Arc<Mutex<Vec<tokio::task::AbortHandle>>>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -122,14 +124,42 @@ impl Relay {
             .expect("bind");
         let port = listener.local_addr().expect("addr").port();
         let frames: Recorded = Arc::default();
-        let rec = Arc::clone(&frames);
-        let task = tokio::spawn(async move {
-            while let Ok((tcp, _)) = listener.accept().await {
-                let rec = Arc::clone(&rec);
-                tokio::spawn(relay_one(tcp, hub_port, rec));
+        let open = Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let conns: Arc<Mutex<Vec<tokio::task::AbortHandle>>> = Arc::default();
+        let task = tokio::spawn({
+            let (rec, open, conns) = (Arc::clone(&frames), Arc::clone(&open), Arc::clone(&conns));
+            async move {
+                while let Ok((tcp, _)) = listener.accept().await {
+                    if !open.load(std::sync::atomic::Ordering::SeqCst) {
+                        continue; // refused: the socket is dropped at once
+                    }
+                    let rec = Arc::clone(&rec);
+                    let conn = tokio::spawn(relay_one(tcp, hub_port, rec));
+                    conns.lock().expect("lock").push(conn.abort_handle());
+                }
             }
         });
-        Self { port, frames, task }
+        Self {
+            port,
+            frames,
+            open,
+            conns,
+            task,
+        }
+    }
+
+    /// Cuts every relayed connection (both sockets dropped, no close frame) and refuses new
+    /// ones until [`Relay::reopen`]: to the app, the hub is gone.
+    pub fn cut(&self) {
+        self.open.store(false, std::sync::atomic::Ordering::SeqCst);
+        for c in self.conns.lock().expect("lock").drain(..) {
+            c.abort();
+        }
+    }
+
+    /// Relays new connections again.
+    pub fn reopen(&self) {
+        self.open.store(true, std::sync::atomic::Ordering::SeqCst);
     }
 
     /// The recorded frames of one run, in the order sent.
@@ -147,6 +177,9 @@ impl Relay {
 impl Drop for Relay {
     fn drop(&mut self) {
         self.task.abort();
+        for c in self.conns.lock().expect("lock").drain(..) {
+            c.abort();
+        }
     }
 }
 
