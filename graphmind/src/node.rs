@@ -409,7 +409,7 @@ impl Node {
                 name: Cow::Owned(name.to_owned()),
                 instance_id: InstanceId::Text(instance_id.clone()),
                 parent_id: call.run.as_ref().map(|r| Arc::clone(&r.agent_node)),
-                input: input.map(Payload::Json),
+                input: input.map(|v| Payload::Json(Box::new(v))),
                 extra: Extra::new(),
             },
         );

@@ -63,8 +63,8 @@ impl Serialize for InstanceId {
 /// function's arguments make, kept as its fields (no map built; serialized as that object).
 #[derive(Debug)]
 pub(crate) enum Payload {
-    /// Any value (the low-level API, model steps).
-    Json(Value),
+    /// Any value (the low-level API, model steps); boxed to keep records small.
+    Json(Box<Value>),
     /// The arguments of an instrumented call, in order (names are unique).
     Fields(Box<[(&'static str, Value)]>),
 }
@@ -81,7 +81,7 @@ impl Payload {
     /// The payload as a JSON value.
     pub(crate) fn into_value(self) -> Value {
         match self {
-            Self::Json(v) => v,
+            Self::Json(v) => *v,
             Self::Fields(f) => Value::Object(
                 f.into_vec()
                     .into_iter()
@@ -277,12 +277,14 @@ mod tests {
             make(None, None, InstanceId::Call(0)),
             make(
                 Some("agent:a"),
-                Some(Payload::Json(serde_json::json!({"a": 1, "b": "x\"y"}))),
+                Some(Payload::Json(Box::new(
+                    serde_json::json!({"a": 1, "b": "x\"y"}),
+                ))),
                 InstanceId::Call(1234),
             ),
             make(
                 None,
-                Some(Payload::Json(Value::Null)),
+                Some(Payload::Json(Box::new(Value::Null))),
                 InstanceId::Text("call_x".into()),
             ),
             make(

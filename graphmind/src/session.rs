@@ -1,7 +1,10 @@
 //! Sessions: the process-wide default and explicit instances, `ready`, `stats`, `dispose`,
 //! and the emitting side the execution modules call.
 
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering::Relaxed};
+use std::cell::RefCell;
+use std::sync::atomic::{
+    AtomicBool, AtomicU8, AtomicU64, Ordering::Acquire, Ordering::Relaxed, Ordering::Release,
+};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, RwLock, Weak};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -459,6 +462,34 @@ static DEFAULT_STATE: AtomicU8 = AtomicU8::new(DEFAULT_UNSET);
 const DEFAULT_UNSET: u8 = 0;
 const DEFAULT_OFF: u8 = 1;
 const DEFAULT_ON: u8 = 2;
+/// Bumped whenever the default session is replaced: invalidates the per-thread caches.
+static DEFAULT_GEN: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// This thread's view of the default session (generation, state), so instrumented calls
+    /// find it without taking the `DEFAULT` lock.
+    static DEFAULT_CACHE: RefCell<(u64, Weak<Inner>)> = const { RefCell::new((u64::MAX, Weak::new())) };
+}
+
+/// The default session's state (built from the environment on first use if needed): one
+/// thread-local read and one refcount increment once this thread has seen it.
+pub(crate) fn default_inner() -> Arc<Inner> {
+    let generation = DEFAULT_GEN.load(Acquire);
+    let hit = DEFAULT_CACHE.try_with(|c| {
+        let c = c.borrow();
+        if c.0 == generation {
+            c.1.upgrade()
+        } else {
+            None
+        }
+    });
+    if let Ok(Some(inner)) = hit {
+        return inner;
+    }
+    let inner = Arc::clone(session().inner());
+    let _ = DEFAULT_CACHE.try_with(|c| *c.borrow_mut() = (generation, Arc::downgrade(&inner)));
+    inner
+}
 
 fn set_default(s: &Session) -> Option<Session> {
     let mut slot = DEFAULT.write().unwrap_or_else(PoisonError::into_inner);
@@ -470,7 +501,9 @@ fn set_default(s: &Session) -> Option<Session> {
         },
         Relaxed,
     );
-    slot.replace(s.clone())
+    let old = slot.replace(s.clone());
+    DEFAULT_GEN.fetch_add(1, Release);
+    old
 }
 
 /// Builds a session from `config` and makes it the process default (what
@@ -509,6 +542,7 @@ pub fn session() -> Session {
         Relaxed,
     );
     *slot = Some(s.clone());
+    DEFAULT_GEN.fetch_add(1, Release);
     s
 }
 

@@ -110,8 +110,7 @@ pub(crate) fn default_enabled() -> bool {
 
 /// The default session as a host.
 pub(crate) fn default_host() -> Arc<dyn Host> {
-    let inner: Arc<crate::session::Inner> = crate::session::session().inner().clone();
-    inner
+    crate::session::default_inner()
 }
 
 /// Whether a gate at `point` of node (`kind`, `name`) should hold, and why.
@@ -204,6 +203,9 @@ pub(crate) fn new_run_id() -> String {
 
 /// Milliseconds as the protocol writes durations: rounded to 0.01, never negative or NaN.
 pub(crate) fn millis(d: Duration) -> f64 {
+    if d.is_zero() {
+        return 0.0;
+    }
     let ms = (d.as_secs_f64() * 1000.0 * 100.0).round() / 100.0;
     if ms.is_finite() && ms > 0.0 { ms } else { 0.0 }
 }

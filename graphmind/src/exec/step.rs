@@ -132,7 +132,7 @@ fn start_step(call: &Call, site: &StepSite, input: Value, grouping: &Grouping) -
             name: "step".into(),
             instance_id: crate::record::InstanceId::Text(instance_id),
             parent_id: parent,
-            input: Some(crate::record::Payload::Json(input)),
+            input: Some(crate::record::Payload::Json(Box::new(input))),
             extra: Extra::new(),
         },
     )

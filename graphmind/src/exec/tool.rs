@@ -79,7 +79,9 @@ impl Call {
         if !self.host.attached() {
             return Act::Continue;
         }
-        let out = decide(GateSpec {
+        // Boxed: the hold machinery is only built when attached, and keeps the detached
+        // policy future small.
+        let out = Box::pin(decide(GateSpec {
             host: &self.host,
             run_id: &self.run_id,
             node_id: &node.node_id,
@@ -91,7 +93,7 @@ impl Call {
             abort: self.run.is_some(),
             clock: self.scope.clock.clone(),
             run_clock: self.run.as_ref().map(|r| Arc::clone(&r.held)),
-        })
+        }))
         .await;
         node.add_held(out.held);
         match out.decision.action {
