@@ -85,9 +85,10 @@ fn replay_after_a_hub_restart_stores_no_duplicate() {
         assert!(s.interrupt().success());
     }
     let s = Serve::start_in(&dir.0, &[]);
-    // The unfinished run of the earlier start is abandoned until its app reports again.
+    // The unfinished run of the earlier start waits (not live) for its app to report again.
     let before = s.runs();
-    assert_eq!(before[0]["status"], json!("abandoned"));
+    assert_eq!(before[0]["status"], json!("running"));
+    assert_eq!(before[0]["live"], json!(false));
     assert_eq!(before[0]["eventCount"], json!(3));
     block_on(async {
         let mut app = App::connect_resuming(s.port, Some("stale-token"), 10).await;

@@ -1,7 +1,7 @@
 //! The Rust client reconnects to a hub that crashed and came back on the same port and
 //! database: its replay (the whole ring, original seqs) stores no duplicate, a run that was in
-//! flight across the restart is `running` again as soon as its app is back (not `abandoned`),
-//! and it ends with every event stored once.
+//! flight across the restart is live again as soon as its app is back (never `abandoned`), and
+//! it ends with every event stored once; a run made while the hub was down arrives whole.
 
 mod cli_support;
 mod rust_support;
@@ -89,11 +89,10 @@ fn replay_after_a_hub_restart_stores_no_duplicate_and_the_live_run_goes_on() {
         })
         .await
         .expect("join");
-        // Storage marked the run the crash interrupted abandoned.
-        assert_eq!(
-            second_hub.get_json(&format!("/api/runs/{second_id}"))["status"],
-            json!("abandoned")
-        );
+        // The run the crash interrupted waits for its app (the abandon grace), not live.
+        let before = second_hub.get_json(&format!("/api/runs/{second_id}"));
+        assert_eq!(before["status"], json!("running"), "{before}");
+        assert_eq!(before["live"], json!(false), "{before}");
         assert!(gm.ready(Duration::from_secs(5)).await, "reattached");
 
         // The whole ring comes again, and every frame of it is a duplicate.

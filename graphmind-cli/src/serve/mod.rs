@@ -217,6 +217,14 @@ pub async fn start(args: &ServeArgs) -> Result<Running, String> {
             eprintln!("graphmind: server stopped: {e}");
         }
     });
+    {
+        // Runs an earlier start left running get the same grace as any app that went away.
+        let hub = Arc::clone(&hub);
+        tokio::spawn(async move {
+            tokio::time::sleep(hub.cfg.abandon_grace).await;
+            hub.abandon_unclaimed().await;
+        });
+    }
     let ticker = {
         let hub = Arc::clone(&hub);
         tokio::spawn(async move {

@@ -576,6 +576,27 @@ impl Hub {
         }
     }
 
+    /// Marks the runs an earlier start left `running` that no app has claimed since this
+    /// start as `abandoned` (called once, the abandon grace after the start).
+    pub async fn abandon_unclaimed(&self) {
+        let rows: Vec<RunRow> = {
+            let mut st = self.lock();
+            let st = &mut *st;
+            let mut rows = Vec::new();
+            for (id, run) in &mut st.runs {
+                if run.owner.is_none() && run.status == "running" {
+                    run.status = "abandoned".into();
+                    st.dirty.insert(id.clone());
+                    rows.push(run.row(id));
+                }
+            }
+            rows
+        };
+        for r in rows {
+            self.writer.run(r).await;
+        }
+    }
+
     /// Whether a run's events need its stored seqs loaded first (a run of an earlier start,
     /// or a finished one).
     pub fn needs_seqs(&self, run_id: &str) -> bool {
@@ -632,14 +653,14 @@ impl Hub {
             {
                 self.stats.duplicates.fetch_add(1, Ordering::Relaxed);
                 duplicate = true;
-                // A replay of an abandoned run: its app is back (e.g. after a hub restart,
-                // where its old session token means nothing), so the run is running again.
-                if run.status == "abandoned" {
-                    run.status = "running".into();
-                    if !run.owner.is_some_and(|o| st.live.contains_key(&o)) {
-                        run.owner = Some(identity);
+                // A replay of an unfinished run whose owner is not connected: its app is back
+                // (e.g. after a hub restart, where its old session token means nothing).
+                if !run.finished() && !run.owner.is_some_and(|o| st.live.contains_key(&o)) {
+                    run.owner = Some(identity);
+                    if run.status == "abandoned" {
+                        run.status = "running".into();
+                        rows.push(run.row(run_id));
                     }
-                    rows.push(run.row(run_id));
                     st.dirty.insert(run_id.to_owned());
                 }
                 break 'locked;

@@ -153,8 +153,9 @@ fn u64_of(v: Option<i64>) -> Option<u64> {
 }
 
 impl Storage {
-    /// Opens (or creates, mode 0600) the database, applies the schema and the retention,
-    /// marks runs left `running` by an earlier hub as `abandoned`, and starts the writer.
+    /// Opens (or creates, mode 0600) the database, applies the schema and the retention, and
+    /// starts the writer. Runs left `running` by an earlier hub stay `running`: the hub gives
+    /// their apps the abandon grace to come back (`Hub::abandon_unclaimed`).
     pub fn open(path: &Path, retention: Retention, now_ms: u64) -> Result<Self, String> {
         let fail = |what: &str, e: &dyn std::fmt::Display| {
             format!("cannot {what} the database {}: {e}", path.display())
@@ -167,11 +168,6 @@ impl Storage {
         conn.execute_batch(SCHEMA)
             .map_err(|e| fail("create the tables of", &e))?;
         apply_retention(&conn, retention, now_ms).map_err(|e| fail("trim", &e))?;
-        conn.execute(
-            "UPDATE runs SET status = 'abandoned' WHERE status = 'running'",
-            [],
-        )
-        .map_err(|e| fail("update", &e))?;
         let runs = load_runs(&conn, retention.keep.max(1)).map_err(|e| fail("read", &e))?;
         // WAL and SHM files are created by SQLite with the database file's mode; make sure of
         // it for files left by an earlier run.
