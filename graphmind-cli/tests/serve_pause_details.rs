@@ -1,6 +1,7 @@
 //! What a PauseInfo shows of the held execution: input from node.started, the error from
 //! node.error, and — when the client puts them in `exec.paused` (an `after` gate's result is in
-//! no earlier event) — the input, output, error and instanceId it carries.
+//! no earlier event) — the input, output, error and instanceId it carries; after a hub restart
+//! the client's replay (all duplicates) restores them for nodes that started before it.
 
 mod serve_support;
 
@@ -72,4 +73,49 @@ fn a_pause_prefers_what_exec_paused_carries_over_earlier_events() {
         assert_eq!(p["instanceId"], json!("call_2"));
         assert_eq!(p["output"], Value::Null);
     });
+}
+
+#[test]
+fn after_a_hub_restart_the_replay_restores_what_a_pause_shows() {
+    let dir = serve_support::TempDir::new("pause-replay");
+    let started = serve_support::env(
+        2,
+        "run_r",
+        "node.started",
+        json!({"nodeId": "tool:q", "kind": "tool", "name": "q", "instanceId": "call_7", "input": {"a": 1}}),
+    );
+    let run_started = serve_support::env(
+        1,
+        "run_r",
+        "run.started",
+        json!({"app": "test-app", "sdk": {"name": "rust", "version": "0.1.0"}, "meta": {"name": "r"}}),
+    );
+    {
+        let mut s = serve_support::Serve::start_in(&dir.0, &[]);
+        block_on(async {
+            let mut app = App::connect(s.port).await;
+            app.peer.send(&run_started).await;
+            app.peer.send(&started).await;
+        });
+        serve_support::wait_for(10, "stored", || (s.seqs("run_r").len() == 2).then_some(()));
+        assert!(s.interrupt().success());
+    }
+    let s = serve_support::Serve::start_in(&dir.0, &[]);
+    block_on(async {
+        let mut app = App::connect_resuming(s.port, None, 3).await;
+        app.peer.send(&run_started).await;
+        app.peer.send(&started).await;
+        app.seq = 10;
+        app.emit(
+            "run_r",
+            "exec.paused",
+            json!({"pauseId": "pause_r_1", "nodeId": "tool:q", "point": "after"}),
+        )
+        .await;
+        let p = only_pause(s.port).await;
+        assert_eq!(p["input"], json!({"a": 1}), "{p}");
+        assert_eq!(p["instanceId"], json!("call_7"));
+        assert_eq!(p["name"], json!("q"));
+    });
+    assert_eq!(s.health()["stats"]["duplicates"], json!(2));
 }

@@ -218,6 +218,34 @@ struct RunState {
 }
 
 impl RunState {
+    /// Keeps what a pause of a node shows: the latest execution's input, output and error.
+    fn track_node(&mut self, message: &Message) {
+        match message {
+            Message::NodeStarted(p) => {
+                self.nodes.insert(
+                    p.node_id.clone(),
+                    NodeSeen {
+                        kind: Some(p.kind.as_str().to_owned()),
+                        name: Some(p.name.clone()),
+                        instance_id: Some(p.instance_id.clone()),
+                        input: p.input.clone(),
+                        output: None,
+                        error: None,
+                    },
+                );
+            }
+            Message::NodeFinished(p) => {
+                let n = self.nodes.entry(p.node_id.clone()).or_default();
+                n.output.clone_from(&p.output);
+            }
+            Message::NodeError(p) => {
+                let n = self.nodes.entry(p.node_id.clone()).or_default();
+                n.error = serde_json::to_value(&p.error).ok();
+            }
+            _ => {}
+        }
+    }
+
     fn finished(&self) -> bool {
         matches!(self.status.as_str(), "ok" | "error" | "aborted")
     }
@@ -663,6 +691,11 @@ impl Hub {
                     }
                     st.dirty.insert(run_id.to_owned());
                 }
+                // The replay comes oldest first, so it leaves the nodes as the app last
+                // reported them (a hub of a new start knows nothing of them yet).
+                if !run.finished() {
+                    run.track_node(&env.message);
+                }
                 break 'locked;
             }
             self.stats.events_accepted.fetch_add(1, Ordering::Relaxed);
@@ -726,26 +759,8 @@ impl Hub {
                         }
                     }
                 }
-                Message::NodeStarted(p) => {
-                    run.nodes.insert(
-                        p.node_id.clone(),
-                        NodeSeen {
-                            kind: Some(p.kind.as_str().to_owned()),
-                            name: Some(p.name.clone()),
-                            instance_id: Some(p.instance_id.clone()),
-                            input: p.input.clone(),
-                            output: None,
-                            error: None,
-                        },
-                    );
-                }
-                Message::NodeFinished(p) => {
-                    let n = run.nodes.entry(p.node_id.clone()).or_default();
-                    n.output.clone_from(&p.output);
-                }
-                Message::NodeError(p) => {
-                    let n = run.nodes.entry(p.node_id.clone()).or_default();
-                    n.error = serde_json::to_value(&p.error).ok();
+                Message::NodeStarted(_) | Message::NodeFinished(_) | Message::NodeError(_) => {
+                    run.track_node(&env.message);
                 }
                 Message::ExecPaused(p) => {
                     let seen = run.nodes.get(&p.node_id);
