@@ -256,3 +256,58 @@ fn a_run_made_while_the_hub_was_down_arrives_whole_when_it_is_back() {
         gm.dispose().await;
     });
 }
+
+#[test]
+fn events_the_client_lost_during_an_outage_are_counted_by_the_hub() {
+    let dir = TempDir::new("rs-lossy");
+    let db = dir.0.join("hub.db");
+    let mut hub = serve_on_free_port(&dir.0, &db, &[]);
+    let port = hub.port;
+    block_on(async {
+        // A ring of 3 events: a run of 8 made while the hub is down loses 5.
+        let gm = graphmind::Session::new(
+            config(port, "rust-agent")
+                .retry_interval(Duration::from_millis(200))
+                .ring_limits(3, 1 << 20),
+        );
+        assert!(gm.ready(Duration::from_secs(5)).await, "attached");
+        kill_hard(&mut hub);
+        drop(hub);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let out = gm
+            .run("lossy", async { step_two(step_one(0).await).await })
+            .await;
+        assert_eq!(out, Ok(10));
+        let lost = gm.stats().dropped;
+        assert_eq!(lost, 5, "{:?}", gm.stats());
+
+        let back = tokio::task::spawn_blocking({
+            let (home, db) = (dir.0.clone(), db.clone());
+            move || serve_on(&home, port, &db, &[]).expect("restart on the same port")
+        })
+        .await
+        .expect("join");
+        assert!(gm.ready(Duration::from_secs(5)).await, "reattached");
+        let stats = wait_async(10, "the loss announced", move || {
+            let s = serve_support::http(port, "GET", "/health", &[], None).json()["stats"].clone();
+            (s["eventsAccepted"] == json!(3)).then_some(s)
+        })
+        .await;
+        assert_eq!(stats["clientDropped"], json!(lost), "{stats}");
+        let runs = back.runs();
+        let r = run_named(&runs, "lossy")
+            .or_else(|| runs.first().cloned())
+            .expect("the run's tail is stored");
+        let events = back.events(r["runId"].as_str().unwrap());
+        assert_eq!(
+            labels(&events),
+            [
+                "node.finished tool:step_two",
+                "node.finished agent:lossy",
+                "run.finished"
+            ],
+            "the newest 3 events survive"
+        );
+        gm.dispose().await;
+    });
+}

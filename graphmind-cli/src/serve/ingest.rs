@@ -330,6 +330,9 @@ async fn event(hub: &Arc<Hub>, conn: u64, text: &str, tx: &mpsc::UnboundedSender
     {
         return true;
     }
+    // Events the app's replay ring lost before it could send them (the client announces the
+    // count on the next frame it sends; counted once, not again when that frame is replayed).
+    let dropped = env.extra.get("dropped").and_then(Value::as_u64);
     let (env, body, shrunk) = shrink(env, text);
     if shrunk {
         hub.stats.shrunk.fetch_add(1, Ordering::Relaxed);
@@ -345,7 +348,11 @@ async fn event(hub: &Arc<Hub>, conn: u64, text: &str, tx: &mpsc::UnboundedSender
             .unwrap_or_default();
         hub.install_seqs(&env.run_id, seqs);
     }
-    hub.app_event(conn, &env, body).await;
+    if hub.app_event(conn, &env, body).await
+        && let Some(n) = dropped
+    {
+        hub.stats.client_dropped.fetch_add(n, Ordering::Relaxed);
+    }
     true
 }
 

@@ -68,6 +68,9 @@ pub struct Stats {
     pub ignored_before_hello: AtomicU64,
     /// `/ingest` sockets closed for sending no `hello` in time.
     pub hello_timeouts: AtomicU64,
+    /// Events the apps announced lost (`"dropped": n`: evicted from their replay rings before
+    /// they were sent).
+    pub client_dropped: AtomicU64,
 }
 
 impl Stats {
@@ -83,6 +86,7 @@ impl Stats {
             "shrunk": g(&self.shrunk),
             "ignoredBeforeHello": g(&self.ignored_before_hello),
             "helloTimeouts": g(&self.hello_timeouts),
+            "clientDropped": g(&self.client_dropped),
         })
     }
 }
@@ -644,8 +648,9 @@ impl Hub {
     }
 
     /// Takes in one event of an app: dedupe, run and pause bookkeeping, storage, fan-out.
-    /// `body` is the envelope text to store (already shrunk).
-    pub async fn app_event(&self, conn: u64, env: &Envelope, body: Arc<str>) {
+    /// `body` is the envelope text to store (already shrunk). Returns whether the event was
+    /// new (not a duplicate, and its app still connected).
+    pub async fn app_event(&self, conn: u64, env: &Envelope, body: Arc<str>) -> bool {
         let run_id = env.run_id.as_str();
         let mut rows = Vec::new();
         let mut pauses_changed = false;
@@ -654,7 +659,7 @@ impl Hub {
             let mut guard = self.lock();
             let st = &mut *guard;
             let Some(app) = st.apps.get(&conn) else {
-                return;
+                return false;
             };
             let identity = app.identity;
             let app_name = app.app.clone();
@@ -880,7 +885,7 @@ impl Hub {
             self.writer.run(r).await;
         }
         if duplicate {
-            return;
+            return false;
         }
         let run_arc: Arc<str> = Arc::from(run_id);
         self.writer
@@ -917,6 +922,7 @@ impl Hub {
                 drop_viewer(&mut st, &self.subscribed, id);
             }
         }
+        true
     }
 
     // ----- resume -----------------------------------------------------------------------
