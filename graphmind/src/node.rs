@@ -394,15 +394,15 @@ impl Node {
         if !crate::exec::scope::Scope::enabled_now() {
             return None;
         }
-        let call =
+        let (call, host, run_id) =
             crate::exec::tool::Call::current(kind, std::borrow::Cow::Owned(name.to_owned()), true);
-        if !call.host.enabled() {
+        if !host.enabled() {
             return None;
         }
         let instance_id = instance_id.unwrap_or_else(|| crate::exec::next_id("call"));
         let run = NodeRun::start(
-            Arc::clone(&call.host),
-            Arc::clone(&call.run_id),
+            host,
+            run_id,
             StartSpec {
                 node_id: Cow::Owned(node_id.to_owned()),
                 kind,
@@ -446,8 +446,8 @@ impl Node {
         inject: Option<fn() -> crate::gate::Validator>,
     ) -> Resume {
         let out = crate::gate::decide(crate::gate::GateSpec {
-            host: &self.call.host,
-            run_id: &self.call.run_id,
+            host: &self.run.host,
+            run_id: &self.run.run_id,
             node_id: &self.run.node_id,
             kind: self.call.kind,
             name: &self.call.name,

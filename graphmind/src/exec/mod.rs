@@ -224,6 +224,32 @@ static IMPLICIT_RUNS: Mutex<Vec<(usize, RunId)>> = Mutex::new(Vec::new());
 /// with `run.started {meta:{name:"implicit", implicit:true}}` on first use.
 pub(crate) fn implicit_run(host: &Arc<dyn Host>) -> RunId {
     let key = Arc::as_ptr(host).cast::<()>() as usize;
+    // This thread's last answer, valid while no implicit run was started or ended since.
+    let generation = IMPLICIT_GEN.load(Ordering::Acquire);
+    let hit = IMPLICIT_CACHE.try_with(|c| {
+        let c = c.borrow();
+        (c.0 == generation && c.1 == key)
+            .then(|| c.2.clone())
+            .flatten()
+    });
+    if let Ok(Some(id)) = hit {
+        return id;
+    }
+    let id = implicit_run_slow(host, key);
+    let _ = IMPLICIT_CACHE.try_with(|c| *c.borrow_mut() = (generation, key, Some(Arc::clone(&id))));
+    id
+}
+
+/// Bumped whenever an implicit run starts or ends: invalidates the per-thread caches.
+static IMPLICIT_GEN: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// (generation, session key, its implicit run) as last looked up on this thread.
+    static IMPLICIT_CACHE: std::cell::RefCell<(u64, usize, Option<RunId>)> =
+        const { std::cell::RefCell::new((u64::MAX, 0, None)) };
+}
+
+fn implicit_run_slow(host: &Arc<dyn Host>, key: usize) -> RunId {
     let mut runs = IMPLICIT_RUNS
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -244,6 +270,7 @@ pub(crate) fn implicit_run(host: &Arc<dyn Host>) -> RunId {
         }),
     );
     runs.push((key, Arc::clone(&id)));
+    IMPLICIT_GEN.fetch_add(1, Ordering::Release);
     id
 }
 
@@ -258,7 +285,9 @@ pub(crate) fn end_implicit_run(host: &dyn Host) {
         let Some(at) = runs.iter().position(|(k, _)| *k == key) else {
             return;
         };
-        runs.swap_remove(at).1
+        let id = runs.swap_remove(at).1;
+        IMPLICIT_GEN.fetch_add(1, Ordering::Release);
+        id
     };
     host.emit(
         &id,

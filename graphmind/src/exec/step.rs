@@ -9,6 +9,7 @@ use graphmind_protocol::{
 };
 use serde_json::Value;
 
+use super::Host;
 use super::scope::{Invocation, StepState};
 use super::tool::{Call, Policy, gated};
 use crate::__private::{Body, Fast, StepInput, StepOutput, StepSite, ToolError};
@@ -71,7 +72,14 @@ fn place(state: &mut StepState, grouping: &Grouping, input: &Value) -> (String, 
     (instance, true)
 }
 
-fn start_step(call: &Call, site: &StepSite, input: Value, grouping: &Grouping) -> NodeRun {
+fn start_step(
+    call: &Call,
+    host: Arc<dyn Host>,
+    run_id: super::RunId,
+    site: &StepSite,
+    input: Value,
+    grouping: &Grouping,
+) -> NodeRun {
     static OUTSIDE: Mutex<StepState> = Mutex::new(StepState { invocation: None });
     let (instance_id, first) = match &call.run {
         Some(run) => place(
@@ -115,8 +123,8 @@ fn start_step(call: &Call, site: &StepSite, input: Value, grouping: &Grouping) -
             parent_id: Some(STEP_NODE.into()),
             extra: Extra::new(),
         }));
-        call.host.emit(
-            &call.run_id,
+        host.emit(
+            &run_id,
             Message::GraphHint(GraphHint {
                 nodes,
                 extra: Extra::new(),
@@ -124,8 +132,8 @@ fn start_step(call: &Call, site: &StepSite, input: Value, grouping: &Grouping) -
         );
     }
     NodeRun::start(
-        Arc::clone(&call.host),
-        Arc::clone(&call.run_id),
+        host,
+        run_id,
         StartSpec {
             node_id: STEP_NODE.into(),
             kind: NodeKind::Llm,
@@ -158,12 +166,12 @@ fn begin(
     input: Value,
     grouping: &Grouping,
 ) -> (Call, NodeRun) {
-    let call = Call::current(
+    let (call, host, run_id) = Call::current(
         NodeKind::Llm,
         std::borrow::Cow::Borrowed("step"),
         site.retry && retry,
     );
-    let node = start_step(&call, site, input, grouping);
+    let node = start_step(&call, host, run_id, site, input, grouping);
     (call, node)
 }
 

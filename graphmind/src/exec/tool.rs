@@ -35,20 +35,23 @@ pub(crate) struct Policy<O> {
     pub(crate) usage: fn(&O) -> (Option<TokenUsage>, Option<String>),
 }
 
-/// Everything known about one call before it starts.
+/// Everything known about one call before it starts (its host and run id go to its
+/// [`NodeRun`], which the gates read them from).
 pub(crate) struct Call {
-    pub(crate) host: Arc<dyn Host>,
     pub(crate) scope: Scope,
     pub(crate) run: Option<Arc<RunCtx>>,
-    pub(crate) run_id: super::RunId,
     pub(crate) kind: NodeKind,
     pub(crate) name: Cow<'static, str>,
     pub(crate) retry: bool,
 }
 
 impl Call {
-    /// The host, scope and run of the running task.
-    pub(crate) fn current(kind: NodeKind, name: Cow<'static, str>, retry: bool) -> Self {
+    /// The scope and run of the running task, with its host and run id.
+    pub(crate) fn current(
+        kind: NodeKind,
+        name: Cow<'static, str>,
+        retry: bool,
+    ) -> (Self, Arc<dyn Host>, super::RunId) {
         let scope = Scope::current();
         let run = scope.run.clone();
         let host = run
@@ -58,15 +61,17 @@ impl Call {
             Some(r) => Arc::clone(&r.run_id),
             None => super::implicit_run(&host),
         };
-        Self {
+        (
+            Self {
+                scope,
+                run,
+                kind,
+                name,
+                retry,
+            },
             host,
-            scope,
-            run,
             run_id,
-            kind,
-            name,
-            retry,
-        }
+        )
     }
 
     async fn gate(
@@ -76,14 +81,14 @@ impl Call {
         inject: Option<fn() -> Validator>,
     ) -> Act {
         // Detached: continue at once, without building the hold machinery.
-        if !self.host.attached() {
+        if !node.host.attached() {
             return Act::Continue;
         }
         // Boxed: the hold machinery is only built when attached, and keeps the detached
         // policy future small.
         let out = Box::pin(decide(GateSpec {
-            host: &self.host,
-            run_id: &self.run_id,
+            host: &node.host,
+            run_id: &node.run_id,
             node_id: &node.node_id,
             kind: self.kind,
             name: &self.name,
@@ -140,8 +145,8 @@ pub(crate) async fn gated<B: Body>(
     policy: &Policy<B::Output>,
     keep_open: bool,
 ) -> (B::Output, Option<NodeRun>) {
-    if call.host.needs_first_use() {
-        call.host.first_use().await;
+    if node.host.needs_first_use() {
+        node.host.first_use().await;
     }
     let validator = |p: &Policy<B::Output>| p.inject.map(|(v, _)| v);
     let mut attempts: u32 = 0;
@@ -275,7 +280,13 @@ fn no_usage<O>(_: &O) -> (Option<TokenUsage>, Option<String>) {
     (None, None)
 }
 
-fn start_tool(call: &Call, site: &ToolSite, input: Payload) -> NodeRun {
+fn start_tool(
+    call: &Call,
+    host: Arc<dyn Host>,
+    run_id: super::RunId,
+    site: &ToolSite,
+    input: Payload,
+) -> NodeRun {
     let instance_id = site
         .call_id
         .and_then(|k| input.get(k))
@@ -283,8 +294,8 @@ fn start_tool(call: &Call, site: &ToolSite, input: Payload) -> NodeRun {
         .filter(|s| !s.is_empty())
         .map_or_else(InstanceId::next_call, |s| InstanceId::Text(s.to_owned()));
     NodeRun::start(
-        Arc::clone(&call.host),
-        Arc::clone(&call.run_id),
+        host,
+        run_id,
         StartSpec {
             node_id: Cow::Borrowed(site.node_id),
             kind: NodeKind::Tool,
@@ -325,12 +336,12 @@ where
     B: Body<Output = R>,
     R: ToolOutput,
 {
-    let call = Call::current(
+    let (call, host, run_id) = Call::current(
         NodeKind::Tool,
         Cow::Borrowed(site.name),
         site.retry && B::RETRY,
     );
-    let node = start_tool(&call, site, input);
+    let node = start_tool(&call, host, run_id, site, input);
     let policy = Policy::<R> {
         error: |_| None,
         encode: |r| Some(to_value(r)),
@@ -370,12 +381,12 @@ where
     T: ToolOutput,
     E: ToolError,
 {
-    let call = Call::current(
+    let (call, host, run_id) = Call::current(
         NodeKind::Tool,
         Cow::Borrowed(site.name),
         site.retry && B::RETRY,
     );
-    let node = start_tool(&call, site, input);
+    let node = start_tool(&call, host, run_id, site, input);
     let policy = Policy::<Result<T, E>> {
         error: result_error::<T, E>,
         encode: |r| r.as_ref().ok().map(to_value),
@@ -399,12 +410,12 @@ where
     let Input(Some(input)) = input else {
         return Tee::passthrough(first(body).await);
     };
-    let call = Call::current(
+    let (call, host, run_id) = Call::current(
         NodeKind::Tool,
         Cow::Borrowed(site.name),
         site.retry && B::RETRY,
     );
-    let node = start_tool(&call, site, input);
+    let node = start_tool(&call, host, run_id, site, input);
     let policy = Policy::<S> {
         error: |_| None,
         encode: |_| None,
@@ -435,14 +446,14 @@ where
     let Input(Some(input)) = input else {
         return first(body).await.map(Tee::passthrough);
     };
-    let call = Call::current(
+    let (call, host, run_id) = Call::current(
         NodeKind::Tool,
         Cow::Borrowed(site.name),
         site.retry && B::RETRY,
     );
-    let mut node = start_tool(&call, site, input);
-    if call.host.needs_first_use() {
-        call.host.first_use().await;
+    let mut node = start_tool(&call, host, run_id, site, input);
+    if node.host.needs_first_use() {
+        node.host.first_use().await;
     }
     // Only a before gate: an error at creation is recorded, not gated.
     match call.gate(&mut node, PausePoint::Before, None).await {
