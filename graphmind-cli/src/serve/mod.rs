@@ -17,7 +17,6 @@ use std::time::Duration;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::get;
-use axum::serve::ListenerExt;
 use clap::{Args, ValueEnum};
 use graphmind_protocol::{BreakpointMatcher, NodeKind, PausePoint};
 use serde_json::json;
@@ -84,6 +83,43 @@ pub struct ServeArgs {
     /// closed (default 10000; tests shorten it; env GRAPHMIND_HELLO_TIMEOUT_MS too).
     #[arg(long, hide = true)]
     pub hello_timeout_ms: Option<u64>,
+    /// Milliseconds a connection may take to send a request's headers (also the most an idle
+    /// keep-alive connection is kept) before it is closed (default 10000; tests shorten it;
+    /// env GRAPHMIND_HEADER_TIMEOUT_MS too).
+    #[arg(long, hide = true)]
+    pub header_timeout_ms: Option<u64>,
+}
+
+/// Serves HTTP/1.1 (with WebSocket upgrades) on every accepted connection. Unlike
+/// `axum::serve` it bounds the time a client may take to send a request's headers, so a local
+/// process cannot hold connections open by sending nothing (or a byte at a time), and it turns
+/// Nagle off: gate controls are small, latency-bound frames.
+async fn accept_loop(listener: tokio::net::TcpListener, app: Router, header_timeout: Duration) {
+    use hyper_util::rt::{TokioIo, TokioTimer};
+    use hyper_util::service::TowerToHyperService;
+    loop {
+        let tcp = match listener.accept().await {
+            Ok((tcp, _)) => tcp,
+            Err(e) => {
+                // Out of file descriptors and the like: wait instead of spinning.
+                eprintln!("graphmind: accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let _ = tcp.set_nodelay(true);
+        let service = TowerToHyperService::new(app.clone());
+        tokio::spawn(async move {
+            let mut http = hyper::server::conn::http1::Builder::new();
+            http.timer(TokioTimer::new())
+                .header_read_timeout(header_timeout);
+            // Errors are the client's (a reset, a timeout, bad HTTP): nothing to report.
+            let _ = http
+                .serve_connection(TokioIo::new(tcp), service)
+                .with_upgrades()
+                .await;
+        });
+    }
 }
 
 /// Epoch milliseconds.
@@ -163,6 +199,11 @@ pub async fn start(args: &ServeArgs) -> Result<Running, String> {
     let grace_ms = ms(args.abandon_grace_ms, "GRAPHMIND_ABANDON_GRACE_MS", 15_000);
     let resume_wait_ms = ms(args.resume_wait_ms, "GRAPHMIND_RESUME_WAIT_MS", 5_000);
     let hello_timeout_ms = ms(args.hello_timeout_ms, "GRAPHMIND_HELLO_TIMEOUT_MS", 10_000);
+    let header_timeout = Duration::from_millis(ms(
+        args.header_timeout_ms,
+        "GRAPHMIND_HEADER_TIMEOUT_MS",
+        10_000,
+    ));
     let cfg = Config {
         version: env!("CARGO_PKG_VERSION"),
         port,
@@ -208,15 +249,7 @@ pub async fn start(args: &ServeArgs) -> Result<Running, String> {
     let run_file = paths::run_file(port);
     paths::write_private(&run_file, format!("{run_doc}\n").as_bytes())
         .map_err(|e| format!("cannot write {}: {e}", run_file.display()))?;
-    // Control frames are small and latency-bound (a held gate waits on them): no Nagle delay.
-    let listener = listener.tap_io(|tcp| {
-        let _ = tcp.set_nodelay(true);
-    });
-    let server = tokio::spawn(async move {
-        if let Err(e) = axum::serve(listener, app).await {
-            eprintln!("graphmind: server stopped: {e}");
-        }
-    });
+    let server = tokio::spawn(accept_loop(listener, app, header_timeout));
     {
         // Runs an earlier start left running get the same grace as any app that went away.
         let hub = Arc::clone(&hub);
