@@ -277,8 +277,11 @@ impl<D, F> Fast<D, F> {
     #[inline(never)]
     #[cold]
     pub(crate) fn full(make: impl FnOnce() -> F) -> Self {
+        // Allocated first, so the policy future is built in place rather than on the stack
+        // and copied (it is about a kilobyte, mostly state of later await points).
+        let slot = Box::new_uninit();
         Self::Full {
-            fut: Box::pin(make()),
+            fut: Box::into_pin(Box::write(slot, make())),
         }
     }
 }
