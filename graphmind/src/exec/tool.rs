@@ -180,10 +180,7 @@ pub(crate) async fn gated<B: Body>(
             unreachable!("retry is refused at the gate for a body that runs once")
         };
         let out = fut.await;
-        let mut extra = Extra::new();
-        if attempts > 1 {
-            extra.insert("attempts".into(), attempts.into());
-        }
+        // Extras are built after each gate, so they are not part of the state held across it.
         if let Some(err) = (policy.error)(&out) {
             node.error(err);
             match call
@@ -194,7 +191,7 @@ pub(crate) async fn gated<B: Body>(
                     node.finish(
                         Status::Error,
                         Finish {
-                            extra,
+                            extra: attempts_extra(attempts),
                             ..Finish::default()
                         },
                     );
@@ -203,6 +200,7 @@ pub(crate) async fn gated<B: Body>(
                 Act::Retry => continue,
                 Act::Inject(v) => {
                     if let Some(fixed) = policy.inject.and_then(|(_, conv)| conv(v.clone())) {
+                        let mut extra = attempts_extra(attempts);
                         extra.extend(injected_extra(true));
                         node.finish(
                             Status::Ok,
@@ -226,42 +224,44 @@ pub(crate) async fn gated<B: Body>(
         if keep_open {
             return (out, Some(node));
         }
+        let act = if policy.after {
+            call.gate(&mut node, PausePoint::After, validator(policy))
+                .await
+        } else {
+            Act::Continue
+        };
         let (usage, reason) = (policy.usage)(&out);
+        let mut extra = attempts_extra(attempts);
         if let Some(r) = reason {
             extra.insert("finishReason".into(), r.into());
         }
-        if policy.after {
-            match call
-                .gate(&mut node, PausePoint::After, validator(policy))
-                .await
-            {
-                Act::Continue => {}
-                Act::Retry => continue,
-                Act::Inject(v) => {
-                    if let Some(other) = policy.inject.and_then(|(_, conv)| conv(v.clone())) {
-                        extra.extend(injected_extra(false));
-                        node.finish(
-                            Status::Ok,
-                            Finish {
-                                output: Some(v),
-                                usage,
-                                extra,
-                            },
-                        );
-                        return (other, None);
-                    }
-                }
-                Act::Abort => {
+        match act {
+            Act::Continue => {}
+            Act::Retry => continue,
+            Act::Inject(v) => {
+                if let Some(other) = policy.inject.and_then(|(_, conv)| conv(v.clone())) {
+                    extra.extend(injected_extra(false));
                     node.finish(
-                        Status::Aborted,
+                        Status::Ok,
                         Finish {
-                            output: (policy.encode)(&out),
+                            output: Some(v),
                             usage,
                             extra,
                         },
                     );
-                    call.abort().await;
+                    return (other, None);
                 }
+            }
+            Act::Abort => {
+                node.finish(
+                    Status::Aborted,
+                    Finish {
+                        output: (policy.encode)(&out),
+                        usage,
+                        extra,
+                    },
+                );
+                call.abort().await;
             }
         }
         node.finish(
@@ -274,6 +274,15 @@ pub(crate) async fn gated<B: Body>(
         );
         return (out, None);
     }
+}
+
+/// `attempts` on node.finished when the body ran more than once.
+fn attempts_extra(attempts: u32) -> Extra {
+    let mut extra = Extra::new();
+    if attempts > 1 {
+        extra.insert("attempts".into(), attempts.into());
+    }
+    extra
 }
 
 fn no_usage<O>(_: &O) -> (Option<TokenUsage>, Option<String>) {
