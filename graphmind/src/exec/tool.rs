@@ -152,10 +152,14 @@ pub(crate) async fn gated<B: Body>(
     let mut attempts: u32 = 0;
     loop {
         // before
-        match call
-            .gate(&mut node, PausePoint::Before, validator(policy))
-            .await
-        {
+        // Detached: continue at once, without even building the gate's future.
+        let act = if node.host.attached() {
+            call.gate(&mut node, PausePoint::Before, validator(policy))
+                .await
+        } else {
+            Act::Continue
+        };
+        match act {
             Act::Continue | Act::Retry => {}
             Act::Inject(v) => {
                 if let Some(out) = policy.inject.and_then(|(_, conv)| conv(v.clone())) {
@@ -183,10 +187,13 @@ pub(crate) async fn gated<B: Body>(
         // Extras are built after each gate, so they are not part of the state held across it.
         if let Some(err) = (policy.error)(&out) {
             node.error(err);
-            match call
-                .gate(&mut node, PausePoint::Error, validator(policy))
-                .await
-            {
+            let act = if node.host.attached() {
+                call.gate(&mut node, PausePoint::Error, validator(policy))
+                    .await
+            } else {
+                Act::Continue
+            };
+            match act {
                 Act::Continue => {
                     node.finish(
                         Status::Error,
@@ -224,7 +231,7 @@ pub(crate) async fn gated<B: Body>(
         if keep_open {
             return (out, Some(node));
         }
-        let act = if policy.after {
+        let act = if policy.after && node.host.attached() {
             call.gate(&mut node, PausePoint::After, validator(policy))
                 .await
         } else {
