@@ -1,7 +1,7 @@
 //! Per-call overhead of `#[graphmind::tool]`, in one run: a plain async fn, the same tool
 //! detached (enabled, nothing listening: events still land in the replay ring), disabled
 //! (inlined into the caller, and behind a non-inlined call), and `#[tracing::instrument]` with
-//! a `fmt` subscriber writing to a sink.
+//! a `fmt` subscriber writing to a sink; and one `Instant::now()` for reference.
 //!
 //! Run: `cargo bench -p graphmind --bench overhead`.
 
@@ -102,6 +102,11 @@ fn overhead(c: &mut Criterion) {
     });
     g.bench_function("tool, disabled, out of line", |b| {
         b.iter(|| gated_out_of_line(black_box(1), black_box(2)));
+    });
+
+    // Reference: one monotonic clock read (a detached call takes two, one per event).
+    g.bench_function("Instant::now (reference)", |b| {
+        b.iter(std::time::Instant::now);
     });
 
     let subscriber = tracing_subscriber::fmt()
