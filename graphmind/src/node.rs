@@ -38,7 +38,6 @@ pub(crate) struct StartSpec {
     pub(crate) instance_id: InstanceId,
     pub(crate) parent_id: Option<Arc<str>>,
     pub(crate) input: Option<Payload>,
-    pub(crate) extra: Extra,
 }
 
 /// How a node ended.
@@ -55,7 +54,7 @@ impl NodeRun {
         let started = Instant::now();
         let instance_id = spec.instance_id.clone();
         let node_id = spec.node_id.clone();
-        if spec.extra.is_empty() && spec.input.as_ref().is_none_or(compact_input) {
+        if spec.input.as_ref().is_none_or(compact_input) {
             host.record(
                 &run_id,
                 Record::Started(Started {
@@ -79,7 +78,7 @@ impl NodeRun {
                     instance_id: spec.instance_id.to_string(),
                     parent_id: spec.parent_id.map(|p| p.to_string()),
                     input: spec.input.map(Payload::into_value),
-                    extra: spec.extra,
+                    extra: Extra::new(),
                 }),
             );
         }
@@ -410,7 +409,6 @@ impl Node {
                 instance_id: InstanceId::Text(instance_id.clone()),
                 parent_id: call.run.as_ref().map(|r| Arc::clone(&r.agent_node)),
                 input: input.map(|v| Payload::Json(Box::new(v))),
-                extra: Extra::new(),
             },
         );
         Some(Self {

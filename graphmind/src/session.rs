@@ -205,10 +205,14 @@ pub(crate) struct Inner {
     pub(crate) stop: Notify,
     first_use_done: AtomicBool,
     warned: Mutex<Vec<&'static str>>,
-    /// The clock base of `ts`: an event at instant `t` is stamped
-    /// `base_ms + (t - base)` in whole milliseconds (one clock read per event).
+    /// The clock of `ts`: an event at instant `t` is stamped `(t - base)` in whole
+    /// milliseconds plus `offset` (epoch ms minus that, at the last wall-clock reading), so an
+    /// event costs one monotonic clock read. The wall clock is read again at most once a
+    /// second, so `ts` follows clock steps and suspends as reading it every time would.
     base: Instant,
-    base_ms: u64,
+    offset: AtomicU64,
+    /// `(t - base)` in ms when `offset` was last computed.
+    synced: AtomicU64,
 }
 
 impl Inner {
@@ -216,6 +220,7 @@ impl Inner {
         let enabled = config.resolved_enabled();
         let url = config.resolved_url();
         let ring = Ring::new(config.ring_events, config.ring_bytes);
+        let base = Instant::now();
         Arc::new_cyclic(|me| Self {
             me: me.clone(),
             url,
@@ -234,8 +239,9 @@ impl Inner {
             stop: Notify::new(),
             first_use_done: AtomicBool::new(false),
             warned: Mutex::new(Vec::new()),
-            base: Instant::now(),
-            base_ms: now_ms(),
+            base,
+            offset: AtomicU64::new(now_ms()),
+            synced: AtomicU64::new(0),
             config,
         })
     }
@@ -295,11 +301,22 @@ impl Inner {
         Some(seq)
     }
 
-    /// Epoch milliseconds of `at`, from the session's clock base.
+    /// Epoch milliseconds of `at` (see the `offset` field).
     fn ts_at(&self, at: Instant) -> u64 {
-        let since = at.saturating_duration_since(self.base).as_millis();
-        self.base_ms
-            .saturating_add(u64::try_from(since).unwrap_or(u64::MAX))
+        let mono = self.mono_ms(at);
+        if mono.saturating_sub(self.synced.load(Relaxed)) >= 1000 {
+            let now = Instant::now();
+            let wall = now_ms();
+            let at_sync = self.mono_ms(now);
+            self.offset.store(wall.wrapping_sub(at_sync), Relaxed);
+            self.synced.store(at_sync, Relaxed);
+        }
+        mono.wrapping_add(self.offset.load(Relaxed))
+    }
+
+    /// Whole milliseconds from the session's clock base to `at`.
+    fn mono_ms(&self, at: Instant) -> u64 {
+        u64::try_from(at.saturating_duration_since(self.base).as_millis()).unwrap_or(u64::MAX)
     }
 
     /// The breakpoints and mode to decide gates with (cheap: one read lock, one Arc clone).
@@ -554,5 +571,35 @@ pub(crate) fn default_enabled() -> bool {
         DEFAULT_ON => true,
         DEFAULT_OFF => false,
         _ => session().inner().enabled,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_ts_follows_the_wall_clock_from_one_monotonic_read() {
+        let s = Session::new(Config::new("ts").env_vars(std::iter::empty::<(String, String)>()));
+        let inner = s.inner();
+        assert!(inner.enabled);
+        let before = now_ms();
+        let ts = inner.ts_at(Instant::now());
+        let after = now_ms();
+        assert!(
+            ts + 1 >= before && ts <= after + 1,
+            "{before} <= {ts} <= {after}"
+        );
+        // Later instants keep the wall-clock reading (re-read at most once a second).
+        let later = Instant::now() + Duration::from_millis(1500);
+        let ts2 = inner.ts_at(later);
+        assert!(
+            ts2 + 1 >= before + 1500 && ts2 <= now_ms() + 1501,
+            "{ts2} is 1.5 s after {before}"
+        );
+        assert!(
+            inner.ts_at(Instant::now()) <= ts2,
+            "an earlier instant stays earlier"
+        );
     }
 }

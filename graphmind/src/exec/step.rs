@@ -141,7 +141,6 @@ fn start_step(
             instance_id: crate::record::InstanceId::Text(instance_id),
             parent_id: parent,
             input: Some(crate::record::Payload::Json(Box::new(input))),
-            extra: Extra::new(),
         },
     )
 }

@@ -319,7 +319,6 @@ fn start_tool(
             instance_id,
             parent_id: call.run.as_ref().map(|r| Arc::clone(&r.agent_node)),
             input: Some(input),
-            extra: Extra::new(),
         },
     )
 }

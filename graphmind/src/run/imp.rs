@@ -60,7 +60,6 @@ where
             instance_id: crate::record::InstanceId::Text(run_id.to_string()),
             parent_id: None,
             input: None,
-            extra: Extra::new(),
         },
     );
     let mut guard = RunGuard {
