@@ -46,7 +46,7 @@ fn first_start(dir: &TempDir) -> (String, u64) {
 fn unclaimed_runs_of_an_earlier_start_are_abandoned_after_the_grace() {
     let dir = TempDir::new("restart-grace");
     let (token, seq) = first_start(&dir);
-    let s = Serve::start_in(&dir.0, &["--abandon-grace-ms", "1500"]);
+    let s = Serve::start_in(&dir.0, &["--abandon-grace-ms", "2500"]);
     for run in ["run_gone", "run_back"] {
         assert_eq!(
             status(&s, run),
