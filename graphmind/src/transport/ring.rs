@@ -503,6 +503,53 @@ mod tests {
     }
 
     #[test]
+    fn compact_records_send_the_same_frames_as_their_messages() {
+        use crate::record::{Finished, InstanceId, Payload, Started};
+        use graphmind_protocol::{NodeKind, Status};
+        use std::borrow::Cow;
+        let started = || Started {
+            node_id: Cow::Borrowed("tool:add"),
+            kind: NodeKind::Tool,
+            name: Cow::Borrowed("add"),
+            instance_id: InstanceId::Call(41),
+            parent_id: Some(Arc::from("agent:a")),
+            input: Some(Payload::Fields(Box::new([
+                ("a", serde_json::json!(1)),
+                ("b", serde_json::json!("two")),
+            ]))),
+        };
+        let finished = || Finished {
+            node_id: Cow::Borrowed("tool:add"),
+            instance_id: InstanceId::Call(41),
+            duration_ms: 1.25,
+            status: Status::Ok,
+            output: Some(serde_json::json!(3)),
+            held_ms: 0.0,
+        };
+        for (compact, message) in [
+            (
+                Record::Started(started()),
+                Record::Started(started()).into_message(),
+            ),
+            (
+                Record::Finished(finished()),
+                Record::Finished(finished()).into_message(),
+            ),
+        ] {
+            let mut r = Ring::new(10, usize::MAX);
+            r.push(5, "run_1", compact);
+            r.rewind();
+            let a = texts(r.take_batch(10, usize::MAX).0).remove(0);
+            let mut r = Ring::new(10, usize::MAX);
+            r.push(5, "run_1", Record::Message(Arc::new(message)));
+            let b = texts(r.take_batch(10, usize::MAX).0).remove(0);
+            assert_eq!(a, b);
+            assert!(a.starts_with(r#"{"gm":1,"seq":0,"ts":5,"runId":"run_1","type":"node."#));
+            assert!(a.contains(r#""nodeId":"tool:add""#) && a.contains(r#""instanceId":"call_"#));
+        }
+    }
+
+    #[test]
     fn byte_limit_evicts_too() {
         let mut r = Ring::new(100, 300);
         for i in 0..10 {
