@@ -181,9 +181,26 @@ export async function openViewer(browser, hub, extra = '') {
 
 /** Turns pause-on-error on or off through the page and waits for the hub's debug state. */
 export async function setPauseOnError(page, on) {
+  // The box shows the hub's debug state only once the feed's hello was rendered.
+  await page.locator('[data-testid="debug-controls"][data-mode]').waitFor();
   const box = page.locator('[data-testid="pause-on-error"]');
-  if ((await box.isChecked()) !== on) await box.click();
-  await page.waitForFunction((want) => document.querySelector('[data-testid="pause-on-error"]').checked === want, on);
+  const shows = (want) =>
+    page.waitForFunction((w) => document.querySelector('[data-testid="pause-on-error"]').checked === w, want, { timeout: 10_000 });
+  if ((await box.isChecked()) === on) return;
+  await box.click();
+  try {
+    await shows(on);
+  } catch {
+    // Say what the page saw, then click once more: a control sent while the feed was
+    // reconnecting is answered `disconnected` and the box keeps the hub's state.
+    const seen = await page.evaluate(() => ({
+      conn: document.querySelector('#conn')?.dataset.state,
+      toast: document.querySelector('#toast')?.hidden ? null : document.querySelector('#toast')?.textContent,
+    }));
+    console.error(`pause-on-error did not switch to ${on} after one click: ${JSON.stringify(seen)}`);
+    await box.click();
+    await shows(on);
+  }
 }
 
 /** Adds a breakpoint with the page's form and waits until the hub lists it. */
