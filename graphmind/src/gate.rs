@@ -286,6 +286,9 @@ pub(crate) struct GateSpec<'a> {
     pub(crate) clock: Option<Arc<HoldClock>>,
     /// The run's hold clock (the agent node's heldMs: union of its gates' holds).
     pub(crate) run_clock: Option<Arc<HoldClock>>,
+    /// What the gate holds, for `exec.paused` (`output` at `after`, `error` at `error`);
+    /// empty when nothing is held or the gate will not hold.
+    pub(crate) held_value: Extra,
 }
 
 /// What a gate decided, and how long it held.
@@ -315,7 +318,7 @@ pub(crate) async fn decide(spec: GateSpec<'_>) -> Outcome {
             node_id: spec.node_id.to_owned(),
             point: spec.point,
             reason: Some(reason),
-            extra: Extra::new(),
+            extra: spec.held_value,
         }),
     );
     let (tx, rx) = oneshot::channel();

@@ -306,6 +306,23 @@ fn shrink_message(message: Message) -> Message {
     }
 }
 
+/// `exec.paused` extras for what a gate holds: `{"output": …}` (shrunk to the payload budget
+/// like a `node.finished` output) or `{"error": {name, message, stack?}}`.
+pub(crate) fn held_extra(output: Option<Value>, error: Option<&ErrorInfo>) -> Extra {
+    let mut extra = Extra::new();
+    if let Some(v) = output {
+        let big = rough_len(&v, 0) > PAYLOAD_BUDGET / 2;
+        extra.insert("output".into(), v);
+        if big {
+            shrink_payload(&mut extra, PAYLOAD_BUDGET);
+        }
+    }
+    if let Some(e) = error {
+        extra.insert("error".into(), to_value(e));
+    }
+    extra
+}
+
 /// `{name, message}` for `node.error` from any displayable error.
 pub(crate) fn error_info(name: &str, message: String) -> ErrorInfo {
     ErrorInfo {
@@ -455,6 +472,7 @@ impl Node {
             abort: true,
             clock: self.call.scope.clock.clone(),
             run_clock: self.call.run.as_ref().map(|r| Arc::clone(&r.held)),
+            held_value: Extra::new(),
         })
         .await;
         self.run.add_held(out.held);

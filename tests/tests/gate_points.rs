@@ -91,6 +91,17 @@ async fn after_continue_returns_the_real_result_and_after_retry_runs_again_from_
     let (_, id, point) = nth_pause(&hub, 2).await;
     assert_eq!(point, "after");
     assert!(hub.resume(&run, &id, "retry"));
+    let paused = hub.frames_of("exec.paused");
+    assert!(
+        paused[0].payload().get("output").is_none(),
+        "nothing is held before the call: {}",
+        paused[0].payload()
+    );
+    assert_eq!(
+        paused[1].payload()["output"],
+        100,
+        "the after gate shows the held result"
+    );
     let (_, id, point) = nth_pause(&hub, 3).await;
     assert_eq!(
         point, "before",
@@ -99,6 +110,11 @@ async fn after_continue_returns_the_real_result_and_after_retry_runs_again_from_
     assert!(hub.resume(&run, &id, "continue"));
     let (_, id, point) = nth_pause(&hub, 4).await;
     assert_eq!(point, "after");
+    assert_eq!(
+        hub.frames_of("exec.paused")[3].payload()["output"],
+        101,
+        "the second run's result is what the second after gate holds"
+    );
     assert!(hub.resume(&run, &id, "continue"));
     assert_eq!(
         task.await.expect("joined").expect("ok"),
@@ -130,6 +146,13 @@ async fn abort_at_error_finishes_aborted_and_ends_the_run() {
     });
     let (run, id, point) = nth_pause(&hub, 1).await;
     assert_eq!(point, "error");
+    let paused = hub.frames_of("exec.paused");
+    assert_eq!(
+        paused[0].payload()["error"],
+        json!({"name": "String", "message": "bad 1"}),
+        "the error gate shows the held error"
+    );
+    assert!(paused[0].payload().get("output").is_none());
     assert!(hub.resume(&run, &id, "abort"));
     assert!(task.await.expect("joined").is_err(), "Err(Aborted)");
     let frames = hub

@@ -14,7 +14,7 @@ use super::Host;
 use super::scope::{RunCtx, Scope};
 use crate::__private::{Body, Fast, Input, StreamItem, ToolError, ToolOutput, ToolSite};
 use crate::gate::{GateSpec, Validator, decide, validator_for};
-use crate::node::{Finish, NodeRun, StartSpec, error_info, short_type_name, to_value};
+use crate::node::{Finish, NodeRun, StartSpec, error_info, held_extra, short_type_name, to_value};
 use crate::record::{InstanceId, Payload};
 use crate::tee::{Observer, Tee};
 
@@ -79,6 +79,7 @@ impl Call {
         node: &mut NodeRun,
         point: PausePoint,
         inject: Option<fn() -> Validator>,
+        held_value: Extra,
     ) -> Act {
         // Detached: continue at once, without building the hold machinery.
         if !node.host.attached() {
@@ -98,6 +99,7 @@ impl Call {
             abort: self.run.is_some(),
             clock: self.scope.clock.clone(),
             run_clock: self.run.as_ref().map(|r| Arc::clone(&r.held)),
+            held_value,
         }))
         .await;
         node.add_held(out.held);
@@ -106,6 +108,21 @@ impl Call {
             ResumeAction::Retry => Act::Retry,
             ResumeAction::Inject => Act::Inject(out.decision.output.unwrap_or(Value::Null)),
             ResumeAction::Abort => Act::Abort,
+        }
+    }
+
+    /// What a gate at `point` holds, for its `exec.paused` (built only when it will hold;
+    /// synchronous, so nothing borrowed from the output lives in the gate's future).
+    fn held_value(
+        &self,
+        node: &NodeRun,
+        point: PausePoint,
+        build: impl FnOnce() -> Extra,
+    ) -> Extra {
+        if super::should_pause(&*node.host, self.kind, &self.name, point).is_some() {
+            build()
+        } else {
+            Extra::new()
         }
     }
 
@@ -154,8 +171,13 @@ pub(crate) async fn gated<B: Body>(
         // before
         // Detached: continue at once, without even building the gate's future.
         let act = if node.host.attached() {
-            call.gate(&mut node, PausePoint::Before, validator(policy))
-                .await
+            call.gate(
+                &mut node,
+                PausePoint::Before,
+                validator(policy),
+                Extra::new(),
+            )
+            .await
         } else {
             Act::Continue
         };
@@ -186,11 +208,14 @@ pub(crate) async fn gated<B: Body>(
         let out = fut.await;
         // Extras are built after each gate, so they are not part of the state held across it.
         if let Some(err) = (policy.error)(&out) {
-            node.error(err);
             let act = if node.host.attached() {
-                call.gate(&mut node, PausePoint::Error, validator(policy))
+                let held =
+                    call.held_value(&node, PausePoint::Error, || held_extra(None, Some(&err)));
+                node.error(err);
+                call.gate(&mut node, PausePoint::Error, validator(policy), held)
                     .await
             } else {
+                node.error(err);
                 Act::Continue
             };
             match act {
@@ -232,7 +257,10 @@ pub(crate) async fn gated<B: Body>(
             return (out, Some(node));
         }
         let act = if policy.after && node.host.attached() {
-            call.gate(&mut node, PausePoint::After, validator(policy))
+            let held = call.held_value(&node, PausePoint::After, || {
+                held_extra((policy.encode)(&out), None)
+            });
+            call.gate(&mut node, PausePoint::After, validator(policy), held)
                 .await
         } else {
             Act::Continue
@@ -471,7 +499,10 @@ where
         node.host.first_use().await;
     }
     // Only a before gate: an error at creation is recorded, not gated.
-    match call.gate(&mut node, PausePoint::Before, None).await {
+    match call
+        .gate(&mut node, PausePoint::Before, None, Extra::new())
+        .await
+    {
         Act::Abort => {
             node.finish(Status::Aborted, Finish::default());
             call.abort().await;
