@@ -255,22 +255,42 @@ pub use crate::exec::tool::{tool, tool_result, tool_stream, tool_stream_result};
 
 pin_project_lite::pin_project! {
     /// The future of a policy entry point: the body itself when nothing is recorded (no
-    /// policy state, no allocation), else the boxed policy.
+    /// policy state, no allocation); the body recorded around (node.started before,
+    /// node.finished / node.error after, no gates) when the session is detached at the
+    /// call's start; else the boxed policy.
     #[project = FastProj]
-    pub enum Fast<D, F> {
+    pub enum Fast<D: Future, F> {
         /// Disabled: the body's own future.
         Direct { #[pin] fut: D },
+        /// Detached at the start: the body's own future and its open node, in one allocation
+        /// (inline they would make every entry point's future larger, which costs the
+        /// disabled path several ns).
+        Detached { fut: std::pin::Pin<Box<crate::exec::tool::Recording<D>>> },
         /// Recording: the policy future.
         Full { fut: std::pin::Pin<Box<F>> },
     }
 }
 
-impl<D, F> Fast<D, F> {
+impl<D: Future, F> Fast<D, F> {
     pub(crate) fn direct<B: Body<Fut = D>>(body: &mut B) -> Self {
         let Some(fut) = body.attempt() else {
             unreachable!("a body always runs at least once")
         };
         Self::Direct { fut }
+    }
+
+    /// The body's own future, recorded around by `node` and `done`.
+    pub(crate) fn detached<B: Body<Fut = D>>(
+        body: &mut B,
+        node: crate::node::NodeRun,
+        done: fn(crate::node::NodeRun, &D::Output),
+    ) -> Self {
+        let Some(fut) = body.attempt() else {
+            unreachable!("a body always runs at least once")
+        };
+        Self::Detached {
+            fut: Box::pin(crate::exec::tool::Recording::new(fut, node, done)),
+        }
     }
 
     /// Builds the policy future in its own frame, so the direct path's frame stays small.
@@ -296,6 +316,7 @@ impl<D: Future, F: Future<Output = D::Output>> Future for Fast<D, F> {
     ) -> std::task::Poll<D::Output> {
         match self.project() {
             FastProj::Direct { fut } => fut.poll(cx),
+            FastProj::Detached { fut } => fut.as_mut().poll(cx),
             FastProj::Full { fut } => fut.as_mut().poll(cx),
         }
     }

@@ -351,6 +351,92 @@ fn start_tool(
     )
 }
 
+pin_project_lite::pin_project! {
+    /// The body of a call that started detached, with its open node and how to finish it
+    /// from the output. Dropped unfinished (the call was cancelled or panicked), the node's
+    /// drop guard finishes it.
+    pub struct Recording<D: Future> {
+        #[pin]
+        fut: D,
+        node: Option<NodeRun>,
+        done: fn(NodeRun, &D::Output),
+    }
+}
+
+impl<D: Future> Recording<D> {
+    pub(crate) fn new(fut: D, node: NodeRun, done: fn(NodeRun, &D::Output)) -> Self {
+        Self {
+            fut,
+            node: Some(node),
+            done,
+        }
+    }
+}
+
+impl<D: Future> Future for Recording<D> {
+    type Output = D::Output;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<D::Output> {
+        let this = self.project();
+        let out = std::task::ready!(this.fut.poll(cx));
+        if let Some(node) = this.node.take() {
+            (this.done)(node, &out);
+        }
+        std::task::Poll::Ready(out)
+    }
+}
+
+/// The recording half of a tool entry point: when the session is detached at the call's
+/// start (and its first use is done), node.started now, the body's own future, and `done`
+/// at its end — no gates, no policy future; otherwise the boxed policy built by `full`.
+#[inline(never)]
+#[cold]
+fn recorded<B, F>(
+    site: &'static ToolSite,
+    input: Payload,
+    mut body: B,
+    done: fn(NodeRun, &B::Output),
+    full: impl FnOnce(Payload, B, Call, Arc<dyn Host>, super::RunId) -> F,
+) -> Fast<B::Fut, F>
+where
+    B: Body,
+    F: Future<Output = B::Output>,
+{
+    let (call, host, run_id) = Call::current(
+        NodeKind::Tool,
+        Cow::Borrowed(site.name),
+        site.retry && B::RETRY,
+    );
+    if host.attached() || host.needs_first_use() {
+        return Fast::full(move || full(input, body, call, host, run_id));
+    }
+    let node = start_tool(&call, host, run_id, site, input);
+    Fast::detached(&mut body, node, done)
+}
+
+fn finish_tool<R: ToolOutput>(node: NodeRun, out: &R) {
+    node.finish(
+        Status::Ok,
+        Finish {
+            output: Some(to_value(out)),
+            ..Finish::default()
+        },
+    );
+}
+
+fn finish_tool_result<T: ToolOutput, E: ToolError>(node: NodeRun, out: &Result<T, E>) {
+    match out {
+        Ok(v) => finish_tool(node, v),
+        Err(e) => {
+            node.error(error_info(short_type_name::<E>(), e.to_string()));
+            node.finish(Status::Error, Finish::default());
+        }
+    }
+}
+
 async fn first<B: Body>(mut body: B) -> B::Output {
     let Some(fut) = body.attempt() else {
         unreachable!("a body always runs at least once")
@@ -359,6 +445,9 @@ async fn first<B: Body>(mut body: B) -> B::Output {
 }
 
 /// A tool returning a plain value: gates before and after.
+///
+/// A call that starts while its session is detached runs ungated to its end, even if a
+/// debugger attaches meanwhile (its events still land in the replay ring).
 pub fn tool<B, R>(
     site: &'static ToolSite,
     input: Input,
@@ -370,20 +459,24 @@ where
 {
     match input.0 {
         None => Fast::direct(&mut body),
-        Some(input) => Fast::full(move || tool_full(site, input, body)),
+        Some(input) => recorded(site, input, body, finish_tool::<R>, move |i, b, c, h, r| {
+            tool_full(site, i, b, c, h, r)
+        }),
     }
 }
 
-async fn tool_full<B, R>(site: &'static ToolSite, input: Payload, body: B) -> R
+async fn tool_full<B, R>(
+    site: &'static ToolSite,
+    input: Payload,
+    body: B,
+    call: Call,
+    host: Arc<dyn Host>,
+    run_id: super::RunId,
+) -> R
 where
     B: Body<Output = R>,
     R: ToolOutput,
 {
-    let (call, host, run_id) = Call::current(
-        NodeKind::Tool,
-        Cow::Borrowed(site.name),
-        site.retry && B::RETRY,
-    );
     let node = start_tool(&call, host, run_id, site, input);
     let policy = Policy::<R> {
         error: |_| None,
@@ -402,6 +495,9 @@ fn result_error<T, E: ToolError>(r: &Result<T, E>) -> Option<ErrorInfo> {
 }
 
 /// A tool returning `Result<T, E>`: gates before, after (on `Ok`) and error (on `Err`).
+///
+/// A call that starts while its session is detached runs ungated to its end, even if a
+/// debugger attaches meanwhile (its events still land in the replay ring).
 pub fn tool_result<B, T, E>(
     site: &'static ToolSite,
     input: Input,
@@ -414,21 +510,29 @@ where
 {
     match input.0 {
         None => Fast::direct(&mut body),
-        Some(input) => Fast::full(move || tool_result_full(site, input, body)),
+        Some(input) => recorded(
+            site,
+            input,
+            body,
+            finish_tool_result::<T, E>,
+            move |i, b, c, h, r| tool_result_full(site, i, b, c, h, r),
+        ),
     }
 }
 
-async fn tool_result_full<B, T, E>(site: &'static ToolSite, input: Payload, body: B) -> Result<T, E>
+async fn tool_result_full<B, T, E>(
+    site: &'static ToolSite,
+    input: Payload,
+    body: B,
+    call: Call,
+    host: Arc<dyn Host>,
+    run_id: super::RunId,
+) -> Result<T, E>
 where
     B: Body<Output = Result<T, E>>,
     T: ToolOutput,
     E: ToolError,
 {
-    let (call, host, run_id) = Call::current(
-        NodeKind::Tool,
-        Cow::Borrowed(site.name),
-        site.retry && B::RETRY,
-    );
     let node = start_tool(&call, host, run_id, site, input);
     let policy = Policy::<Result<T, E>> {
         error: result_error::<T, E>,
