@@ -4,7 +4,7 @@
 
 use std::borrow::Cow;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use graphmind_protocol::{
     DeltaKind, ErrorInfo, Extra, Message, NodeError, NodeFinished, NodeKind, NodeStarted,
@@ -14,7 +14,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::exec::{Host, millis, millis_between};
+use crate::exec::{Host, Instant, millis, millis_between};
 use crate::record::{Finished, InstanceId, Payload, Record, Started};
 use crate::tokens::TokenBuf;
 

@@ -6,7 +6,9 @@ use std::sync::atomic::{
     AtomicBool, AtomicU8, AtomicU64, Ordering::Acquire, Ordering::Relaxed, Ordering::Release,
 };
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, RwLock, Weak};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::exec::Instant;
 
 use graphmind_protocol::{BreakpointMatcher, Message, Mode};
 use tokio::sync::Notify;
