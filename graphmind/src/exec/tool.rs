@@ -74,6 +74,11 @@ impl Call {
         )
     }
 
+    /// The run's agent node (the parent of the call's node).
+    fn parent(&self) -> Option<Arc<str>> {
+        self.run.as_ref().map(|r| Arc::clone(&r.agent_node))
+    }
+
     async fn gate(
         &self,
         node: &mut NodeRun,
@@ -325,7 +330,7 @@ fn no_usage<O>(_: &O) -> (Option<TokenUsage>, Option<String>) {
 }
 
 fn start_tool(
-    call: &Call,
+    parent: Option<Arc<str>>,
     host: Arc<dyn Host>,
     run_id: super::RunId,
     site: &ToolSite,
@@ -345,7 +350,7 @@ fn start_tool(
             kind: NodeKind::Tool,
             name: Cow::Borrowed(site.name),
             instance_id,
-            parent_id: call.run.as_ref().map(|r| Arc::clone(&r.agent_node)),
+            parent_id: parent,
             input: Some(input),
         },
     )
@@ -405,15 +410,23 @@ where
     B: Body,
     F: Future<Output = B::Output>,
 {
-    let (call, host, run_id) = Call::current(
-        NodeKind::Tool,
-        Cow::Borrowed(site.name),
-        site.retry && B::RETRY,
-    );
+    let (host, run_id, parent) = match Scope::run_ids() {
+        Some((host, run_id, agent)) => (host, run_id, Some(agent)),
+        None => {
+            let host = super::default_host();
+            let run_id = super::implicit_run(&host);
+            (host, run_id, None)
+        }
+    };
     if host.attached() || host.needs_first_use() {
+        let (call, host, run_id) = Call::current(
+            NodeKind::Tool,
+            Cow::Borrowed(site.name),
+            site.retry && B::RETRY,
+        );
         return Fast::full(move || full(input, body, call, host, run_id));
     }
-    let node = start_tool(&call, host, run_id, site, input);
+    let node = start_tool(parent, host, run_id, site, input);
     Fast::detached(&mut body, node, done)
 }
 
@@ -477,7 +490,7 @@ where
     B: Body<Output = R>,
     R: ToolOutput,
 {
-    let node = start_tool(&call, host, run_id, site, input);
+    let node = start_tool(call.parent(), host, run_id, site, input);
     let policy = Policy::<R> {
         error: |_| None,
         encode: |r| Some(to_value(r)),
@@ -533,7 +546,7 @@ where
     T: ToolOutput,
     E: ToolError,
 {
-    let node = start_tool(&call, host, run_id, site, input);
+    let node = start_tool(call.parent(), host, run_id, site, input);
     let policy = Policy::<Result<T, E>> {
         error: result_error::<T, E>,
         encode: |r| r.as_ref().ok().map(to_value),
@@ -562,7 +575,7 @@ where
         Cow::Borrowed(site.name),
         site.retry && B::RETRY,
     );
-    let node = start_tool(&call, host, run_id, site, input);
+    let node = start_tool(call.parent(), host, run_id, site, input);
     let policy = Policy::<S> {
         error: |_| None,
         encode: |_| None,
@@ -598,7 +611,7 @@ where
         Cow::Borrowed(site.name),
         site.retry && B::RETRY,
     );
-    let mut node = start_tool(&call, host, run_id, site, input);
+    let mut node = start_tool(call.parent(), host, run_id, site, input);
     if node.host.needs_first_use() {
         node.host.first_use().await;
     }
