@@ -23,52 +23,29 @@ struct Asset {
 
 const INDEX: &str = include_str!("../assets/index.html");
 
+/// An [`Asset`] named by its file under `assets/` (the name is also its URL).
+macro_rules! asset {
+    ($name:literal, $mime:expr) => {
+        Asset {
+            name: $name,
+            mime: $mime,
+            body: include_str!(concat!("../assets/", $name)),
+        }
+    };
+}
+
+const JS: &str = "text/javascript; charset=utf-8";
+
 const ASSETS: &[Asset] = &[
-    Asset {
-        name: "main.js",
-        mime: "text/javascript; charset=utf-8",
-        body: include_str!("../assets/main.js"),
-    },
-    Asset {
-        name: "feed.js",
-        mime: "text/javascript; charset=utf-8",
-        body: include_str!("../assets/feed.js"),
-    },
-    Asset {
-        name: "model.js",
-        mime: "text/javascript; charset=utf-8",
-        body: include_str!("../assets/model.js"),
-    },
-    Asset {
-        name: "layout.js",
-        mime: "text/javascript; charset=utf-8",
-        body: include_str!("../assets/layout.js"),
-    },
-    Asset {
-        name: "canvas.js",
-        mime: "text/javascript; charset=utf-8",
-        body: include_str!("../assets/canvas.js"),
-    },
-    Asset {
-        name: "gate.js",
-        mime: "text/javascript; charset=utf-8",
-        body: include_str!("../assets/gate.js"),
-    },
-    Asset {
-        name: "inspector.js",
-        mime: "text/javascript; charset=utf-8",
-        body: include_str!("../assets/inspector.js"),
-    },
-    Asset {
-        name: "viewer.css",
-        mime: "text/css; charset=utf-8",
-        body: include_str!("../assets/viewer.css"),
-    },
-    Asset {
-        name: "favicon.svg",
-        mime: "image/svg+xml",
-        body: include_str!("../assets/favicon.svg"),
-    },
+    asset!("main.js", JS),
+    asset!("feed.js", JS),
+    asset!("model.js", JS),
+    asset!("layout.js", JS),
+    asset!("canvas.js", JS),
+    asset!("gate.js", JS),
+    asset!("inspector.js", JS),
+    asset!("viewer.css", "text/css; charset=utf-8"),
+    asset!("favicon.svg", "image/svg+xml"),
 ];
 
 /// Routes of the viewer page and its assets, merged into the hub's router.
