@@ -15,6 +15,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::exec::{Host, Instant, millis, millis_between};
+use crate::capture::Val;
 use crate::record::{Finished, InstanceId, Payload, Record, Started};
 use crate::tokens::TokenBuf;
 
@@ -148,51 +149,77 @@ impl NodeRun {
     }
 
     fn finish_inner(&mut self, status: Status, finish: Finish) {
-        if self.finished {
+        let Finish {
+            output,
+            usage,
+            extra,
+        } = finish;
+        if usage.is_none() && extra.is_empty() && output.as_ref().is_none_or(compact) {
+            self.finish_compact(status, output.map(Val::from_value));
             return;
+        }
+        let Some((_, duration_ms)) = self.close() else {
+            return;
+        };
+        emit_budgeted(
+            &*self.host,
+            &self.run_id,
+            Message::NodeFinished(NodeFinished {
+                node_id: std::mem::take(&mut self.node_id).into_owned(),
+                instance_id: Some(self.instance_id.to_string()),
+                duration_ms,
+                status,
+                output,
+                usage,
+                held_ms: Some(millis(self.held)),
+                extra,
+            }),
+        );
+    }
+
+    /// Emits `node.finished` with a small captured output (or none) as a compact record.
+    pub(crate) fn finish_captured(mut self, status: Status, output: Option<Val>) {
+        if output.as_ref().is_none_or(compact_val) {
+            self.finish_compact(status, output);
+        } else {
+            self.finish_inner(status, Finish {
+                output: output.map(Val::into_value),
+                ..Finish::default()
+            });
+        }
+    }
+
+    fn finish_compact(&mut self, status: Status, output: Option<Val>) {
+        let Some((now, duration_ms)) = self.close() else {
+            return;
+        };
+        // Finished for good: the ids move into the last event.
+        self.host.record(
+            &self.run_id,
+            Record::Finished(Finished {
+                node_id: std::mem::take(&mut self.node_id),
+                instance_id: std::mem::replace(&mut self.instance_id, InstanceId::Call(0)),
+                duration_ms,
+                status,
+                output,
+                held_ms: millis(self.held),
+            }),
+            now,
+        );
+    }
+
+    /// Marks the node finished (closing its token buffer) and reads the clock once: the
+    /// duration's end and the event's `ts`. `None` if it was finished already.
+    fn close(&mut self) -> Option<(Instant, f64)> {
+        if self.finished {
+            return None;
         }
         self.finished = true;
         if let Some(buf) = &self.tokens {
             buf.close();
         }
-        // One clock read: the duration's end and the event's `ts`.
         let now = Instant::now();
-        let duration_ms = millis_between(self.started, now);
-        // Finished for good: the ids move into the last event.
-        let node_id = std::mem::take(&mut self.node_id);
-        let instance_id = std::mem::replace(&mut self.instance_id, InstanceId::Call(0));
-        if finish.usage.is_none()
-            && finish.extra.is_empty()
-            && finish.output.as_ref().is_none_or(compact)
-        {
-            self.host.record(
-                &self.run_id,
-                Record::Finished(Finished {
-                    node_id,
-                    instance_id,
-                    duration_ms,
-                    status,
-                    output: finish.output,
-                    held_ms: millis(self.held),
-                }),
-                now,
-            );
-            return;
-        }
-        emit_budgeted(
-            &*self.host,
-            &self.run_id,
-            Message::NodeFinished(NodeFinished {
-                node_id: node_id.into_owned(),
-                instance_id: Some(instance_id.to_string()),
-                duration_ms,
-                status,
-                output: finish.output,
-                usage: finish.usage,
-                held_ms: Some(millis(self.held)),
-                extra: finish.extra,
-            }),
-        );
+        Some((now, millis_between(self.started, now)))
     }
 }
 
@@ -234,15 +261,30 @@ fn compact(v: &Value) -> bool {
     rough_len(v, 0) <= COMPACT_MAX
 }
 
+/// [`compact`] for a captured value.
+fn compact_val(v: &Val) -> bool {
+    rough_len_val(v, 0) <= COMPACT_MAX
+}
+
 /// [`compact`] for an input.
 fn compact_input(p: &Payload) -> bool {
     match p {
         Payload::Json(v) => compact(v),
         Payload::Fields(f) => {
             f.iter().fold(2usize, |n, (k, v)| {
-                n.saturating_add(k.len() * 6 + 4 + rough_len(v, 1))
+                n.saturating_add(k.len() * 6 + 4 + rough_len_val(v, 1))
             }) <= COMPACT_MAX
         }
+    }
+}
+
+/// [`rough_len`] for a captured value.
+fn rough_len_val(v: &Val, depth: usize) -> usize {
+    match v {
+        Val::Null | Val::Bool(_) => 5,
+        Val::U64(_) | Val::I64(_) | Val::F64(_) => 24,
+        Val::Str(s) => s.len() * 6 + 2,
+        Val::Json(v) => rough_len(v, depth),
     }
 }
 

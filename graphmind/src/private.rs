@@ -87,12 +87,16 @@ fn out_of_line<T>(f: impl FnOnce() -> T) -> T {
 /// The captured arguments of one call: a JSON object's `(parameter name, value)` pairs, in
 /// order, recorded as that object without building a map.
 #[derive(Debug)]
-pub struct Fields(Box<[(&'static str, Value)]>);
+pub struct Fields(Box<[(&'static str, crate::capture::Val)]>);
 
 /// A JSON object from `(parameter name, value)` pairs, in order (one allocation).
-pub fn object<const N: usize>(fields: [(&'static str, Value); N]) -> Fields {
-    Fields(Box::new(fields))
+pub fn object<const N: usize>(fields: [(&'static str, Captured); N]) -> Fields {
+    Fields(Box::new(fields.map(|(k, v)| (k, v.0))))
 }
+
+/// One captured argument (see [`arg`]).
+#[derive(Debug)]
+pub struct Captured(crate::capture::Val);
 
 /// An argument of an instrumented function, recorded in the node's input.
 #[diagnostic::on_unimplemented(
@@ -101,19 +105,19 @@ pub fn object<const N: usize>(fields: [(&'static str, Value); N]) -> Fields {
     note = "derive `serde::Serialize` for it, or leave the argument out with `skip(<argument name>)` on the attribute"
 )]
 pub trait Arg {
-    /// The argument as JSON.
-    fn to_input(&self) -> Value;
+    /// The argument as recorded (scalars and strings as themselves, anything else as JSON).
+    fn to_input(&self) -> Captured;
 }
 
 impl<T: Serialize + ?Sized> Arg for T {
-    fn to_input(&self) -> Value {
-        crate::node::to_value(self)
+    fn to_input(&self) -> Captured {
+        Captured(crate::capture::Val::of(self))
     }
 }
 
-/// One argument as JSON (for [`object`]).
+/// One argument as recorded (for [`object`]).
 #[inline]
-pub fn arg<T: Arg + ?Sized>(value: &T) -> Value {
+pub fn arg<T: Arg + ?Sized>(value: &T) -> Captured {
     value.to_input()
 }
 

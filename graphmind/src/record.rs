@@ -13,6 +13,8 @@ use graphmind_protocol::{Extra, Message, NodeFinished, NodeKind, NodeStarted, St
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::capture::Val;
+
 /// A node execution's id: `call_<6 hex per process>_<n>` kept as its counter until sent, or
 /// any other text (a model's tool-call id, an invocation step, a run id).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,15 +68,18 @@ pub(crate) enum Payload {
     /// Any value (the low-level API, model steps); boxed to keep records small.
     Json(Box<Value>),
     /// The arguments of an instrumented call, in order (names are unique).
-    Fields(Box<[(&'static str, Value)]>),
+    Fields(Box<[(&'static str, Val)]>),
 }
 
 impl Payload {
-    /// The field `key` of an object.
-    pub(crate) fn get(&self, key: &str) -> Option<&Value> {
+    /// The field `key` of an object, if it is a string.
+    pub(crate) fn get_str(&self, key: &str) -> Option<&str> {
         match self {
-            Self::Json(v) => v.get(key),
-            Self::Fields(f) => f.iter().find(|(k, _)| *k == key).map(|(_, v)| v),
+            Self::Json(v) => v.get(key).and_then(Value::as_str),
+            Self::Fields(f) => f
+                .iter()
+                .find(|(k, _)| *k == key)
+                .and_then(|(_, v)| v.as_str()),
         }
     }
 
@@ -85,7 +90,7 @@ impl Payload {
             Self::Fields(f) => Value::Object(
                 f.into_vec()
                     .into_iter()
-                    .map(|(k, v)| (k.to_owned(), v))
+                    .map(|(k, v)| (k.to_owned(), v.into_value()))
                     .collect(),
             ),
         }
@@ -126,7 +131,7 @@ pub(crate) struct Finished {
     pub(crate) instance_id: InstanceId,
     pub(crate) duration_ms: f64,
     pub(crate) status: Status,
-    pub(crate) output: Option<Value>,
+    pub(crate) output: Option<Val>,
     pub(crate) held_ms: f64,
 }
 
@@ -164,7 +169,7 @@ struct FinishedWire<'a> {
     duration_ms: f64,
     status: Status,
     #[serde(skip_serializing_if = "Option::is_none")]
-    output: Option<&'a Value>,
+    output: Option<&'a Val>,
     held_ms: f64,
 }
 
@@ -234,7 +239,7 @@ impl From<Finished> for NodeFinished {
             instance_id: Some(p.instance_id.to_string()),
             duration_ms: p.duration_ms,
             status: p.status,
-            output: p.output,
+            output: p.output.map(Val::into_value),
             usage: None,
             held_ms: Some(p.held_ms),
             extra: Extra::new(),
@@ -290,8 +295,10 @@ mod tests {
             make(
                 None,
                 Some(Payload::Fields(Box::new([
-                    ("b", serde_json::json!([1.5, null])),
-                    ("a", serde_json::json!({"z": "é\n", "y": -3})),
+                    ("b", Val::of(&serde_json::json!([1.5, null]))),
+                    ("a", Val::of(&serde_json::json!({"z": "é\n", "y": -3}))),
+                    ("c", Val::of("q\"")),
+                    ("d", Val::of(&-2.5)),
                 ]))),
                 InstanceId::Call(7),
             ),
@@ -312,7 +319,9 @@ mod tests {
         }
         for (output, status) in [
             (None, Status::Aborted),
-            (Some(serde_json::json!(3)), Status::Ok),
+            (Some(Val::of(&3)), Status::Ok),
+            (Some(Val::of(&[1, 2])), Status::Ok),
+            (Some(Val::of("s")), Status::Error),
         ] {
             let r = Record::Finished(Finished {
                 node_id: Cow::Owned("llm:step".into()),

@@ -15,6 +15,7 @@ use super::scope::{RunCtx, Scope};
 use crate::__private::{Body, Fast, Input, StreamItem, ToolError, ToolOutput, ToolSite};
 use crate::gate::{GateSpec, Validator, decide, validator_for};
 use crate::node::{Finish, NodeRun, StartSpec, error_info, held_extra, short_type_name, to_value};
+use crate::capture::Val;
 use crate::record::{InstanceId, Payload};
 use crate::tee::{Observer, Tee};
 
@@ -338,8 +339,7 @@ fn start_tool(
 ) -> NodeRun {
     let instance_id = site
         .call_id
-        .and_then(|k| input.get(k))
-        .and_then(Value::as_str)
+        .and_then(|k| input.get_str(k))
         .filter(|s| !s.is_empty())
         .map_or_else(InstanceId::next_call, |s| InstanceId::Text(s.to_owned()));
     NodeRun::start(
@@ -431,13 +431,7 @@ where
 }
 
 fn finish_tool<R: ToolOutput>(node: NodeRun, out: &R) {
-    node.finish(
-        Status::Ok,
-        Finish {
-            output: Some(to_value(out)),
-            ..Finish::default()
-        },
-    );
+    node.finish_captured(Status::Ok, Some(Val::of(out)));
 }
 
 fn finish_tool_result<T: ToolOutput, E: ToolError>(node: NodeRun, out: &Result<T, E>) {

@@ -15,6 +15,7 @@ use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 use serde_json::Value;
 
+use crate::capture::Val;
 use crate::record::{Payload as Input, Record};
 
 /// A run id, stored without a heap allocation when short (generated ids are 16 bytes).
@@ -333,7 +334,7 @@ pub(crate) fn estimate_record(record: &Record) -> usize {
                     Input::Json(v) => value_size(v, 0),
                     Input::Fields(f) => f
                         .iter()
-                        .map(|(k, v)| k.len() + 4 + value_size(v, 1))
+                        .map(|(k, v)| k.len() + 4 + val_size(v, 1))
                         .sum::<usize>()
                         .saturating_add(2),
                 })
@@ -341,8 +342,18 @@ pub(crate) fn estimate_record(record: &Record) -> usize {
         Record::Finished(p) => {
             96 + p.node_id.len()
                 + p.instance_id.len()
-                + p.output.as_ref().map_or(0, |v| value_size(v, 0))
+                + p.output.as_ref().map_or(0, |v| val_size(v, 0))
         }
+    }
+}
+
+/// [`value_size`] for a captured value.
+fn val_size(v: &Val, depth: usize) -> usize {
+    match v {
+        Val::Null | Val::Bool(_) => 5,
+        Val::U64(_) | Val::I64(_) | Val::F64(_) => 12,
+        Val::Str(s) => s.len() + 2,
+        Val::Json(v) => value_size(v, depth),
     }
 }
 
@@ -518,8 +529,8 @@ mod tests {
             instance_id: InstanceId::Call(41),
             parent_id: Some(Arc::from("agent:a")),
             input: Some(Payload::Fields(Box::new([
-                ("a", serde_json::json!(1)),
-                ("b", serde_json::json!("two")),
+                ("a", crate::capture::Val::U64(1)),
+                ("b", crate::capture::Val::Str("two".into())),
             ]))),
         };
         let finished = || Finished {
@@ -527,7 +538,7 @@ mod tests {
             instance_id: InstanceId::Call(41),
             duration_ms: 1.25,
             status: Status::Ok,
-            output: Some(serde_json::json!(3)),
+            output: Some(crate::capture::Val::U64(3)),
             held_ms: 0.0,
         };
         for (compact, message) in [
