@@ -52,37 +52,9 @@ pub(crate) struct Finish {
 impl NodeRun {
     /// Emits `node.started` and starts the clock.
     pub(crate) fn start(host: Arc<dyn Host>, run_id: crate::exec::RunId, spec: StartSpec) -> Self {
-        let started = Instant::now();
         let instance_id = spec.instance_id.clone();
         let node_id = spec.node_id.clone();
-        if spec.input.as_ref().is_none_or(compact_input) {
-            host.record(
-                &run_id,
-                Record::Started(Started {
-                    node_id: spec.node_id,
-                    kind: spec.kind,
-                    name: spec.name,
-                    instance_id: spec.instance_id,
-                    parent_id: spec.parent_id,
-                    input: spec.input,
-                }),
-                started,
-            );
-        } else {
-            emit_budgeted(
-                &*host,
-                &run_id,
-                Message::NodeStarted(NodeStarted {
-                    node_id: spec.node_id.into_owned(),
-                    kind: spec.kind,
-                    name: spec.name.into_owned(),
-                    instance_id: spec.instance_id.to_string(),
-                    parent_id: spec.parent_id.map(|p| p.to_string()),
-                    input: spec.input.map(Payload::into_value),
-                    extra: Extra::new(),
-                }),
-            );
-        }
+        let started = record_started(&*host, &run_id, spec);
         Self {
             host,
             run_id,
@@ -177,33 +149,23 @@ impl NodeRun {
         );
     }
 
-    /// Emits `node.finished` with a small captured output (or none) as a compact record.
-    pub(crate) fn finish_captured(mut self, status: Status, output: Option<Val>) {
-        if output.as_ref().is_none_or(compact_val) {
-            self.finish_compact(status, output);
-        } else {
-            self.finish_inner(status, Finish {
-                output: output.map(Val::into_value),
-                ..Finish::default()
-            });
-        }
-    }
-
     fn finish_compact(&mut self, status: Status, output: Option<Val>) {
         let Some((now, duration_ms)) = self.close() else {
             return;
         };
         // Finished for good: the ids move into the last event.
-        self.host.record(
+        record_finished(
+            &*self.host,
             &self.run_id,
-            Record::Finished(Finished {
+            Finished {
                 node_id: std::mem::take(&mut self.node_id),
                 instance_id: std::mem::replace(&mut self.instance_id, InstanceId::Call(0)),
                 duration_ms,
                 status,
                 output,
                 held_ms: millis(self.held),
-            }),
+            },
+            Extra::new(),
             now,
         );
     }
@@ -243,6 +205,70 @@ impl Drop for NodeRun {
             );
         }
     }
+}
+
+/// Reads the clock and records `node.started` at that instant: as a compact record, or, with a
+/// large input, as a message shrunk to the payload budget. Returns the instant.
+pub(crate) fn record_started(host: &dyn Host, run_id: &crate::exec::RunId, spec: StartSpec) -> Instant {
+    let started = Instant::now();
+    if spec.input.as_ref().is_none_or(compact_input) {
+        host.record(
+            run_id,
+            Record::Started(Started {
+                node_id: spec.node_id,
+                kind: spec.kind,
+                name: spec.name,
+                instance_id: spec.instance_id,
+                parent_id: spec.parent_id,
+                input: spec.input,
+            }),
+            started,
+        );
+    } else {
+        emit_budgeted(
+            host,
+            run_id,
+            Message::NodeStarted(NodeStarted {
+                node_id: spec.node_id.into_owned(),
+                kind: spec.kind,
+                name: spec.name.into_owned(),
+                instance_id: spec.instance_id.to_string(),
+                parent_id: spec.parent_id.map(|p| p.to_string()),
+                input: spec.input.map(Payload::into_value),
+                extra: Extra::new(),
+            }),
+        );
+    }
+    started
+}
+
+/// Records `node.finished` that happened at `at`: as a compact record when it has no extra
+/// fields and a small output, else as a message shrunk to the payload budget.
+pub(crate) fn record_finished(
+    host: &dyn Host,
+    run_id: &crate::exec::RunId,
+    finished: Finished,
+    extra: Extra,
+    at: Instant,
+) {
+    if extra.is_empty() && finished.output.as_ref().is_none_or(compact_val) {
+        host.record(run_id, Record::Finished(finished), at);
+        return;
+    }
+    emit_budgeted(
+        host,
+        run_id,
+        Message::NodeFinished(NodeFinished {
+            node_id: finished.node_id.into_owned(),
+            instance_id: Some(finished.instance_id.to_string()),
+            duration_ms: finished.duration_ms,
+            status: finished.status,
+            output: finished.output.map(Val::into_value),
+            usage: None,
+            held_ms: Some(finished.held_ms),
+            extra,
+        }),
+    );
 }
 
 /// Serializes a value for an event; a value that cannot be serialized becomes a marker.

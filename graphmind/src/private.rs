@@ -269,7 +269,7 @@ pin_project_lite::pin_project! {
         /// Detached at the start: the body's own future and its open node, in one allocation
         /// (inline they would make every entry point's future larger, which costs the
         /// disabled path several ns).
-        Detached { fut: std::pin::Pin<Box<crate::exec::tool::Recording<D>>> },
+        Detached { fut: std::pin::Pin<Box<crate::exec::detached::Recording<D>>> },
         /// Recording: the policy future.
         Full { fut: std::pin::Pin<Box<F>> },
     }
@@ -286,14 +286,14 @@ impl<D: Future, F> Fast<D, F> {
     /// The body's own future, recorded around by `node` and `done`.
     pub(crate) fn detached<B: Body<Fut = D>>(
         body: &mut B,
-        node: crate::node::NodeRun,
-        done: fn(crate::node::NodeRun, &D::Output),
+        node: crate::exec::detached::QuickNode,
+        done: fn(&D::Output) -> crate::exec::detached::Outcome,
     ) -> Self {
         let Some(fut) = body.attempt() else {
             unreachable!("a body always runs at least once")
         };
         Self::Detached {
-            fut: Box::pin(crate::exec::tool::Recording::new(fut, node, done)),
+            fut: Box::pin(crate::exec::detached::Recording::new(fut, node, done)),
         }
     }
 

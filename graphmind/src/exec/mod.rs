@@ -1,6 +1,7 @@
 //! The execution side of the runtime: what a gated call needs from its session ([`Host`]),
 //! the scope it runs in (run, hold clocks), ids, and the policies for tools and model steps.
 
+pub(crate) mod detached;
 pub(crate) mod scope;
 pub(crate) mod step;
 pub(crate) mod tool;
@@ -179,9 +180,27 @@ pub(crate) fn process_base() -> &'static str {
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
-/// The next value of the id counter shared by every generated id.
+/// Ids a thread takes from [`COUNTER`] at a time.
+const ID_BLOCK: u64 = 256;
+
+thread_local! {
+    /// This thread's block of ids: (next, end).
+    static IDS: std::cell::Cell<(u64, u64)> = const { std::cell::Cell::new((0, 0)) };
+}
+
+/// The next value of the id counter shared by every generated id: unique in the process and
+/// increasing on each thread (threads take blocks of ids, so no shared write per id).
 pub(crate) fn next_counter() -> u64 {
-    COUNTER.fetch_add(1, Ordering::Relaxed) + 1
+    IDS.try_with(|ids| {
+        let (mut next, mut end) = ids.get();
+        if next == end {
+            next = COUNTER.fetch_add(ID_BLOCK, Ordering::Relaxed) + 1;
+            end = next + ID_BLOCK;
+        }
+        ids.set((next + 1, end));
+        next
+    })
+    .unwrap_or_else(|_| COUNTER.fetch_add(1, Ordering::Relaxed) + 1)
 }
 
 /// `<prefix>_<6 hex per process>_<counter>` (`pause_`, `call_`, `inv_`), in one allocation.

@@ -11,6 +11,7 @@ use graphmind_protocol::{
 use serde_json::Value;
 
 use super::Host;
+use super::detached::{Outcome, QuickNode};
 use super::scope::{RunCtx, Scope};
 use crate::__private::{Body, Fast, Input, StreamItem, ToolError, ToolOutput, ToolSite};
 use crate::gate::{GateSpec, Validator, decide, validator_for};
@@ -330,6 +331,15 @@ fn no_usage<O>(_: &O) -> (Option<TokenUsage>, Option<String>) {
     (None, None)
 }
 
+/// The node's instanceId: the model's tool-call id when `call_id = <arg>` names a non-empty
+/// string, else a fresh `call_…` id.
+fn instance_id(site: &ToolSite, input: &Payload) -> InstanceId {
+    site.call_id
+        .and_then(|k| input.get_str(k))
+        .filter(|s| !s.is_empty())
+        .map_or_else(InstanceId::next_call, |s| InstanceId::Text(s.to_owned()))
+}
+
 fn start_tool(
     parent: Option<Arc<str>>,
     host: Arc<dyn Host>,
@@ -337,11 +347,7 @@ fn start_tool(
     site: &ToolSite,
     input: Payload,
 ) -> NodeRun {
-    let instance_id = site
-        .call_id
-        .and_then(|k| input.get_str(k))
-        .filter(|s| !s.is_empty())
-        .map_or_else(InstanceId::next_call, |s| InstanceId::Text(s.to_owned()));
+    let instance_id = instance_id(site, &input);
     NodeRun::start(
         host,
         run_id,
@@ -356,44 +362,6 @@ fn start_tool(
     )
 }
 
-pin_project_lite::pin_project! {
-    /// The body of a call that started detached, with its open node and how to finish it
-    /// from the output. Dropped unfinished (the call was cancelled or panicked), the node's
-    /// drop guard finishes it.
-    pub struct Recording<D: Future> {
-        #[pin]
-        fut: D,
-        node: Option<NodeRun>,
-        done: fn(NodeRun, &D::Output),
-    }
-}
-
-impl<D: Future> Recording<D> {
-    pub(crate) fn new(fut: D, node: NodeRun, done: fn(NodeRun, &D::Output)) -> Self {
-        Self {
-            fut,
-            node: Some(node),
-            done,
-        }
-    }
-}
-
-impl<D: Future> Future for Recording<D> {
-    type Output = D::Output;
-
-    fn poll(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<D::Output> {
-        let this = self.project();
-        let out = std::task::ready!(this.fut.poll(cx));
-        if let Some(node) = this.node.take() {
-            (this.done)(node, &out);
-        }
-        std::task::Poll::Ready(out)
-    }
-}
-
 /// The recording half of a tool entry point: when the session is detached at the call's
 /// start (and its first use is done), node.started now, the body's own future, and `done`
 /// at its end — no gates, no policy future; otherwise the boxed policy built by `full`.
@@ -403,7 +371,7 @@ fn recorded<B, F>(
     site: &'static ToolSite,
     input: Payload,
     mut body: B,
-    done: fn(NodeRun, &B::Output),
+    done: fn(&B::Output) -> Outcome,
     full: impl FnOnce(Payload, B, Call, Arc<dyn Host>, super::RunId) -> F,
 ) -> Fast<B::Fut, F>
 where
@@ -426,21 +394,27 @@ where
         );
         return Fast::full(move || full(input, body, call, host, run_id));
     }
-    let node = start_tool(parent, host, run_id, site, input);
+    let instance_id = instance_id(site, &input);
+    let node = QuickNode::start(host, run_id, site, parent, input, instance_id);
     Fast::detached(&mut body, node, done)
 }
 
-fn finish_tool<R: ToolOutput>(node: NodeRun, out: &R) {
-    node.finish_captured(Status::Ok, Some(Val::of(out)));
+fn finish_tool<R: ToolOutput>(out: &R) -> Outcome {
+    Outcome {
+        status: Status::Ok,
+        output: Some(Val::of(out)),
+        error: None,
+    }
 }
 
-fn finish_tool_result<T: ToolOutput, E: ToolError>(node: NodeRun, out: &Result<T, E>) {
+fn finish_tool_result<T: ToolOutput, E: ToolError>(out: &Result<T, E>) -> Outcome {
     match out {
-        Ok(v) => finish_tool(node, v),
-        Err(e) => {
-            node.error(error_info(short_type_name::<E>(), e.to_string()));
-            node.finish(Status::Error, Finish::default());
-        }
+        Ok(v) => finish_tool(v),
+        Err(e) => Outcome {
+            status: Status::Error,
+            output: None,
+            error: Some(error_info(short_type_name::<E>(), e.to_string())),
+        },
     }
 }
 

@@ -1,0 +1,154 @@
+//! A tool call that starts while its session is detached: `node.started` before the body,
+//! `node.finished` (after `node.error` for an `Err`) at its end, and nothing else — no gates,
+//! no held time, no token batch. Its state is a fraction of a gated call's, so the call
+//! costs little more than the two events it leaves in the replay ring.
+
+use std::borrow::Cow;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use graphmind_protocol::{ErrorInfo, Extra, Message, NodeError, NodeKind, Status};
+
+use super::{Host, Instant, RunId, millis_between};
+use crate::__private::ToolSite;
+use crate::capture::Val;
+use crate::node::{StartSpec, record_finished, record_started};
+use crate::record::{Finished, InstanceId, Payload};
+
+/// How a detached call ended, read from its output.
+pub(crate) struct Outcome {
+    pub(crate) status: Status,
+    pub(crate) output: Option<Val>,
+    pub(crate) error: Option<ErrorInfo>,
+}
+
+/// The open node of a detached call. Dropped unfinished (the call was cancelled, or it
+/// panicked), it finishes `aborted` / `error` like any node.
+pub(crate) struct QuickNode {
+    host: Arc<dyn Host>,
+    run_id: RunId,
+    site: &'static ToolSite,
+    instance_id: InstanceId,
+    started: Instant,
+    open: bool,
+}
+
+impl QuickNode {
+    /// Records `node.started` and starts the clock.
+    pub(crate) fn start(
+        host: Arc<dyn Host>,
+        run_id: RunId,
+        site: &'static ToolSite,
+        parent: Option<Arc<str>>,
+        input: Payload,
+        instance_id: InstanceId,
+    ) -> Self {
+        let started = record_started(
+            &*host,
+            &run_id,
+            StartSpec {
+                node_id: Cow::Borrowed(site.node_id),
+                kind: NodeKind::Tool,
+                name: Cow::Borrowed(site.name),
+                instance_id: instance_id.clone(),
+                parent_id: parent,
+                input: Some(input),
+            },
+        );
+        Self {
+            host,
+            run_id,
+            site,
+            instance_id,
+            started,
+            open: true,
+        }
+    }
+
+    /// Records the end: `node.error` first for an error, then `node.finished`.
+    fn finish(&mut self, outcome: Outcome, extra: Extra) {
+        if !std::mem::replace(&mut self.open, false) {
+            return;
+        }
+        if let Some(error) = outcome.error {
+            self.host.emit(
+                &self.run_id,
+                Message::NodeError(NodeError {
+                    node_id: self.site.node_id.to_owned(),
+                    instance_id: Some(self.instance_id.to_string()),
+                    error,
+                    held_ms: Some(0.0),
+                    extra: Extra::new(),
+                }),
+            );
+        }
+        let now = Instant::now();
+        record_finished(
+            &*self.host,
+            &self.run_id,
+            Finished {
+                node_id: Cow::Borrowed(self.site.node_id),
+                instance_id: std::mem::replace(&mut self.instance_id, InstanceId::Call(0)),
+                duration_ms: millis_between(self.started, now),
+                status: outcome.status,
+                output: outcome.output,
+                held_ms: 0.0,
+            },
+            extra,
+            now,
+        );
+    }
+}
+
+impl Drop for QuickNode {
+    fn drop(&mut self) {
+        if !self.open {
+            return;
+        }
+        let mut extra = Extra::new();
+        let status = if std::thread::panicking() {
+            extra.insert("panicked".into(), true.into());
+            Status::Error
+        } else {
+            extra.insert("cancelled".into(), true.into());
+            Status::Aborted
+        };
+        self.finish(
+            Outcome {
+                status,
+                output: None,
+                error: None,
+            },
+            extra,
+        );
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The body of a call that started detached, with its open node and how to read the
+    /// outcome from the output.
+    pub struct Recording<D: Future> {
+        #[pin]
+        fut: D,
+        node: QuickNode,
+        done: fn(&D::Output) -> Outcome,
+    }
+}
+
+impl<D: Future> Recording<D> {
+    pub(crate) fn new(fut: D, node: QuickNode, done: fn(&D::Output) -> Outcome) -> Self {
+        Self { fut, node, done }
+    }
+}
+
+impl<D: Future> Future for Recording<D> {
+    type Output = D::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<D::Output> {
+        let this = self.project();
+        let out = std::task::ready!(this.fut.poll(cx));
+        this.node.finish((this.done)(&out), Extra::new());
+        Poll::Ready(out)
+    }
+}
