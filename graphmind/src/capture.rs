@@ -8,7 +8,7 @@ use serde_json::Value;
 
 /// One captured JSON value.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Val {
+pub enum Val {
     /// `null`.
     Null,
     /// `true` / `false`.

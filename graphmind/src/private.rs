@@ -91,12 +91,11 @@ pub struct Fields(Box<[(&'static str, crate::capture::Val)]>);
 
 /// A JSON object from `(parameter name, value)` pairs, in order (one allocation).
 pub fn object<const N: usize>(fields: [(&'static str, Captured); N]) -> Fields {
-    Fields(Box::new(fields.map(|(k, v)| (k, v.0))))
+    Fields(Box::new(fields))
 }
 
 /// One captured argument (see [`arg`]).
-#[derive(Debug)]
-pub struct Captured(crate::capture::Val);
+pub use crate::capture::Val as Captured;
 
 /// An argument of an instrumented function, recorded in the node's input.
 #[diagnostic::on_unimplemented(
@@ -111,7 +110,7 @@ pub trait Arg {
 
 impl<T: Serialize + ?Sized> Arg for T {
     fn to_input(&self) -> Captured {
-        Captured(crate::capture::Val::of(self))
+        Captured::of(self)
     }
 }
 

@@ -240,9 +240,7 @@ impl Ring {
     pub(crate) fn push(&mut self, ts: u64, run_id: &str, record: Record) -> u64 {
         let seq = self.take_seq();
         let size = estimate_record(&record) + run_id.len() + 64;
-        while !self.events.is_empty()
-            && (self.events.len() >= self.max_events || self.bytes + size > self.max_bytes)
-        {
+        while !self.events.is_empty() && self.bytes + size > self.max_bytes {
             self.evict_oldest();
         }
         self.bytes += size;
@@ -253,17 +251,29 @@ impl Ring {
             record,
             size,
         };
-        self.events.push_back(event);
+        if self.events.len() >= self.max_events
+            && let Some(oldest) = self.events.front_mut()
+        {
+            // Full: the new event takes the oldest one's slot (dropped in place, not copied
+            // out), and the slot turns from front to back.
+            let (old_size, old_seq) = (oldest.size, oldest.seq);
+            *oldest = event;
+            self.events.rotate_left(1);
+            self.evicted(old_size, old_seq);
+        } else {
+            self.events.push_back(event);
+        }
         seq
     }
 
     fn evict_oldest(&mut self) {
-        let Some(old) = self.events.front() else {
-            return;
-        };
-        let (size, seq) = (old.size, old.seq);
-        // Dropped in place: the evicted event is cold, so it is not copied out first.
-        self.events.drain(..1);
+        if let Some(old) = self.events.pop_front() {
+            self.evicted(old.size, old.seq);
+        }
+    }
+
+    /// Accounts for an evicted event.
+    fn evicted(&mut self, size: usize, seq: u64) {
         self.bytes = self.bytes.saturating_sub(size);
         self.dropped += 1;
         if seq >= self.delivered_below {
