@@ -207,6 +207,8 @@ pub(crate) struct Inner {
     pub(crate) stop: Notify,
     first_use_done: AtomicBool,
     warned: Mutex<Vec<&'static str>>,
+    /// The run of instrumented calls outside any run scope.
+    pub(crate) implicit: crate::exec::ImplicitRun,
     /// The clock of `ts`: an event at instant `t` is stamped `(t - base)` in whole
     /// milliseconds plus `offset` (epoch ms minus that, at the last wall-clock reading), so an
     /// event costs one monotonic clock read. The wall clock is read again at most once a
@@ -241,6 +243,7 @@ impl Inner {
             stop: Notify::new(),
             first_use_done: AtomicBool::new(false),
             warned: Mutex::new(Vec::new()),
+            implicit: crate::exec::ImplicitRun::default(),
             base,
             offset: AtomicU64::new(now_ms()),
             synced: AtomicU64::new(0),

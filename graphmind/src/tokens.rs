@@ -136,6 +136,7 @@ mod tests {
     struct Recorder {
         events: Mutex<Vec<Message>>,
         gates: Registry,
+        implicit: crate::exec::ImplicitRun,
     }
 
     impl GateSink for Recorder {
@@ -169,6 +170,9 @@ mod tests {
         }
         fn app(&self) -> String {
             "t".into()
+        }
+        fn implicit(&self) -> &crate::exec::ImplicitRun {
+            &self.implicit
         }
         fn sdk(&self) -> SdkInfo {
             SdkInfo {

@@ -27,7 +27,9 @@ pub(crate) struct Outcome {
 /// panicked), it finishes `aborted` / `error` like any node.
 pub(crate) struct QuickNode {
     host: Arc<dyn Host>,
-    run_id: RunId,
+    /// The run scope's id; `None` for the session's implicit run (held by the session, so
+    /// a call outside any run shares nothing but the session).
+    run_id: Option<RunId>,
     site: &'static ToolSite,
     instance_id: InstanceId,
     started: Instant,
@@ -38,7 +40,7 @@ impl QuickNode {
     /// Records `node.started` and starts the clock.
     pub(crate) fn start(
         host: Arc<dyn Host>,
-        run_id: RunId,
+        run_id: Option<RunId>,
         site: &'static ToolSite,
         parent: Option<Arc<str>>,
         input: Payload,
@@ -46,7 +48,9 @@ impl QuickNode {
     ) -> Self {
         let started = record_started(
             &*host,
-            &run_id,
+            run_id
+                .as_ref()
+                .unwrap_or_else(|| super::implicit_run_id(&*host)),
             StartSpec {
                 node_id: Cow::Borrowed(site.node_id),
                 kind: NodeKind::Tool,
@@ -71,9 +75,14 @@ impl QuickNode {
         if !std::mem::replace(&mut self.open, false) {
             return;
         }
+        let host = &*self.host;
+        let run_id = self
+            .run_id
+            .as_ref()
+            .unwrap_or_else(|| super::implicit_run_id(host));
         if let Some(error) = outcome.error {
-            self.host.emit(
-                &self.run_id,
+            host.emit(
+                run_id,
                 Message::NodeError(NodeError {
                     node_id: self.site.node_id.to_owned(),
                     instance_id: Some(self.instance_id.to_string()),
@@ -85,8 +94,8 @@ impl QuickNode {
         }
         let now = Instant::now();
         record_finished(
-            &*self.host,
-            &self.run_id,
+            host,
+            run_id,
             Finished {
                 node_id: Cow::Borrowed(self.site.node_id),
                 instance_id: std::mem::replace(&mut self.instance_id, InstanceId::Call(0)),

@@ -8,7 +8,7 @@ pub(crate) mod tool;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 /// The clock of event timestamps and node durations: `quanta`'s TSC-based instant (one read
@@ -50,6 +50,8 @@ pub(crate) trait Host: GateSink + Send + Sync + 'static {
     fn sdk(&self) -> SdkInfo;
     /// Session meta merged into run.started.meta.
     fn meta(&self) -> Extra;
+    /// The session's implicit run.
+    fn implicit(&self) -> &ImplicitRun;
     /// Whether [`Host::first_use`] still has work to do (cheap).
     fn needs_first_use(&self) -> bool {
         false
@@ -99,6 +101,9 @@ impl Host for crate::session::Inner {
     }
     fn meta(&self) -> Extra {
         self.config.meta.clone()
+    }
+    fn implicit(&self) -> &ImplicitRun {
+        &self.implicit
     }
     fn needs_first_use(&self) -> bool {
         crate::session::Inner::needs_first_use(self)
@@ -241,80 +246,52 @@ pub(crate) fn millis_between(from: Instant, to: Instant) -> f64 {
 
 // ---- the implicit run ----------------------------------------------------------------------
 
-/// Implicit runs by session (the address of its state).
-static IMPLICIT_RUNS: Mutex<Vec<(usize, RunId)>> = Mutex::new(Vec::new());
+/// A session's implicit run: the run of calls outside any run scope, announced with
+/// `run.started {meta:{name:"implicit", implicit:true}}` on first use and finished when the
+/// session is disposed.
+#[derive(Default)]
+pub(crate) struct ImplicitRun {
+    id: OnceLock<RunId>,
+    ended: std::sync::atomic::AtomicBool,
+}
 
-/// Calls outside any run scope are attributed to one implicit run per session, announced
-/// with `run.started {meta:{name:"implicit", implicit:true}}` on first use.
+/// The id of `host`'s implicit run, starting it on first use.
+pub(crate) fn implicit_run_id(host: &dyn Host) -> &RunId {
+    host.implicit().id.get_or_init(|| {
+        let id: RunId = new_run_id().into();
+        let mut meta = host.meta();
+        meta.insert("name".into(), "implicit".into());
+        meta.insert("implicit".into(), true.into());
+        host.emit(
+            &id,
+            Message::RunStarted(graphmind_protocol::RunStarted {
+                app: host.app(),
+                sdk: host.sdk(),
+                meta: Some(meta),
+                extra: Extra::new(),
+            }),
+        );
+        id
+    })
+}
+
+/// [`implicit_run_id`], shared.
 pub(crate) fn implicit_run(host: &Arc<dyn Host>) -> RunId {
-    let key = Arc::as_ptr(host).cast::<()>() as usize;
-    // This thread's last answer, valid while no implicit run was started or ended since.
-    let generation = IMPLICIT_GEN.load(Ordering::Acquire);
-    let hit = IMPLICIT_CACHE.try_with(|c| {
-        let c = c.borrow();
-        (c.0 == generation && c.1 == key)
-            .then(|| c.2.clone())
-            .flatten()
-    });
-    if let Ok(Some(id)) = hit {
-        return id;
-    }
-    let id = implicit_run_slow(host, key);
-    let _ = IMPLICIT_CACHE.try_with(|c| *c.borrow_mut() = (generation, key, Some(Arc::clone(&id))));
-    id
-}
-
-/// Bumped whenever an implicit run starts or ends: invalidates the per-thread caches.
-static IMPLICIT_GEN: AtomicU64 = AtomicU64::new(0);
-
-thread_local! {
-    /// (generation, session key, its implicit run) as last looked up on this thread.
-    static IMPLICIT_CACHE: std::cell::RefCell<(u64, usize, Option<RunId>)> =
-        const { std::cell::RefCell::new((u64::MAX, 0, None)) };
-}
-
-fn implicit_run_slow(host: &Arc<dyn Host>, key: usize) -> RunId {
-    let mut runs = IMPLICIT_RUNS
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if let Some((_, id)) = runs.iter().find(|(k, _)| *k == key) {
-        return Arc::clone(id);
-    }
-    let id: RunId = new_run_id().into();
-    let mut meta = host.meta();
-    meta.insert("name".into(), "implicit".into());
-    meta.insert("implicit".into(), true.into());
-    host.emit(
-        &id,
-        Message::RunStarted(graphmind_protocol::RunStarted {
-            app: host.app(),
-            sdk: host.sdk(),
-            meta: Some(meta),
-            extra: Extra::new(),
-        }),
-    );
-    runs.push((key, Arc::clone(&id)));
-    IMPLICIT_GEN.fetch_add(1, Ordering::Release);
-    id
+    Arc::clone(implicit_run_id(&**host))
 }
 
 /// Ends a session's implicit run, if it has one, with `run.finished {status:"ok"}`
 /// (`dispose()` calls this before closing).
 pub(crate) fn end_implicit_run(host: &dyn Host) {
-    let key = std::ptr::from_ref(host).cast::<()>() as usize;
-    let id = {
-        let mut runs = IMPLICIT_RUNS
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let Some(at) = runs.iter().position(|(k, _)| *k == key) else {
-            return;
-        };
-        let id = runs.swap_remove(at).1;
-        IMPLICIT_GEN.fetch_add(1, Ordering::Release);
-        id
+    let implicit = host.implicit();
+    let Some(id) = implicit.id.get() else {
+        return;
     };
+    if implicit.ended.swap(true, Ordering::Relaxed) {
+        return;
+    }
     host.emit(
-        &id,
+        id,
         Message::RunFinished(graphmind_protocol::RunFinished {
             status: graphmind_protocol::Status::Ok,
             error: None,

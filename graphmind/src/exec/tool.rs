@@ -379,12 +379,8 @@ where
     F: Future<Output = B::Output>,
 {
     let (host, run_id, parent) = match Scope::run_ids() {
-        Some((host, run_id, agent)) => (host, run_id, Some(agent)),
-        None => {
-            let host = super::default_host();
-            let run_id = super::implicit_run(&host);
-            (host, run_id, None)
-        }
+        Some((host, run_id, agent)) => (host, Some(run_id), Some(agent)),
+        None => (super::default_host(), None, None),
     };
     if host.attached() || host.needs_first_use() {
         let (call, host, run_id) = Call::current(
