@@ -153,7 +153,11 @@ impl Serializer for Scalar {
         Err(NotScalar)
     }
     fn serialize_f64(self, v: f64) -> Result<Val, NotScalar> {
-        Ok(if v.is_finite() { Val::F64(v) } else { Val::Null })
+        Ok(if v.is_finite() {
+            Val::F64(v)
+        } else {
+            Val::Null
+        })
     }
     fn serialize_char(self, v: char) -> Result<Val, NotScalar> {
         let mut buf = [0; 4];

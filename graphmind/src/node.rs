@@ -14,8 +14,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::exec::{Host, Instant, millis, millis_between};
 use crate::capture::Val;
+use crate::exec::{Host, Instant, millis, millis_between};
 use crate::record::{Finished, InstanceId, Payload, Record, Started};
 use crate::tokens::TokenBuf;
 
@@ -209,7 +209,11 @@ impl Drop for NodeRun {
 
 /// Reads the clock and records `node.started` at that instant: as a compact record, or, with a
 /// large input, as a message shrunk to the payload budget. Returns the instant.
-pub(crate) fn record_started(host: &dyn Host, run_id: &crate::exec::RunId, spec: StartSpec) -> Instant {
+pub(crate) fn record_started(
+    host: &dyn Host,
+    run_id: &crate::exec::RunId,
+    spec: StartSpec,
+) -> Instant {
     let started = Instant::now();
     if spec.input.as_ref().is_none_or(compact_input) {
         host.record(

@@ -7,8 +7,8 @@ pub(crate) mod step;
 pub(crate) mod tool;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 /// The clock of event timestamps and node durations: `quanta`'s TSC-based instant (one read
@@ -232,11 +232,17 @@ pub(crate) fn new_run_id() -> String {
 
 /// Milliseconds as the protocol writes durations: rounded to 0.01, never negative or NaN.
 pub(crate) fn millis(d: Duration) -> f64 {
-    if d.is_zero() {
-        return 0.0;
-    }
-    let ms = (d.as_secs_f64() * 1000.0 * 100.0).round() / 100.0;
-    if ms.is_finite() && ms > 0.0 { ms } else { 0.0 }
+    // Whole hundredths of a millisecond (10 µs), rounded half up, in integer arithmetic: one
+    // float division (exact to the shortest decimal) instead of a float chain and `round`.
+    let nanos = d
+        .as_secs()
+        .saturating_mul(1_000_000_000)
+        .saturating_add(u64::from(d.subsec_nanos()));
+    let hundredths = nanos.saturating_add(5_000) / 10_000;
+    // Below 2^53 hundredths (2,850 years) the conversion is exact.
+    #[allow(clippy::cast_precision_loss)]
+    let hundredths = hundredths as f64;
+    hundredths / 100.0
 }
 
 /// Milliseconds between two instants (0 if `to` is earlier).
@@ -298,4 +304,27 @@ pub(crate) fn end_implicit_run(host: &dyn Host) {
             extra: Extra::new(),
         }),
     );
+}
+
+#[cfg(test)]
+mod millis_tests {
+    use super::millis;
+    use std::time::Duration;
+
+    #[test]
+    fn durations_round_to_hundredths_of_a_millisecond() {
+        let ms = |nanos: u64| millis(Duration::from_nanos(nanos));
+        assert_eq!(ms(0), 0.0);
+        assert_eq!(ms(4_999), 0.0);
+        assert_eq!(ms(5_000), 0.01);
+        assert_eq!(ms(70_000), 0.07);
+        assert_eq!(ms(1_234_567), 1.23);
+        assert_eq!(ms(1_235_000), 1.24);
+        assert_eq!(millis(Duration::from_secs(1)), 1000.0);
+        assert_eq!(millis(Duration::from_secs(86_400 * 365)), 31_536_000_000.0);
+        assert!(millis(Duration::MAX).is_finite());
+        // Written as the shortest decimal, like the other clients' two-decimal durations.
+        assert_eq!(serde_json::to_string(&ms(70_000)).unwrap(), "0.07");
+        assert_eq!(serde_json::to_string(&ms(123_456_789)).unwrap(), "123.46");
+    }
 }

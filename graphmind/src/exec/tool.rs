@@ -14,9 +14,9 @@ use super::Host;
 use super::detached::{Outcome, QuickNode};
 use super::scope::{RunCtx, Scope};
 use crate::__private::{Body, Fast, Input, StreamItem, ToolError, ToolOutput, ToolSite};
+use crate::capture::Val;
 use crate::gate::{GateSpec, Validator, decide, validator_for};
 use crate::node::{Finish, NodeRun, StartSpec, error_info, held_extra, short_type_name, to_value};
-use crate::capture::Val;
 use crate::record::{InstanceId, Payload};
 use crate::tee::{Observer, Tee};
 
