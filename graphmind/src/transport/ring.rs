@@ -7,7 +7,7 @@
 //! app's path); any other message sits behind an `Arc`, so the transport takes it with a
 //! refcount increment and serializes it after releasing the lock.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use graphmind_protocol::Message;
@@ -18,33 +18,78 @@ use serde_json::Value;
 use crate::capture::Val;
 use crate::record::{Payload as Input, Record};
 
-/// A run id, stored without a heap allocation when short (generated ids are 16 bytes).
-#[derive(Debug, Clone)]
-pub(crate) enum RunId {
-    Inline { len: u8, bytes: [u8; 30] },
-    Heap(Box<str>),
+/// The run ids of the events held, each stored once: an event names its run by slot, so
+/// recording one copies no id (consecutive events are mostly of one run: the last slot is
+/// checked first).
+#[derive(Debug, Default)]
+struct Runs {
+    slots: Vec<RunSlot>,
+    /// Slot of each live id.
+    index: HashMap<Arc<str>, usize>,
+    /// Slots without events, to reuse.
+    free: Vec<usize>,
+    last: usize,
 }
 
-impl RunId {
-    pub(crate) fn new(s: &str) -> Self {
-        match u8::try_from(s.len()) {
-            Ok(len) if s.len() <= 30 => {
-                let mut bytes = [0; 30];
-                bytes[..s.len()].copy_from_slice(s.as_bytes());
-                Self::Inline { len, bytes }
+#[derive(Debug)]
+struct RunSlot {
+    id: Arc<str>,
+    /// Events held that name this slot; 0 = free.
+    events: usize,
+}
+
+impl Runs {
+    /// The slot of `id`, counting one more event in it.
+    fn acquire(&mut self, id: &str) -> usize {
+        if let Some(slot) = self.slots.get_mut(self.last)
+            && slot.events > 0
+            && *slot.id == *id
+        {
+            slot.events += 1;
+            return self.last;
+        }
+        let at = match self.index.get(id) {
+            Some(&at) => at,
+            None => {
+                let id: Arc<str> = id.into();
+                let slot = RunSlot {
+                    id: Arc::clone(&id),
+                    events: 0,
+                };
+                let at = match self.free.pop() {
+                    Some(at) => {
+                        self.slots[at] = slot;
+                        at
+                    }
+                    None => {
+                        self.slots.push(slot);
+                        self.slots.len() - 1
+                    }
+                };
+                self.index.insert(id, at);
+                at
             }
-            _ => Self::Heap(s.into()),
+        };
+        self.slots[at].events += 1;
+        self.last = at;
+        at
+    }
+
+    /// One event of slot `at` is gone.
+    fn release(&mut self, at: usize) {
+        let Some(slot) = self.slots.get_mut(at) else {
+            return;
+        };
+        slot.events = slot.events.saturating_sub(1);
+        if slot.events == 0 {
+            self.index.remove(&slot.id);
+            self.free.push(at);
         }
     }
 
-    pub(crate) fn as_str(&self) -> &str {
-        match self {
-            // Copied whole from a str, so always UTF-8.
-            Self::Inline { len, bytes } => {
-                std::str::from_utf8(&bytes[..usize::from(*len)]).unwrap_or("")
-            }
-            Self::Heap(s) => s,
-        }
+    /// The id in slot `at`.
+    fn id(&self, at: usize) -> &Arc<str> {
+        &self.slots[at].id
     }
 }
 
@@ -53,7 +98,8 @@ impl RunId {
 pub(crate) struct Event {
     pub(crate) seq: u64,
     pub(crate) ts: u64,
-    pub(crate) run_id: RunId,
+    /// Slot of the run id in [`Runs`].
+    run: usize,
     pub(crate) record: Record,
     /// Estimated JSON size, for the byte limit.
     pub(crate) size: usize,
@@ -62,12 +108,12 @@ pub(crate) struct Event {
 impl Event {
     /// Compact wire JSON, with `"dropped": n` after `payload` when `n` events were lost just
     /// before this one (see [`Ring::take_batch`]).
-    pub(crate) fn write_json(&self, dropped: u64, out: &mut Vec<u8>) -> bool {
+    fn write_json(&self, run_id: &str, dropped: u64, out: &mut Vec<u8>) -> bool {
         write_frame(
             Frame {
                 seq: self.seq,
                 ts: self.ts,
-                run_id: self.run_id.as_str(),
+                run_id,
                 record: &self.record,
                 dropped,
             },
@@ -128,7 +174,7 @@ pub(crate) enum Pending {
     Shared {
         seq: u64,
         ts: u64,
-        run_id: RunId,
+        run_id: Arc<str>,
         message: Arc<Message>,
         size: usize,
         dropped: u64,
@@ -136,12 +182,12 @@ pub(crate) enum Pending {
 }
 
 impl Pending {
-    fn take(event: &Event, dropped: u64) -> Self {
+    fn take(event: &Event, run_id: &Arc<str>, dropped: u64) -> Self {
         match &event.record {
             Record::Message(m) => Self::Shared {
                 seq: event.seq,
                 ts: event.ts,
-                run_id: event.run_id.clone(),
+                run_id: Arc::clone(run_id),
                 message: Arc::clone(m),
                 size: event.size,
                 dropped,
@@ -150,7 +196,7 @@ impl Pending {
                 let mut buf = Vec::with_capacity(event.size + 64);
                 Self::Text(
                     event
-                        .write_json(dropped, &mut buf)
+                        .write_json(run_id, dropped, &mut buf)
                         .then(|| String::from_utf8(buf).ok())
                         .flatten(),
                 )
@@ -175,7 +221,7 @@ impl Pending {
                     Frame {
                         seq,
                         ts,
-                        run_id: run_id.as_str(),
+                        run_id: &run_id,
                         record: &Record::Message(message),
                         dropped,
                     },
@@ -205,6 +251,8 @@ pub(crate) struct Ring {
     delivered_below: u64,
     /// The transport sends events with `seq >= cursor`; reset to 0 on attach (replay).
     cursor: u64,
+    /// The run ids of the events held.
+    runs: Runs,
 }
 
 impl Ring {
@@ -220,6 +268,7 @@ impl Ring {
             lost_unannounced: 0,
             delivered_below: 0,
             cursor: 0,
+            runs: Runs::default(),
         }
     }
 
@@ -247,7 +296,7 @@ impl Ring {
         let event = Event {
             seq,
             ts,
-            run_id: RunId::new(run_id),
+            run: self.runs.acquire(run_id),
             record,
             size,
         };
@@ -256,10 +305,10 @@ impl Ring {
         {
             // Full: the new event takes the oldest one's slot (dropped in place, not copied
             // out), and the slot turns from front to back.
-            let (old_size, old_seq) = (oldest.size, oldest.seq);
+            let (old_size, old_seq, old_run) = (oldest.size, oldest.seq, oldest.run);
             *oldest = event;
             self.events.rotate_left(1);
-            self.evicted(old_size, old_seq);
+            self.evicted(old_size, old_seq, old_run);
         } else {
             self.events.push_back(event);
         }
@@ -268,12 +317,13 @@ impl Ring {
 
     fn evict_oldest(&mut self) {
         if let Some(old) = self.events.pop_front() {
-            self.evicted(old.size, old.seq);
+            self.evicted(old.size, old.seq, old.run);
         }
     }
 
     /// Accounts for an evicted event.
-    fn evicted(&mut self, size: usize, seq: u64) {
+    fn evicted(&mut self, size: usize, seq: u64, run: usize) {
+        self.runs.release(run);
         self.bytes = self.bytes.saturating_sub(size);
         self.dropped += 1;
         if seq >= self.delivered_below {
@@ -315,7 +365,8 @@ impl Ring {
                 break;
             }
             bytes += event.size;
-            batch.push(Pending::take(event, std::mem::take(&mut lost)));
+            let run_id = self.runs.id(event.run);
+            batch.push(Pending::take(event, run_id, std::mem::take(&mut lost)));
             last = Some(event.seq);
         }
         if let Some(seq) = last {
@@ -498,7 +549,41 @@ mod tests {
             (1, Some(4)),
             "at least one event per batch"
         );
-        assert_eq!(RunId::new("run_0123456789ab").as_str(), "run_0123456789ab");
+    }
+
+    #[test]
+    fn run_ids_are_stored_once_and_their_slots_reused_after_eviction() {
+        let mut r = Ring::new(3, usize::MAX);
+        let ids = [
+            "run_a", "run_b", "run_a", "run_c", "run_b", "run_d", "run_d", "run_e",
+        ];
+        for (i, id) in ids.iter().enumerate() {
+            r.push(0, id, msg(i));
+        }
+        // Held: the last three events (run_d, run_d, run_e); slots of gone runs were freed.
+        assert_eq!(r.runs.index.len(), 2);
+        assert!(
+            r.runs.slots.len() <= 4,
+            "slots are reused: {}",
+            r.runs.slots.len()
+        );
+        r.rewind();
+        let (batch, _) = r.take_batch(10, usize::MAX);
+        let run_ids: Vec<String> = texts(batch)
+            .iter()
+            .map(|t| {
+                serde_json::from_str::<Value>(t).unwrap()["runId"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned()
+            })
+            .collect();
+        assert_eq!(run_ids, ["run_d", "run_d", "run_e"]);
+        for i in 0..100 {
+            r.push(0, if i % 2 == 0 { "run_x" } else { "run_y" }, msg(i));
+        }
+        assert_eq!(r.runs.index.len(), 2);
+        assert!(r.runs.slots.len() <= 4);
     }
 
     #[test]
@@ -603,11 +688,11 @@ mod tests {
         let e = Event {
             seq: 0,
             ts: 7,
-            run_id: RunId::new("run_1"),
+            run: 0,
             record: msg(0),
             size: 0,
         };
-        assert!(e.write_json(3, &mut out));
+        assert!(e.write_json("run_1", 3, &mut out));
         assert_eq!(
             String::from_utf8(out).unwrap(),
             r#"{"gm":1,"seq":0,"ts":7,"runId":"run_1","type":"exec.resumed","payload":{"pauseId":"p0","action":"continue"},"dropped":3}"#
