@@ -28,6 +28,11 @@ async fn gated_off(a: u64, b: u64) -> u64 {
 }
 
 #[graphmind::tool]
+async fn gated_in_run(a: u64, b: u64) -> u64 {
+    a.wrapping_add(b)
+}
+
+#[graphmind::tool]
 async fn gated_shared(a: u64, b: u64) -> u64 {
     a.wrapping_add(b)
 }
@@ -85,6 +90,20 @@ fn overhead(c: &mut Criterion) {
     );
     g.bench_function("tool, detached", |b| {
         b.iter(|| ready(gated(black_box(1), black_box(2))));
+    });
+    // The same inside a run scope (`graphmind::run` / `run!`), as agents usually call tools:
+    // the run's id and its agent node (the parent) come from the scope.
+    g.bench_function("tool, detached, in a run", |b| {
+        b.iter_custom(|iters| {
+            ready(graphmind::run("bench", async move {
+                let start = std::time::Instant::now();
+                for _ in 0..iters {
+                    black_box(gated_in_run(black_box(1), black_box(2)).await);
+                }
+                start.elapsed()
+            }))
+            .expect("not aborted")
+        });
     });
     assert!(!detached.is_attached());
 

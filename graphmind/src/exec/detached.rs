@@ -10,6 +10,7 @@ use std::task::{Context, Poll};
 
 use graphmind_protocol::{ErrorInfo, Extra, Message, NodeError, NodeKind, Status};
 
+use super::scope::RunCtx;
 use super::{Host, Instant, RunId, millis_between};
 use crate::__private::ToolSite;
 use crate::capture::Val;
@@ -26,31 +27,52 @@ pub(crate) struct Outcome {
 /// The open node of a detached call. Dropped unfinished (the call was cancelled, or it
 /// panicked), it finishes `aborted` / `error` like any node.
 pub(crate) struct QuickNode {
-    host: Arc<dyn Host>,
-    /// The run scope's id; `None` for the session's implicit run (held by the session, so
-    /// a call outside any run shares nothing but the session).
-    run_id: Option<RunId>,
+    run: Owner,
     site: &'static ToolSite,
     instance_id: InstanceId,
     started: Instant,
     open: bool,
 }
 
+/// The run a detached call belongs to: one shared handle either way.
+pub(crate) enum Owner {
+    /// Outside any run scope: the session's implicit run (kept by the session).
+    Implicit(Arc<dyn Host>),
+    /// A run scope (its session, id and agent node).
+    Run(Arc<RunCtx>),
+}
+
+impl Owner {
+    fn host(&self) -> &dyn Host {
+        match self {
+            Self::Implicit(host) => &**host,
+            Self::Run(run) => &*run.host,
+        }
+    }
+
+    fn run_id(&self) -> &RunId {
+        match self {
+            Self::Implicit(host) => super::implicit_run_id(&**host),
+            Self::Run(run) => &run.run_id,
+        }
+    }
+}
+
 impl QuickNode {
     /// Records `node.started` and starts the clock.
     pub(crate) fn start(
-        host: Arc<dyn Host>,
-        run_id: Option<RunId>,
+        run: Owner,
         site: &'static ToolSite,
-        parent: Option<Arc<str>>,
         input: Payload,
         instance_id: InstanceId,
     ) -> Self {
+        let parent = match &run {
+            Owner::Run(r) => Some(Arc::clone(&r.agent_node)),
+            Owner::Implicit(_) => None,
+        };
         let started = record_started(
-            &*host,
-            run_id
-                .as_ref()
-                .unwrap_or_else(|| super::implicit_run_id(&*host)),
+            run.host(),
+            run.run_id(),
             StartSpec {
                 node_id: Cow::Borrowed(site.node_id),
                 kind: NodeKind::Tool,
@@ -61,8 +83,7 @@ impl QuickNode {
             },
         );
         Self {
-            host,
-            run_id,
+            run,
             site,
             instance_id,
             started,
@@ -75,11 +96,7 @@ impl QuickNode {
         if !std::mem::replace(&mut self.open, false) {
             return;
         }
-        let host = &*self.host;
-        let run_id = self
-            .run_id
-            .as_ref()
-            .unwrap_or_else(|| super::implicit_run_id(host));
+        let (host, run_id) = (self.run.host(), self.run.run_id());
         if let Some(error) = outcome.error {
             host.emit(
                 run_id,

@@ -26,21 +26,9 @@ impl Scope {
         SCOPE.try_with(Clone::clone).unwrap_or_default()
     }
 
-    /// The running task's run as (host, run id, agent node), borrowed from the scope rather
-    /// than cloning it (three refcount increments instead of five and their decrements).
-    pub(crate) fn run_ids() -> Option<(Arc<dyn Host>, super::RunId, Arc<str>)> {
-        SCOPE
-            .try_with(|s| {
-                s.run.as_ref().map(|r| {
-                    (
-                        Arc::clone(&r.host),
-                        Arc::clone(&r.run_id),
-                        Arc::clone(&r.agent_node),
-                    )
-                })
-            })
-            .ok()
-            .flatten()
+    /// The running task's run, if any (one refcount increment, not a clone of the scope).
+    pub(crate) fn run() -> Option<Arc<RunCtx>> {
+        SCOPE.try_with(|s| s.run.clone()).ok().flatten()
     }
 
     /// Whether the running task's session records events: a run's session, else the default

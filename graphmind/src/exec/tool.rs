@@ -11,7 +11,7 @@ use graphmind_protocol::{
 use serde_json::Value;
 
 use super::Host;
-use super::detached::{Outcome, QuickNode};
+use super::detached::{Outcome, Owner, QuickNode};
 use super::scope::{RunCtx, Scope};
 use crate::__private::{Body, Fast, Input, StreamItem, ToolError, ToolOutput, ToolSite};
 use crate::capture::Val;
@@ -378,9 +378,13 @@ where
     B: Body,
     F: Future<Output = B::Output>,
 {
-    let (host, run_id, parent) = match Scope::run_ids() {
-        Some((host, run_id, agent)) => (host, Some(run_id), Some(agent)),
-        None => (super::default_host(), None, None),
+    let run = match Scope::run() {
+        Some(run) => Owner::Run(run),
+        None => Owner::Implicit(super::default_host()),
+    };
+    let host = match &run {
+        Owner::Run(r) => &*r.host,
+        Owner::Implicit(h) => &**h,
     };
     if host.attached() || host.needs_first_use() {
         let (call, host, run_id) = Call::current(
@@ -391,7 +395,7 @@ where
         return Fast::full(move || full(input, body, call, host, run_id));
     }
     let instance_id = instance_id(site, &input);
-    let node = QuickNode::start(host, run_id, site, parent, input, instance_id);
+    let node = QuickNode::start(run, site, input, instance_id);
     Fast::detached(&mut body, node, done)
 }
 
