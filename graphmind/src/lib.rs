@@ -74,6 +74,8 @@ mod record;
 mod roster;
 mod run;
 #[cfg(feature = "enabled")]
+mod small;
+#[cfg(feature = "enabled")]
 pub mod tee;
 #[cfg(not(feature = "enabled"))]
 #[path = "tee_off.rs"]

@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use crate::capture::Val;
 use crate::exec::{Host, Instant, millis, millis_between};
-use crate::record::{Finished, InstanceId, Payload, Record, Started};
+use crate::record::{Finished, InstanceId, Label, Payload, Record, Started};
 use crate::tokens::TokenBuf;
 
 /// One execution of one node.
@@ -37,7 +37,7 @@ pub(crate) struct StartSpec {
     pub(crate) kind: NodeKind,
     pub(crate) name: Cow<'static, str>,
     pub(crate) instance_id: InstanceId,
-    pub(crate) parent_id: Option<Arc<str>>,
+    pub(crate) parent_id: Option<crate::small::SmallStr>,
     pub(crate) input: Option<Payload>,
 }
 
@@ -214,17 +214,53 @@ pub(crate) fn record_started(
     run_id: &crate::exec::RunId,
     spec: StartSpec,
 ) -> Instant {
+    let label = Label::named(spec.node_id, spec.kind, spec.name);
+    record_labelled(
+        host,
+        run_id,
+        label,
+        spec.instance_id,
+        spec.parent_id,
+        spec.input,
+    )
+}
+
+/// [`record_started`] for a `#[graphmind::tool]` call (its site names the node).
+pub(crate) fn record_tool_started(
+    host: &dyn Host,
+    run_id: &crate::exec::RunId,
+    site: &'static crate::__private::ToolSite,
+    instance_id: InstanceId,
+    parent_id: Option<crate::small::SmallStr>,
+    input: Payload,
+) -> Instant {
+    record_labelled(
+        host,
+        run_id,
+        Label::Tool(site),
+        instance_id,
+        parent_id,
+        Some(input),
+    )
+}
+
+fn record_labelled(
+    host: &dyn Host,
+    run_id: &crate::exec::RunId,
+    label: Label,
+    instance_id: InstanceId,
+    parent_id: Option<crate::small::SmallStr>,
+    input: Option<Payload>,
+) -> Instant {
     let started = Instant::now();
-    if spec.input.as_ref().is_none_or(compact_input) {
+    if input.as_ref().is_none_or(compact_input) {
         host.record(
             run_id,
             Record::Started(Started {
-                node_id: spec.node_id,
-                kind: spec.kind,
-                name: spec.name,
-                instance_id: spec.instance_id,
-                parent_id: spec.parent_id,
-                input: spec.input,
+                label,
+                instance_id,
+                parent_id,
+                input,
             }),
             started,
         );
@@ -233,12 +269,12 @@ pub(crate) fn record_started(
             host,
             run_id,
             Message::NodeStarted(NodeStarted {
-                node_id: spec.node_id.into_owned(),
-                kind: spec.kind,
-                name: spec.name.into_owned(),
-                instance_id: spec.instance_id.to_string(),
-                parent_id: spec.parent_id.map(|p| p.to_string()),
-                input: spec.input.map(Payload::into_value),
+                node_id: label.node_id().to_owned(),
+                kind: label.kind(),
+                name: label.name().to_owned(),
+                instance_id: instance_id.to_string(),
+                parent_id: parent_id.map(|p| p.to_string()),
+                input: input.map(Payload::into_value),
                 extra: Extra::new(),
             }),
         );
@@ -495,8 +531,8 @@ impl Node {
                 node_id: Cow::Owned(node_id.to_owned()),
                 kind,
                 name: Cow::Owned(name.to_owned()),
-                instance_id: InstanceId::Text(instance_id.clone()),
-                parent_id: call.run.as_ref().map(|r| Arc::clone(&r.agent_node)),
+                instance_id: InstanceId::Text(instance_id.as_str().into()),
+                parent_id: call.run.as_ref().map(|r| r.agent_node.clone()),
                 input: input.map(|v| Payload::Json(Box::new(v))),
             },
         );

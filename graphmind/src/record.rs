@@ -22,7 +22,7 @@ pub(crate) enum InstanceId {
     /// `call_<process base>_<n>`.
     Call(u64),
     /// Given text.
-    Text(String),
+    Text(Box<str>),
 }
 
 impl InstanceId {
@@ -113,14 +113,65 @@ impl Serialize for Payload {
     }
 }
 
-/// `node.started` of one execution, without extra fields.
+/// What a node is: a tool's static site (no copy), or any node's id, kind and name.
 #[derive(Debug)]
-pub(crate) struct Started {
+pub(crate) enum Label {
+    /// A `#[graphmind::tool]`.
+    Tool(&'static crate::__private::ToolSite),
+    /// Any other node.
+    Named(Box<Named>),
+}
+
+/// A node's id, kind and name.
+#[derive(Debug)]
+pub(crate) struct Named {
     pub(crate) node_id: Cow<'static, str>,
     pub(crate) kind: NodeKind,
     pub(crate) name: Cow<'static, str>,
+}
+
+impl Label {
+    /// A node by id, kind and name.
+    pub(crate) fn named(
+        node_id: Cow<'static, str>,
+        kind: NodeKind,
+        name: Cow<'static, str>,
+    ) -> Self {
+        Self::Named(Box::new(Named {
+            node_id,
+            kind,
+            name,
+        }))
+    }
+
+    pub(crate) fn node_id(&self) -> &str {
+        match self {
+            Self::Tool(site) => site.node_id,
+            Self::Named(n) => &n.node_id,
+        }
+    }
+
+    pub(crate) fn kind(&self) -> NodeKind {
+        match self {
+            Self::Tool(_) => NodeKind::Tool,
+            Self::Named(n) => n.kind,
+        }
+    }
+
+    pub(crate) fn name(&self) -> &str {
+        match self {
+            Self::Tool(site) => site.name,
+            Self::Named(n) => &n.name,
+        }
+    }
+}
+
+/// `node.started` of one execution, without extra fields.
+#[derive(Debug)]
+pub(crate) struct Started {
+    pub(crate) label: Label,
     pub(crate) instance_id: InstanceId,
-    pub(crate) parent_id: Option<Arc<str>>,
+    pub(crate) parent_id: Option<crate::small::SmallStr>,
     pub(crate) input: Option<Payload>,
 }
 
@@ -188,9 +239,9 @@ impl Record {
         match self {
             Self::Message(m) => m.payload_serialize(s),
             Self::Started(p) => StartedWire {
-                node_id: &p.node_id,
-                kind: p.kind,
-                name: &p.name,
+                node_id: p.label.node_id(),
+                kind: p.label.kind(),
+                name: p.label.name(),
                 instance_id: &p.instance_id,
                 parent_id: p.parent_id.as_deref(),
                 input: p.input.as_ref(),
@@ -221,9 +272,9 @@ impl Record {
 impl From<Started> for NodeStarted {
     fn from(p: Started) -> Self {
         Self {
-            node_id: p.node_id.into_owned(),
-            kind: p.kind,
-            name: p.name.into_owned(),
+            node_id: p.label.node_id().to_owned(),
+            kind: p.label.kind(),
+            name: p.label.name().to_owned(),
             instance_id: p.instance_id.to_string(),
             parent_id: p.parent_id.map(|s| s.to_string()),
             input: p.input.map(Payload::into_value),
@@ -270,11 +321,13 @@ mod tests {
     fn compact_records_serialize_like_their_messages() {
         let make = |parent: Option<&str>, input: Option<Payload>, id: InstanceId| {
             Record::Started(Started {
-                node_id: Cow::Borrowed("tool:add"),
-                kind: NodeKind::Tool,
-                name: Cow::Borrowed("add"),
+                label: Label::named(
+                    Cow::Borrowed("tool:add"),
+                    NodeKind::Tool,
+                    Cow::Borrowed("add"),
+                ),
                 instance_id: id,
-                parent_id: parent.map(Arc::from),
+                parent_id: parent.map(crate::small::SmallStr::from),
                 input,
             })
         };

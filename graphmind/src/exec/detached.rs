@@ -8,13 +8,13 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use graphmind_protocol::{ErrorInfo, Extra, Message, NodeError, NodeKind, Status};
+use graphmind_protocol::{ErrorInfo, Extra, Message, NodeError, Status};
 
 use super::scope::RunCtx;
 use super::{Host, Instant, RunId, millis_between};
 use crate::__private::ToolSite;
 use crate::capture::Val;
-use crate::node::{StartSpec, record_finished, record_started};
+use crate::node::{record_finished, record_tool_started};
 use crate::record::{Finished, InstanceId, Payload};
 
 /// How a detached call ended, read from its output.
@@ -67,20 +67,16 @@ impl QuickNode {
         instance_id: InstanceId,
     ) -> Self {
         let parent = match &run {
-            Owner::Run(r) => Some(Arc::clone(&r.agent_node)),
+            Owner::Run(r) => Some(r.agent_node.clone()),
             Owner::Implicit(_) => None,
         };
-        let started = record_started(
+        let started = record_tool_started(
             run.host(),
             run.run_id(),
-            StartSpec {
-                node_id: Cow::Borrowed(site.node_id),
-                kind: NodeKind::Tool,
-                name: Cow::Borrowed(site.name),
-                instance_id: instance_id.clone(),
-                parent_id: parent,
-                input: Some(input),
-            },
+            site,
+            instance_id.clone(),
+            parent,
+            input,
         );
         Self {
             run,

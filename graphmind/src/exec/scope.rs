@@ -62,7 +62,7 @@ pub(crate) struct RunCtx {
     pub(crate) run_id: super::RunId,
     pub(crate) name: String,
     /// `agent:<name>`.
-    pub(crate) agent_node: Arc<str>,
+    pub(crate) agent_node: crate::small::SmallStr,
     aborted: AtomicBool,
     waker: AtomicWaker,
     /// Invocation grouping state for model steps.

@@ -93,7 +93,7 @@ fn start_step(
             &input,
         ),
     };
-    let parent = call.run.as_ref().map(|r| Arc::clone(&r.agent_node));
+    let parent = call.run.as_ref().map(|r| r.agent_node.clone());
     if first {
         let mut nodes = Vec::new();
         if let Some(run) = &call.run {
@@ -138,7 +138,7 @@ fn start_step(
             node_id: STEP_NODE.into(),
             kind: NodeKind::Llm,
             name: "step".into(),
-            instance_id: crate::record::InstanceId::Text(instance_id),
+            instance_id: crate::record::InstanceId::Text(instance_id.into()),
             parent_id: parent,
             input: Some(crate::record::Payload::Json(Box::new(input))),
         },

@@ -77,8 +77,8 @@ impl Call {
     }
 
     /// The run's agent node (the parent of the call's node).
-    fn parent(&self) -> Option<Arc<str>> {
-        self.run.as_ref().map(|r| Arc::clone(&r.agent_node))
+    fn parent(&self) -> Option<crate::small::SmallStr> {
+        self.run.as_ref().map(|r| r.agent_node.clone())
     }
 
     async fn gate(
@@ -337,11 +337,11 @@ fn instance_id(site: &ToolSite, input: &Payload) -> InstanceId {
     site.call_id
         .and_then(|k| input.get_str(k))
         .filter(|s| !s.is_empty())
-        .map_or_else(InstanceId::next_call, |s| InstanceId::Text(s.to_owned()))
+        .map_or_else(InstanceId::next_call, |s| InstanceId::Text(s.into()))
 }
 
 fn start_tool(
-    parent: Option<Arc<str>>,
+    parent: Option<crate::small::SmallStr>,
     host: Arc<dyn Host>,
     run_id: super::RunId,
     site: &ToolSite,

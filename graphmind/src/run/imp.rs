@@ -57,7 +57,7 @@ where
             node_id: ctx.agent_node.to_string().into(),
             kind: NodeKind::Agent,
             name: name.clone().into(),
-            instance_id: crate::record::InstanceId::Text(run_id.to_string()),
+            instance_id: crate::record::InstanceId::Text((&*run_id).into()),
             parent_id: None,
             input: None,
         },

@@ -387,8 +387,8 @@ pub(crate) fn estimate_record(record: &Record) -> usize {
     match record {
         Record::Message(m) => estimate(m),
         Record::Started(p) => {
-            80 + p.node_id.len()
-                + p.name.len()
+            80 + p.label.node_id().len()
+                + p.label.name().len()
                 + p.instance_id.len()
                 + p.parent_id.as_ref().map_or(0, |s| s.len())
                 + p.input.as_ref().map_or(0, |v| match v {
@@ -615,14 +615,18 @@ mod tests {
     #[test]
     fn compact_records_send_the_same_frames_as_their_messages() {
         use crate::record::{Finished, InstanceId, Payload, Started};
-        use graphmind_protocol::{NodeKind, Status};
+        use graphmind_protocol::Status;
         use std::borrow::Cow;
+        static ADD: crate::__private::ToolSite = crate::__private::ToolSite {
+            name: "add",
+            node_id: "tool:add",
+            retry: true,
+            call_id: None,
+        };
         let started = || Started {
-            node_id: Cow::Borrowed("tool:add"),
-            kind: NodeKind::Tool,
-            name: Cow::Borrowed("add"),
+            label: crate::record::Label::Tool(&ADD),
             instance_id: InstanceId::Call(41),
-            parent_id: Some(Arc::from("agent:a")),
+            parent_id: Some("agent:a".into()),
             input: Some(Payload::Fields(Box::new([
                 ("a", crate::capture::Val::U64(1)),
                 ("b", crate::capture::Val::Str("two".into())),
