@@ -209,6 +209,8 @@ pub(crate) struct Inner {
     warned: Mutex<Vec<&'static str>>,
     /// The run of instrumented calls outside any run scope.
     pub(crate) implicit: crate::exec::ImplicitRun,
+    /// Token batches armed since the last prune (flushed by `dispose`).
+    tokens: Mutex<Vec<std::sync::Weak<crate::tokens::TokenBuf>>>,
     /// The clock of `ts`: an event at instant `t` is stamped `(t - base)` in whole
     /// milliseconds plus `offset` (epoch ms minus that, at the last wall-clock reading), so an
     /// event costs one monotonic clock read. The wall clock is read again at most once a
@@ -244,6 +246,7 @@ impl Inner {
             first_use_done: AtomicBool::new(false),
             warned: Mutex::new(Vec::new()),
             implicit: crate::exec::ImplicitRun::default(),
+            tokens: Mutex::new(Vec::new()),
             base,
             offset: AtomicU64::new(now_ms()),
             synced: AtomicU64::new(0),
@@ -448,6 +451,7 @@ impl Inner {
         // New gates continue at once from here on; held ones continue now.
         self.attached.store(false, Relaxed);
         self.gates.release_all(ReleaseReason::Dispose);
+        self.flush_tokens();
         crate::exec::end_implicit_run(self);
         if let Some(Some(handle)) = self.transport.get() {
             self.signal_shutdown();
@@ -457,6 +461,28 @@ impl Inner {
             handle.set_link(Link::Closed);
         }
         self.disposed.store(true, Relaxed);
+    }
+
+    /// Remembers an armed token batch, so `dispose` can send it before closing.
+    pub(crate) fn track_tokens(&self, buf: std::sync::Weak<crate::tokens::TokenBuf>) {
+        let mut tokens = self.tokens.lock().unwrap_or_else(PoisonError::into_inner);
+        if tokens.iter().any(|b| b.ptr_eq(&buf)) {
+            return;
+        }
+        if tokens.len() >= 64 {
+            // Batches whose node is gone have been flushed (before node.finished).
+            tokens.retain(|b| b.strong_count() > 0);
+        }
+        tokens.push(buf);
+    }
+
+    /// Sends every pending token batch now.
+    fn flush_tokens(&self) {
+        let tokens =
+            std::mem::take(&mut *self.tokens.lock().unwrap_or_else(PoisonError::into_inner));
+        for buf in tokens.iter().filter_map(std::sync::Weak::upgrade) {
+            buf.flush();
+        }
     }
 
     /// Prints `message` once per `key` for this session.

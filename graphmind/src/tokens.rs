@@ -1,6 +1,7 @@
 //! The token batcher: streamed deltas of one node go out as one `node.token` per interval
 //! (34 ms by default). The first delta of a batch arms the runtime's timer thread (any
-//! executor works); a node's pending deltas are flushed before its `node.finished`.
+//! executor works); a node's pending deltas are flushed before its `node.finished`, and every
+//! pending batch of a session is flushed when the session is disposed.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -87,6 +88,7 @@ impl TokenBuf {
                 return;
             }
         }
+        self.host.track_tokens(Arc::downgrade(self));
         let me = Arc::clone(self);
         if !crate::timer::after(self.host.token_interval(), move || me.flush()) {
             self.flush();

@@ -52,6 +52,11 @@ pub(crate) trait Host: GateSink + Send + Sync + 'static {
     fn meta(&self) -> Extra;
     /// The session's implicit run.
     fn implicit(&self) -> &ImplicitRun;
+    /// A token batch of this session is waiting for its interval: flushed early if the
+    /// session is disposed first.
+    fn track_tokens(&self, buf: std::sync::Weak<crate::tokens::TokenBuf>) {
+        let _ = buf;
+    }
     /// Whether [`Host::first_use`] still has work to do (cheap).
     fn needs_first_use(&self) -> bool {
         false
@@ -104,6 +109,9 @@ impl Host for crate::session::Inner {
     }
     fn implicit(&self) -> &ImplicitRun {
         &self.implicit
+    }
+    fn track_tokens(&self, buf: std::sync::Weak<crate::tokens::TokenBuf>) {
+        crate::session::Inner::track_tokens(self, buf);
     }
     fn needs_first_use(&self) -> bool {
         crate::session::Inner::needs_first_use(self)
