@@ -51,6 +51,44 @@ pub struct Config {
     pub(crate) pong_timeout: Duration,
     pub(crate) env: Option<Arc<HashMap<String, String>>>,
     pub(crate) warn: Option<WarnHook>,
+    pub(crate) hide: Hide,
+}
+
+/// Which redaction switches are on (see [`Config::hide_inputs`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Hide {
+    pub(crate) inputs: bool,
+    pub(crate) outputs: bool,
+    pub(crate) tool_args: bool,
+    pub(crate) tool_results: bool,
+}
+
+/// Whether an environment value turns a switch on (`1` or `true`, any case).
+#[cfg(feature = "enabled")]
+fn switch_on(value: Option<String>) -> bool {
+    value.is_some_and(|v| {
+        let v = v.trim();
+        v == "1" || v.eq_ignore_ascii_case("true")
+    })
+}
+
+#[cfg(feature = "enabled")]
+impl Hide {
+    /// The config's switches, each also turned on by its environment variable (the
+    /// environment is a floor: code cannot turn a switch off).
+    pub(crate) fn resolve(config: Hide, var: &dyn Fn(&str) -> Option<String>) -> Self {
+        Self {
+            inputs: config.inputs || switch_on(var("GRAPHMIND_HIDE_INPUTS")),
+            outputs: config.outputs || switch_on(var("GRAPHMIND_HIDE_OUTPUTS")),
+            tool_args: config.tool_args || switch_on(var("GRAPHMIND_HIDE_TOOL_ARGS")),
+            tool_results: config.tool_results || switch_on(var("GRAPHMIND_HIDE_TOOL_RESULTS")),
+        }
+    }
+
+    /// Whether any switch is on.
+    pub(crate) fn any(self) -> bool {
+        self.inputs || self.outputs || self.tool_args || self.tool_results
+    }
 }
 
 /// Default token batching interval: one `node.token` per node per 34 ms.
@@ -83,6 +121,7 @@ impl Config {
             pong_timeout: Duration::from_secs(3),
             env: None,
             warn: None,
+            hide: Hide::default(),
         }
     }
 
@@ -206,6 +245,48 @@ impl Config {
         self
     }
 
+    /// Hides every node's input (and streamed tool arguments) from the debugger: the value is
+    /// replaced by `"__REDACTED__"` before the event is recorded, so it is never stored,
+    /// sent or replayed, and the payload carries `"redaction": {"count", "keys"}`.
+    /// `GRAPHMIND_HIDE_INPUTS=1` (or `true`) turns it on whatever the code says; the same
+    /// holds for the other three switches and their variables.
+    #[must_use]
+    pub fn hide_inputs(mut self, on: bool) -> Self {
+        self.hide.inputs = on;
+        self
+    }
+
+    /// Hides every node's output (also the output an `after` gate holds) and every streamed
+    /// delta (a delta keeps its kind and its length as `chars`). Env:
+    /// `GRAPHMIND_HIDE_OUTPUTS`. See [`Config::hide_inputs`].
+    #[must_use]
+    pub fn hide_outputs(mut self, on: bool) -> Self {
+        self.hide.outputs = on;
+        self
+    }
+
+    /// Hides the inputs of tool nodes and streamed tool arguments. Env:
+    /// `GRAPHMIND_HIDE_TOOL_ARGS`. See [`Config::hide_inputs`].
+    #[must_use]
+    pub fn hide_tool_args(mut self, on: bool) -> Self {
+        self.hide.tool_args = on;
+        self
+    }
+
+    /// Hides the outputs of tool nodes (also at their `after` gate) and their deltas. Env:
+    /// `GRAPHMIND_HIDE_TOOL_RESULTS`. See [`Config::hide_inputs`].
+    #[must_use]
+    pub fn hide_tool_results(mut self, on: bool) -> Self {
+        self.hide.tool_results = on;
+        self
+    }
+
+    /// The redaction switches in effect: the config's, plus those the environment turns on.
+    #[cfg(feature = "enabled")]
+    pub(crate) fn resolved_hide(&self) -> Hide {
+        Hide::resolve(self.hide, &|k| self.var(k))
+    }
+
     /// Sends warnings here instead of standard error (`[graphmind] <message>`).
     #[must_use]
     pub fn on_warning(mut self, hook: impl Fn(&str) + Send + Sync + 'static) -> Self {
@@ -267,6 +348,7 @@ impl fmt::Debug for Config {
             .field("wait_for_attach", &self.wait_for_attach)
             .field("pause_timeout", &self.pause_timeout)
             .field("ring_limits", &(self.ring_events, self.ring_bytes))
+            .field("hide", &self.hide)
             .finish_non_exhaustive()
     }
 }

@@ -71,6 +71,8 @@ pub mod node;
 pub mod node;
 #[cfg(feature = "enabled")]
 mod record;
+#[cfg(feature = "enabled")]
+mod redact;
 mod roster;
 mod run;
 #[cfg(feature = "enabled")]

@@ -209,6 +209,8 @@ pub(crate) struct Inner {
     warned: Mutex<Vec<&'static str>>,
     /// The run of instrumented calls outside any run scope.
     pub(crate) implicit: crate::exec::ImplicitRun,
+    /// Redaction switches in effect (applied before an event reaches the ring).
+    hide: crate::config::Hide,
     /// Token batches armed since the last prune (flushed by `dispose`).
     tokens: Mutex<Vec<std::sync::Weak<crate::tokens::TokenBuf>>>,
     /// The clock of `ts`: an event at instant `t` is stamped `(t - base)` in whole
@@ -226,6 +228,7 @@ impl Inner {
         let enabled = config.resolved_enabled();
         let url = config.resolved_url();
         let ring = Ring::new(config.ring_events, config.ring_bytes);
+        let hide = config.resolved_hide();
         let base = Instant::now();
         Arc::new_cyclic(|me| Self {
             me: me.clone(),
@@ -247,6 +250,7 @@ impl Inner {
             warned: Mutex::new(Vec::new()),
             implicit: crate::exec::ImplicitRun::default(),
             tokens: Mutex::new(Vec::new()),
+            hide,
             base,
             offset: AtomicU64::new(now_ms()),
             synced: AtomicU64::new(0),
@@ -300,6 +304,11 @@ impl Inner {
             return None;
         }
         let ts = self.ts_at(at);
+        let record = if self.hide.any() {
+            self.hide.record(record)
+        } else {
+            record
+        };
         let seq = self.ring().push(ts, run_id, record);
         if self.attached.load(Relaxed) {
             self.wake.notify_one();
