@@ -1,7 +1,9 @@
 //! Per-call overhead of `#[graphmind::tool]`, in one run: a plain async fn, the same tool
-//! detached (enabled, nothing listening: events still land in the replay ring), disabled
-//! (inlined into the caller, and behind a non-inlined call), and `#[tracing::instrument]` with
-//! a `fmt` subscriber writing to a sink; and one `Instant::now()` for reference.
+//! detached (enabled, nothing listening: events still land in the replay ring; outside and
+//! inside a run scope), attached to a debugger that sets no breakpoint (every gate is checked
+//! and passes; the events are sent), disabled (inlined into the caller, and behind a
+//! non-inlined call), and `#[tracing::instrument]` with a `fmt` subscriber writing to a sink;
+//! and one `Instant::now()` for reference.
 //!
 //! Run: `cargo bench -p graphmind --bench overhead`.
 
@@ -33,6 +35,11 @@ async fn gated_in_run(a: u64, b: u64) -> u64 {
 }
 
 #[graphmind::tool]
+async fn gated_attached(a: u64, b: u64) -> u64 {
+    a.wrapping_add(b)
+}
+
+#[graphmind::tool]
 async fn gated_shared(a: u64, b: u64) -> u64 {
     a.wrapping_add(b)
 }
@@ -40,6 +47,55 @@ async fn gated_shared(a: u64, b: u64) -> u64 {
 #[tracing::instrument]
 async fn traced(a: u64, b: u64) -> u64 {
     a.wrapping_add(b)
+}
+
+/// A minimal debugger on 127.0.0.1: acks every `hello` (no breakpoints, mode run) and reads
+/// and drops every frame. Returns its port.
+fn sink_debugger() -> u16 {
+    use futures_util::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    listener.set_nonblocking(true).expect("nonblocking");
+    let port = listener.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
+            while let Ok((tcp, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    let Ok(mut ws) = tokio_tungstenite::accept_async(tcp).await else {
+                        return;
+                    };
+                    while let Some(Ok(msg)) = ws.next().await {
+                        if let Message::Text(text) = msg
+                            && text.contains(r#""type":"hello""#)
+                        {
+                            let ack = serde_json::json!({
+                                "gm": 1, "seq": 0, "ts": 0, "runId": "*", "type": "hello.ack",
+                                "payload": {
+                                    "versions": {"protocol": 1, "viewer": "bench"},
+                                    "capabilities": [], "breakpoints": [], "mode": "run",
+                                    "sessionToken": "bench",
+                                },
+                            });
+                            if ws
+                                .send(Message::Text(ack.to_string().into()))
+                                .await
+                                .is_err()
+                            {
+                                return;
+                            }
+                        }
+                    }
+                });
+            }
+        });
+    });
+    port
 }
 
 /// Polls a future that completes without waiting (all of these do) to its output. Inlined so
@@ -106,6 +162,28 @@ fn overhead(c: &mut Criterion) {
         });
     });
     assert!(!detached.is_attached());
+
+    // Attached to a debugger that sets no breakpoint: each call checks its gates (they pass)
+    // and its two events are sent by the transport thread.
+    let port = sink_debugger();
+    let attached = graphmind::init(
+        graphmind::Config::new("bench")
+            .url(format!("ws://127.0.0.1:{port}/ingest"))
+            .env_vars(std::iter::empty::<(String, String)>()),
+    );
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    assert!(
+        rt.block_on(attached.ready(Duration::from_secs(5))),
+        "attached"
+    );
+    g.bench_function("tool, attached, no breakpoint", |b| {
+        b.iter(|| ready(gated_attached(black_box(1), black_box(2))));
+    });
+    assert!(attached.is_attached(), "stayed attached");
+    rt.block_on(attached.dispose());
 
     let disabled = graphmind::init(
         graphmind::Config::new("bench")
