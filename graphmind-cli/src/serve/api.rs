@@ -54,13 +54,19 @@ struct LimitQuery {
 
 async fn runs(State(hub): State<Arc<Hub>>, Query(q): Query<LimitQuery>) -> Response {
     let limit = q.limit.unwrap_or(200).min(1000);
-    axum::Json(json!({"runs": hub.runs(limit)})).into_response()
+    // Runs evicted from memory are listed from storage.
+    let stored = match hub.stored_runs(limit).await {
+        Ok(s) => s,
+        Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, e),
+    };
+    axum::Json(json!({"runs": hub.runs(limit, &stored)})).into_response()
 }
 
 async fn run(State(hub): State<Arc<Hub>>, Path(run_id): Path<String>) -> Response {
-    match hub.run(&run_id) {
-        Some(r) => axum::Json(r).into_response(),
-        None => error(StatusCode::NOT_FOUND, format!("no run {run_id}")),
+    match hub.run_anywhere(&run_id).await {
+        Ok(Some(r)) => axum::Json(r).into_response(),
+        Ok(None) => error(StatusCode::NOT_FOUND, format!("no run {run_id}")),
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e),
     }
 }
 
@@ -76,8 +82,10 @@ async fn events(
     Path(run_id): Path<String>,
     Query(q): Query<EventsQuery>,
 ) -> Response {
-    if hub.run(&run_id).is_none() {
-        return error(StatusCode::NOT_FOUND, format!("no run {run_id}"));
+    match hub.run_anywhere(&run_id).await {
+        Ok(Some(_)) => {}
+        Ok(None) => return error(StatusCode::NOT_FOUND, format!("no run {run_id}")),
+        Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, e),
     }
     let limit = q.limit.unwrap_or(1000).clamp(1, 10_000);
     hub.writer.barrier().await;

@@ -12,7 +12,7 @@ use graphmind_protocol::{Envelope, Message, PAYLOAD_BUDGET, Parsed, parse, shrin
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::state::{AppOut, Hub};
+use super::state::{AppOut, Hub, Load};
 
 /// Largest frame an app may send (close 1009 above it).
 pub const MAX_FRAME: usize = 16 * 1024 * 1024;
@@ -337,16 +337,31 @@ async fn event(hub: &Arc<Hub>, conn: u64, text: &str, tx: &mpsc::UnboundedSender
     if shrunk {
         hub.stats.shrunk.fetch_add(1, Ordering::Relaxed);
     }
-    if hub.needs_seqs(&env.run_id) {
-        hub.writer.barrier().await;
+    let load = hub.needs_load(&env.run_id);
+    if load != Load::Nothing {
+        // A run missing from memory was evicted after everything of it was committed; one in
+        // memory may have writes queued.
+        if load == Load::Seqs {
+            hub.writer.barrier().await;
+        }
         let reader = Arc::clone(&hub.reader);
         let run = env.run_id.clone();
-        let seqs = tokio::task::spawn_blocking(move || reader.seqs(&run))
-            .await
-            .ok()
-            .and_then(Result::ok)
-            .unwrap_or_default();
-        hub.install_seqs(&env.run_id, seqs);
+        // The row too: the run may leave memory while its seqs are read (then it comes back
+        // as stored); a run that is in storage neither is new.
+        let loaded = tokio::task::spawn_blocking(move || {
+            let row = reader.run(&run)?;
+            let seqs = if row.is_some() {
+                reader.seqs(&run)?
+            } else {
+                Default::default()
+            };
+            Ok::<_, String>((row, seqs))
+        })
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .unwrap_or_default();
+        hub.install_seqs(&env.run_id, loaded.0, loaded.1);
     }
     if hub.app_event(conn, &env, body).await
         && let Some(n) = dropped

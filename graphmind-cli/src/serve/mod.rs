@@ -68,9 +68,14 @@ pub struct ServeArgs {
     /// Print one JSON line {port,url,pid,version,…} on stdout once listening; logs go to stderr.
     #[arg(long)]
     pub json: bool,
-    /// Keep the newest N runs at start (runs older than 30 days are dropped too).
+    /// Keep the newest N runs, at start and every hour (runs older than 30 days are dropped
+    /// too; a run still running or holding a pause is kept while the hub runs).
     #[arg(long, default_value_t = 200)]
     pub keep: usize,
+    /// Keep at most N finished runs in memory (the newest; older ones stay in the database and
+    /// are read from it when asked for).
+    #[arg(long, default_value_t = 1000, value_name = "N")]
+    pub memory_runs: usize,
     /// Milliseconds before a run whose app went away counts as abandoned (tests shorten it;
     /// env GRAPHMIND_ABANDON_GRACE_MS too).
     #[arg(long, hide = true)]
@@ -88,6 +93,10 @@ pub struct ServeArgs {
     /// env GRAPHMIND_HEADER_TIMEOUT_MS too).
     #[arg(long, hide = true)]
     pub header_timeout_ms: Option<u64>,
+    /// Milliseconds between retention passes while the hub runs (default 3600000; tests
+    /// shorten it; env GRAPHMIND_RETENTION_INTERVAL_MS too).
+    #[arg(long, hide = true)]
+    pub retention_interval_ms: Option<u64>,
 }
 
 /// Serves HTTP/1.1 (with WebSocket upgrades) on every accepted connection. Unlike
@@ -159,7 +168,46 @@ pub struct Running {
     hub: Arc<Hub>,
     _db_lock: std::fs::File,
     server: tokio::task::JoinHandle<()>,
-    ticker: tokio::task::JoinHandle<()>,
+    /// The run-frame ticker, the housekeeping and the periodic retention.
+    tasks: [tokio::task::JoinHandle<()>; 3],
+}
+
+/// Keeps a long-lived hub's memory bounded: finished runs beyond `--memory-runs` leave memory
+/// (after the writer committed everything of them), and stale session tokens and closed
+/// pauses are forgotten.
+async fn housekeeping(hub: Arc<Hub>) {
+    let mut tick = tokio::time::interval(Duration::from_millis(200));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut n: u64 = 0;
+    loop {
+        tick.tick().await;
+        let ids = hub.eviction_candidates();
+        if !ids.is_empty() {
+            hub.writer.barrier().await;
+            hub.evict(&ids);
+        }
+        n += 1;
+        if n.is_multiple_of(5) {
+            hub.sweep();
+        }
+    }
+}
+
+/// Applies the retention rule every `interval` (the first time one interval after the start,
+/// which applied it already); the runs it deleted leave memory too.
+async fn retain_periodically(hub: Arc<Hub>, retention: Retention, interval: Duration) {
+    loop {
+        tokio::time::sleep(interval).await;
+        let since = now_ms();
+        let protect = hub.retention_protect();
+        let deleted = hub.writer.retain(retention, since, protect).await;
+        if deleted.is_empty() {
+            continue;
+        }
+        for row in hub.forget_deleted(&deleted, since) {
+            hub.writer.run(row).await;
+        }
+    }
 }
 
 /// Starts a hub: storage, tokens, listener, run file. Returns once it is listening.
@@ -204,6 +252,14 @@ pub async fn start(args: &ServeArgs) -> Result<Running, String> {
         "GRAPHMIND_HEADER_TIMEOUT_MS",
         10_000,
     ));
+    let retention_interval = Duration::from_millis(
+        ms(
+            args.retention_interval_ms,
+            "GRAPHMIND_RETENTION_INTERVAL_MS",
+            3_600_000,
+        )
+        .max(10),
+    );
     let cfg = Config {
         version: env!("CARGO_PKG_VERSION"),
         port,
@@ -213,6 +269,7 @@ pub async fn start(args: &ServeArgs) -> Result<Running, String> {
         abandon_grace: Duration::from_millis(grace_ms),
         resume_wait: Duration::from_millis(resume_wait_ms),
         hello_timeout: Duration::from_millis(hello_timeout_ms),
+        memory_runs: args.memory_runs,
     };
     let url = format!("http://127.0.0.1:{port}");
     let viewer_url = format!("{url}/#token={}", cfg.viewer_token.as_str());
@@ -268,6 +325,12 @@ pub async fn start(args: &ServeArgs) -> Result<Running, String> {
             }
         })
     };
+    let housekeeping = tokio::spawn(housekeeping(Arc::clone(&hub)));
+    let retainer = tokio::spawn(retain_periodically(
+        Arc::clone(&hub),
+        retention,
+        retention_interval,
+    ));
     Ok(Running {
         port,
         url,
@@ -276,7 +339,7 @@ pub async fn start(args: &ServeArgs) -> Result<Running, String> {
         hub,
         _db_lock: db_lock,
         server,
-        ticker,
+        tasks: [ticker, housekeeping, retainer],
     })
 }
 
@@ -284,7 +347,9 @@ impl Running {
     /// Stops listening, closes app connections, flushes storage and removes the run file.
     pub async fn shutdown(self) {
         self.server.abort();
-        self.ticker.abort();
+        for t in &self.tasks {
+            t.abort();
+        }
         self.hub.close_apps();
         let _ = tokio::time::timeout(Duration::from_secs(5), self.hub.writer.barrier()).await;
         let _ = std::fs::remove_file(&self.run_file);

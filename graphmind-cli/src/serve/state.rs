@@ -20,6 +20,13 @@ use super::{AllowControl, now_ms};
 
 /// How long a closed pause is remembered (to tell "taken" from "gone").
 const CLOSED_MEMORY: Duration = Duration::from_secs(600);
+/// A finished run stays in memory at least this long after its latest event, whatever the cap
+/// (its last `run` frame reaches the viewers, and an event being taken in finds it).
+const EVICT_IDLE_MS: u64 = 1000;
+/// Session tokens kept per app identity (the newest; an app resumes with the latest it got).
+const TOKENS_PER_IDENTITY: usize = 4;
+/// Most session tokens kept in all; beyond it those of disconnected apps go, oldest first.
+pub const MAX_SESSION_TOKENS: usize = 16_384;
 /// Capacity of a viewer's outgoing queue; a viewer that falls this far behind is dropped
 /// (it reconnects and replays).
 pub const VIEWER_QUEUE: usize = 65_536;
@@ -45,6 +52,8 @@ pub struct Config {
     pub resume_wait: Duration,
     /// How long an `/ingest` socket may stay open without sending `hello` (10 s).
     pub hello_timeout: Duration,
+    /// Most finished (or abandoned) runs kept in memory; older ones are read from storage.
+    pub memory_runs: usize,
 }
 
 /// Counters since start (reported by `/health`).
@@ -71,6 +80,12 @@ pub struct Stats {
     /// Events the apps announced lost (`"dropped": n`: evicted from their replay rings before
     /// they were sent).
     pub client_dropped: AtomicU64,
+    /// Finished runs dropped from memory (they stay in storage).
+    pub runs_evicted: AtomicU64,
+    /// Runs deleted by the retention rule while running.
+    pub runs_deleted: AtomicU64,
+    /// Session tokens forgotten (their app gone and nothing left to reclaim).
+    pub tokens_expired: AtomicU64,
 }
 
 impl Stats {
@@ -87,6 +102,9 @@ impl Stats {
             "ignoredBeforeHello": g(&self.ignored_before_hello),
             "helloTimeouts": g(&self.hello_timeouts),
             "clientDropped": g(&self.client_dropped),
+            "runsEvicted": g(&self.runs_evicted),
+            "runsDeleted": g(&self.runs_deleted),
+            "sessionTokensExpired": g(&self.tokens_expired),
         })
     }
 }
@@ -184,6 +202,17 @@ impl Outcome {
     }
 }
 
+/// What an event's run needs read from storage before the event is taken in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Load {
+    /// Nothing: the run is in memory with its seqs, or it is new.
+    Nothing,
+    /// The run is in memory without its seqs (a run of an earlier start, or a finished one).
+    Seqs,
+    /// The run is not in memory but may be stored (runs were evicted).
+    Run,
+}
+
 /// What a token is asked to do.
 #[derive(Debug, Clone, Copy)]
 pub enum Need {
@@ -219,9 +248,38 @@ struct RunState {
     /// finished run that receives more frames).
     seqs: Option<HashSet<u64>>,
     nodes: HashMap<String, NodeSeen>,
+    /// When its latest event was taken in (epoch ms; 0 for a run loaded from storage).
+    touched: u64,
 }
 
 impl RunState {
+    /// A run as stored (no owner, seqs not loaded).
+    fn from_row(r: RunRow) -> (String, Self) {
+        let sdk = r.sdk.as_deref().and_then(|s| serde_json::from_str(s).ok());
+        (
+            r.run_id,
+            Self {
+                app: r.app,
+                name: r.name,
+                status: r.status,
+                started_at: r.started_at,
+                ended_at: r.ended_at,
+                sdk,
+                created_at: r.created_at,
+                event_count: r.event_count,
+                owner: None,
+                seqs: None,
+                nodes: HashMap::new(),
+                touched: 0,
+            },
+        )
+    }
+
+    /// The sort key of run lists (newest first): start, else first sight.
+    fn start_key(&self) -> u64 {
+        self.started_at.unwrap_or(self.created_at)
+    }
+
     /// Keeps what a pause of a node shows: the latest execution's input, output and error.
     fn track_node(&mut self, message: &Message) {
         match message {
@@ -252,6 +310,11 @@ impl RunState {
 
     fn finished(&self) -> bool {
         matches!(self.status.as_str(), "ok" | "error" | "aborted")
+    }
+
+    /// Finished or abandoned: counted against the memory cap.
+    fn settled(&self) -> bool {
+        self.finished() || self.status == "abandoned"
     }
 
     fn row(&self, run_id: &str) -> RunRow {
@@ -338,17 +401,30 @@ struct ViewerConn {
 
 type PauseKey = (String, String);
 
+#[derive(Debug, Clone, Copy)]
+struct SessionToken {
+    identity: u64,
+    /// Issue order (newer tokens have larger numbers).
+    issued: u64,
+}
+
 #[derive(Debug)]
 struct State {
     breakpoints: Vec<BreakpointMatcher>,
     mode: Mode,
     apps: HashMap<u64, AppConn>,
     /// Session token → identity.
-    tokens: HashMap<String, u64>,
+    tokens: HashMap<String, SessionToken>,
     /// Identity → its live connection.
     live: HashMap<u64, u64>,
     /// Identity → when its last connection went away (while it has unfinished runs).
     left: HashMap<u64, Instant>,
+    /// Identity → when its last connection went away (any identity; forgotten after the
+    /// abandon grace, with its session tokens unless it still owns unfinished runs).
+    gone: HashMap<u64, Instant>,
+    /// Whether runs were dropped from memory since start (then a run missing from memory may
+    /// still be in storage).
+    evicted: bool,
     runs: HashMap<String, RunState>,
     pauses: HashMap<PauseKey, Pause>,
     closed: HashMap<PauseKey, Closed>,
@@ -386,28 +462,7 @@ impl Hub {
         stored: Vec<RunRow>,
         breakpoints: Vec<BreakpointMatcher>,
     ) -> Arc<Self> {
-        let runs = stored
-            .into_iter()
-            .map(|r| {
-                let sdk = r.sdk.as_deref().and_then(|s| serde_json::from_str(s).ok());
-                (
-                    r.run_id,
-                    RunState {
-                        app: r.app,
-                        name: r.name,
-                        status: r.status,
-                        started_at: r.started_at,
-                        ended_at: r.ended_at,
-                        sdk,
-                        created_at: r.created_at,
-                        event_count: r.event_count,
-                        owner: None,
-                        seqs: None,
-                        nodes: HashMap::new(),
-                    },
-                )
-            })
-            .collect();
+        let runs = stored.into_iter().map(RunState::from_row).collect();
         Arc::new(Self {
             cfg,
             stats: Stats::default(),
@@ -420,6 +475,8 @@ impl Hub {
                 tokens: HashMap::new(),
                 live: HashMap::new(),
                 left: HashMap::new(),
+                gone: HashMap::new(),
+                evicted: false,
                 runs,
                 pauses: HashMap::new(),
                 closed: HashMap::new(),
@@ -469,13 +526,16 @@ impl Hub {
     ) -> (u64, u64, String, Vec<RunRow>) {
         let conn = self.next_id();
         let session_token = random_id("sess");
+        let issued = self.next_id();
         let mut st = self.lock();
         let identity = resume_token
-            .and_then(|t| st.tokens.get(t).copied())
+            .and_then(|t| st.tokens.get(t).map(|s| s.identity))
             .unwrap_or_else(|| self.next_id());
-        st.tokens.insert(session_token.clone(), identity);
+        st.tokens
+            .insert(session_token.clone(), SessionToken { identity, issued });
         st.live.insert(identity, conn);
         st.left.remove(&identity);
+        st.gone.remove(&identity);
         st.apps.insert(conn, AppConn { identity, tx, app });
         // The identity's runs are live again; a reclaimed abandoned run is running again in
         // storage too.
@@ -532,6 +592,7 @@ impl Hub {
                 return; // the identity already moved to a newer connection
             }
             st.live.remove(&identity);
+            st.gone.insert(identity, Instant::now());
             let st = &mut *st;
             let keys: Vec<PauseKey> = st
                 .pauses
@@ -594,9 +655,11 @@ impl Hub {
             st.left.remove(&identity);
             let st = &mut *st;
             let mut rows = Vec::new();
+            let now = now_ms();
             for (id, run) in &mut st.runs {
                 if run.owner == Some(identity) && run.status == "running" {
                     run.status = "abandoned".into();
+                    run.touched = now;
                     st.dirty.insert(id.clone());
                     rows.push(run.row(id));
                 }
@@ -615,9 +678,11 @@ impl Hub {
             let mut st = self.lock();
             let st = &mut *st;
             let mut rows = Vec::new();
+            let now = now_ms();
             for (id, run) in &mut st.runs {
                 if run.owner.is_none() && run.status == "running" {
                     run.status = "abandoned".into();
+                    run.touched = now;
                     st.dirty.insert(id.clone());
                     rows.push(run.row(id));
                 }
@@ -629,21 +694,41 @@ impl Hub {
         }
     }
 
-    /// Whether a run's events need its stored seqs loaded first (a run of an earlier start,
-    /// or a finished one).
-    pub fn needs_seqs(&self, run_id: &str) -> bool {
-        self.lock()
-            .runs
-            .get(run_id)
-            .is_some_and(|r| r.seqs.is_none())
+    /// What must be read from storage before an event of `run_id` is taken in.
+    pub fn needs_load(&self, run_id: &str) -> Load {
+        let mut st = self.lock();
+        let evicted = st.evicted;
+        match st.runs.get_mut(run_id) {
+            Some(r) => {
+                // An event is on its way in: the run must not leave memory meanwhile.
+                if r.settled() {
+                    r.touched = now_ms();
+                }
+                if r.seqs.is_none() {
+                    Load::Seqs
+                } else {
+                    Load::Nothing
+                }
+            }
+            None if evicted => Load::Run,
+            None if evicted => Load::Run,
+            None => Load::Nothing,
+        }
     }
 
-    /// Installs the stored seqs of a run of an earlier start.
-    pub fn install_seqs(&self, run_id: &str, seqs: HashSet<u64>) {
-        if let Some(r) = self.lock().runs.get_mut(run_id)
-            && r.seqs.is_none()
-        {
+    /// Installs the stored seqs of a run (of an earlier start, or a finished one), and the
+    /// stored run itself if it is not in memory (it was evicted).
+    pub fn install_seqs(&self, run_id: &str, stored: Option<RunRow>, seqs: HashSet<u64>) {
+        let mut st = self.lock();
+        if let Some(r) = st.runs.get_mut(run_id) {
+            if r.seqs.is_none() {
+                r.seqs = Some(seqs);
+            }
+        } else if let Some(row) = stored {
+            let (id, mut r) = RunState::from_row(row);
             r.seqs = Some(seqs);
+            r.touched = now_ms();
+            st.runs.insert(id, r);
         }
     }
 
@@ -677,10 +762,12 @@ impl Hub {
                     owner: Some(identity),
                     seqs: Some(HashSet::new()),
                     nodes: HashMap::new(),
+                    touched: now,
                 };
                 rows.push(r.row(run_id));
                 r
             });
+            run.touched = now;
             if let Some(seqs) = &mut run.seqs
                 && !seqs.insert(env.seq)
             {
@@ -1173,14 +1260,19 @@ impl Hub {
     // ----- viewers ----------------------------------------------------------------------
 
     /// Registers a viewer and builds its `hello` frame, atomically with respect to updates.
-    pub fn viewer_connected(&self, tx: mpsc::Sender<ViewerOut>) -> (u64, String) {
+    /// `stored`: the newest stored runs, read before when runs were evicted from memory.
+    pub fn viewer_connected(
+        &self,
+        tx: mpsc::Sender<ViewerOut>,
+        stored: &[RunRow],
+    ) -> (u64, String) {
         let id = self.next_id();
         let mut st = self.lock();
         let hello = json!({
             "type": "hello",
             "version": self.cfg.version,
             "debug": debug_json(&st),
-            "runs": runs_json(&st, 200),
+            "runs": runs_json(&st, HELLO_RUNS, stored),
             "pauses": pauses_json(&st, None),
         });
         st.viewers.insert(id, ViewerConn { tx, sub: None });
@@ -1241,15 +1333,203 @@ impl Hub {
 
     // ----- reads ------------------------------------------------------------------------
 
-    /// Runs, newest first.
-    pub fn runs(&self, limit: usize) -> Vec<Value> {
-        runs_json(&self.lock(), limit)
+    /// Whether runs were evicted from memory since start: then lists and reads of runs must
+    /// look in storage too.
+    pub fn evicted_any(&self) -> bool {
+        self.lock().evicted
     }
 
-    /// One run's summary.
+    /// Runs, newest first: those in memory, merged with `stored` (the newest stored runs, read
+    /// when runs were evicted from memory; memory wins for a run in both).
+    pub fn runs(&self, limit: usize, stored: &[RunRow]) -> Vec<Value> {
+        runs_json(&self.lock(), limit, stored)
+    }
+
+    /// One run's summary, if it is in memory.
     pub fn run(&self, run_id: &str) -> Option<Value> {
         let st = self.lock();
         st.runs.get(run_id).map(|r| run_json(&st, run_id, r))
+    }
+
+    /// One run's summary, from memory or else from storage (an evicted run).
+    pub async fn run_anywhere(&self, run_id: &str) -> Result<Option<Value>, String> {
+        if let Some(r) = self.run(run_id) {
+            return Ok(Some(r));
+        }
+        let reader = Arc::clone(&self.reader);
+        let rid = run_id.to_owned();
+        let row = tokio::task::spawn_blocking(move || reader.run(&rid))
+            .await
+            .map_err(|e| e.to_string())??;
+        // It may have come back into memory meanwhile: memory is newer.
+        if let Some(r) = self.run(run_id) {
+            return Ok(Some(r));
+        }
+        Ok(row.map(|row| {
+            let (id, r) = RunState::from_row(row);
+            run_json(&self.lock(), &id, &r)
+        }))
+    }
+
+    /// The newest `limit` stored runs when runs were evicted from memory (else none: memory
+    /// holds every stored run).
+    pub async fn stored_runs(&self, limit: usize) -> Result<Vec<RunRow>, String> {
+        if !self.evicted_any() {
+            return Ok(Vec::new());
+        }
+        let reader = Arc::clone(&self.reader);
+        tokio::task::spawn_blocking(move || reader.runs(limit))
+            .await
+            .map_err(|e| e.to_string())?
+    }
+
+    // ----- housekeeping -----------------------------------------------------------------
+
+    /// Finished (or abandoned) runs beyond the memory cap that may leave memory, oldest first:
+    /// not touched in the last second and holding no pause. Evict them with
+    /// [`Hub::evict`] once the writer committed everything queued before.
+    pub fn eviction_candidates(&self) -> Vec<String> {
+        let st = self.lock();
+        let cap = self.cfg.memory_runs;
+        if st.runs.len() <= cap {
+            return Vec::new();
+        }
+        let settled = st.runs.values().filter(|r| r.settled()).count();
+        if settled <= cap {
+            return Vec::new();
+        }
+        let paused = paused_runs(&st);
+        let now = now_ms();
+        let mut c: Vec<(u64, &String)> = st
+            .runs
+            .iter()
+            .filter(|(id, r)| evictable(&st, id, r, &paused, now))
+            .map(|(id, r)| (r.start_key(), id))
+            .collect();
+        c.sort_unstable();
+        c.truncate(settled - cap);
+        c.into_iter().map(|(_, id)| id.clone()).collect()
+    }
+
+    /// Drops the given runs from memory, those still evictable. Returns how many left.
+    pub fn evict(&self, ids: &[String]) -> usize {
+        let mut guard = self.lock();
+        let st = &mut *guard;
+        let paused: HashSet<String> = paused_runs(st).into_iter().map(str::to_owned).collect();
+        let paused: HashSet<&str> = paused.iter().map(String::as_str).collect();
+        let now = now_ms();
+        let mut n = 0;
+        for id in ids {
+            let Some(r) = st.runs.get(id) else { continue };
+            if !evictable(st, id, r, &paused, now) {
+                continue;
+            }
+            st.runs.remove(id);
+            st.dirty.remove(id);
+            n += 1;
+        }
+        if n > 0 {
+            st.evicted = true;
+            self.stats
+                .runs_evicted
+                .fetch_add(n as u64, Ordering::Relaxed);
+        }
+        n
+    }
+
+    /// Forgets what a long-lived hub no longer needs: session tokens of apps that went away
+    /// more than the abandon grace ago and own no unfinished run (at most
+    /// [`TOKENS_PER_IDENTITY`] per app, [`MAX_SESSION_TOKENS`] in all), and closed pauses
+    /// older than their memory.
+    pub fn sweep(&self) {
+        let mut guard = self.lock();
+        let st = &mut *guard;
+        let grace = self.cfg.abandon_grace;
+        st.gone.retain(|_, t| t.elapsed() < grace);
+        st.closed.retain(|_, c| c.at.elapsed() < CLOSED_MEMORY);
+        let mut keep: HashSet<u64> = st.live.keys().copied().collect();
+        keep.extend(st.left.keys().copied());
+        keep.extend(st.gone.keys().copied());
+        keep.extend(
+            st.runs
+                .values()
+                .filter(|r| !r.finished())
+                .filter_map(|r| r.owner),
+        );
+        let before = st.tokens.len();
+        st.tokens.retain(|_, t| keep.contains(&t.identity));
+        // The newest few per identity.
+        let mut per: HashMap<u64, Vec<u64>> = HashMap::new();
+        for t in st.tokens.values() {
+            per.entry(t.identity).or_default().push(t.issued);
+        }
+        let mut oldest_kept: HashMap<u64, u64> = HashMap::new();
+        for (identity, mut issued) in per {
+            if issued.len() > TOKENS_PER_IDENTITY {
+                issued.sort_unstable_by(|a, b| b.cmp(a));
+                oldest_kept.insert(identity, issued[TOKENS_PER_IDENTITY - 1]);
+            }
+        }
+        if !oldest_kept.is_empty() {
+            st.tokens.retain(|_, t| {
+                oldest_kept
+                    .get(&t.identity)
+                    .is_none_or(|&min| t.issued >= min)
+            });
+        }
+        // A hard cap: those of disconnected apps go first, oldest first.
+        if st.tokens.len() > MAX_SESSION_TOKENS {
+            let mut idle: Vec<(u64, String)> = st
+                .tokens
+                .iter()
+                .filter(|(_, t)| !st.live.contains_key(&t.identity))
+                .map(|(k, t)| (t.issued, k.clone()))
+                .collect();
+            idle.sort_unstable();
+            let excess = st.tokens.len() - MAX_SESSION_TOKENS;
+            for (_, k) in idle.into_iter().take(excess) {
+                st.tokens.remove(&k);
+            }
+        }
+        let expired = before - st.tokens.len();
+        if expired > 0 {
+            self.stats
+                .tokens_expired
+                .fetch_add(expired as u64, Ordering::Relaxed);
+        }
+    }
+
+    /// The runs a retention pass must not delete: those still running or holding a pause.
+    pub fn retention_protect(&self) -> HashSet<String> {
+        let st = self.lock();
+        let paused = paused_runs(&st);
+        st.runs
+            .iter()
+            .filter(|(id, r)| r.status == "running" || paused.contains(id.as_str()))
+            .map(|(id, _)| id.clone())
+            .collect()
+    }
+
+    /// Drops runs the retention pass that started at `since` (epoch ms) deleted from memory.
+    /// A run that became active again meanwhile stays; its returned row is to be stored again.
+    pub fn forget_deleted(&self, ids: &[String], since: u64) -> Vec<RunRow> {
+        let mut guard = self.lock();
+        let st = &mut *guard;
+        let paused: HashSet<String> = paused_runs(st).into_iter().map(str::to_owned).collect();
+        let mut rows = Vec::new();
+        for id in ids {
+            let Some(r) = st.runs.get(id) else { continue };
+            if r.status == "running" || paused.contains(id) || r.touched >= since {
+                rows.push(r.row(id));
+            } else {
+                st.runs.remove(id);
+                st.dirty.remove(id);
+            }
+        }
+        self.stats
+            .runs_deleted
+            .fetch_add(ids.len() as u64, Ordering::Relaxed);
+        rows
     }
 
     /// Open pauses, oldest first.
@@ -1301,6 +1581,7 @@ impl Hub {
             "apps": st.apps.len(),
             "viewers": st.viewers.len(),
             "runs": st.runs.len(),
+            "sessionTokens": st.tokens.len(),
             "pauses": st.pauses.len(),
             "stats": self.stats.to_json(),
         })
@@ -1381,17 +1662,44 @@ fn run_json(st: &State, run_id: &str, r: &RunState) -> Value {
     })
 }
 
-fn runs_json(st: &State, limit: usize) -> Vec<Value> {
-    let mut v: Vec<(&String, &RunState)> = st.runs.iter().collect();
+/// Runs listed in a viewer's `hello`.
+pub const HELLO_RUNS: usize = 200;
+
+/// The newest `limit` runs of memory and `stored` (memory wins for a run in both).
+fn runs_json(st: &State, limit: usize, stored: &[RunRow]) -> Vec<Value> {
+    let extra: Vec<(String, RunState)> = stored
+        .iter()
+        .filter(|r| !st.runs.contains_key(&r.run_id))
+        .map(|r| RunState::from_row(r.clone()))
+        .collect();
+    let mut v: Vec<(&String, &RunState)> = st
+        .runs
+        .iter()
+        .chain(extra.iter().map(|(id, r)| (id, r)))
+        .collect();
     v.sort_by(|a, b| {
-        let ka = a.1.started_at.unwrap_or(a.1.created_at);
-        let kb = b.1.started_at.unwrap_or(b.1.created_at);
-        kb.cmp(&ka).then_with(|| b.0.cmp(a.0))
+        b.1.start_key()
+            .cmp(&a.1.start_key())
+            .then_with(|| b.0.cmp(a.0))
     });
     v.into_iter()
         .take(limit)
         .map(|(id, r)| run_json(st, id, r))
         .collect()
+}
+
+/// Runs that hold an open pause.
+fn paused_runs(st: &State) -> HashSet<&str> {
+    st.pauses.keys().map(|(r, _)| r.as_str()).collect()
+}
+
+/// Whether a run may leave memory: finished or abandoned, idle for a second, no pause held,
+/// no app reporting it.
+fn evictable(st: &State, id: &str, r: &RunState, paused: &HashSet<&str>, now: u64) -> bool {
+    r.settled()
+        && r.touched.saturating_add(EVICT_IDLE_MS) <= now
+        && !paused.contains(id)
+        && (r.finished() || !r.owner.is_some_and(|o| st.live.contains_key(&o)))
 }
 
 fn pauses_json(st: &State, run_id: Option<&str>) -> Vec<Value> {

@@ -58,6 +58,26 @@ enum WriteOp {
     Event(EventRow),
     Run(RunRow),
     Barrier(oneshot::Sender<()>),
+    Retain(RetainOp),
+}
+
+/// A retention pass asked of the writer.
+struct RetainOp {
+    retention: Retention,
+    now_ms: u64,
+    /// Runs not to delete whatever their age (unfinished runs of the hub's memory).
+    protect: HashSet<String>,
+    /// Gets the ids of the deleted runs once the pass is over.
+    done: oneshot::Sender<Vec<String>>,
+}
+
+/// A retention pass in progress on the writer thread: runs are deleted a few at a time, between
+/// batches of writes, so ingest never waits for a long delete.
+struct Trim {
+    doomed: Vec<String>,
+    next: usize,
+    deleted: Vec<String>,
+    done: oneshot::Sender<Vec<String>>,
 }
 
 /// Sends work to the writer thread. Cheap to clone.
@@ -71,6 +91,8 @@ pub struct Writer {
 const WRITER_QUEUE: usize = 65_536;
 /// Most operations committed in one transaction.
 const MAX_BATCH: usize = 16_384;
+/// Runs deleted per transaction by a retention pass while the hub runs.
+const TRIM_CHUNK: usize = 32;
 
 impl Writer {
     /// Queues an event.
@@ -90,6 +112,28 @@ impl Writer {
             let _ = rx.await;
         }
     }
+
+    /// Applies the retention rule (as at start) except to the `protect`ed runs, after
+    /// everything queued before it is committed; the deletes run in small transactions between
+    /// the writer's other work. Returns the ids of the deleted runs.
+    pub async fn retain(
+        &self,
+        retention: Retention,
+        now_ms: u64,
+        protect: HashSet<String>,
+    ) -> Vec<String> {
+        let (done, rx) = oneshot::channel();
+        let op = WriteOp::Retain(RetainOp {
+            retention,
+            now_ms,
+            protect,
+            done,
+        });
+        if self.tx.send(op).await.is_err() {
+            return Vec::new();
+        }
+        rx.await.unwrap_or_default()
+    }
 }
 
 /// The database: opened once at start (schema, retention), then a writer thread and readers.
@@ -104,7 +148,7 @@ pub struct Storage {
     pub lock: std::fs::File,
 }
 
-/// Retention policy applied at start.
+/// Retention policy, applied at start and periodically while the hub runs.
 #[derive(Debug, Clone, Copy)]
 pub struct Retention {
     /// Keep the newest N runs.
@@ -220,27 +264,31 @@ fn lock_file(db: &Path) -> Result<std::fs::File, String> {
     }
 }
 
-fn apply_retention(conn: &Connection, r: Retention, now_ms: u64) -> rusqlite::Result<()> {
+/// The runs the retention rule drops: all but the newest `keep`, and those older than
+/// `max_age_days`.
+fn doomed_runs(conn: &Connection, r: Retention, now_ms: u64) -> rusqlite::Result<Vec<String>> {
     let cutoff = now_ms.saturating_sub(r.max_age_days.saturating_mul(86_400_000));
-    let doomed: Vec<String> = {
-        let mut st = conn.prepare(
-            "SELECT run_id FROM runs WHERE run_id NOT IN (
-                 SELECT run_id FROM runs ORDER BY coalesce(started_at, created_at) DESC LIMIT ?1)
-             OR coalesce(started_at, created_at) < ?2",
-        )?;
-        st.query_map(params![i64_of(r.keep as u64), i64_of(cutoff)], |row| {
-            row.get(0)
-        })?
-        .collect::<rusqlite::Result<_>>()?
-    };
-    if doomed.is_empty() {
+    let mut st = conn.prepare_cached(
+        "SELECT run_id FROM runs WHERE run_id NOT IN (
+             SELECT run_id FROM runs ORDER BY coalesce(started_at, created_at) DESC LIMIT ?1)
+         OR coalesce(started_at, created_at) < ?2",
+    )?;
+    st.query_map(params![i64_of(r.keep as u64), i64_of(cutoff)], |row| {
+        row.get(0)
+    })?
+    .collect()
+}
+
+/// Deletes runs and their events in one transaction.
+fn delete_runs(conn: &Connection, ids: &[String]) -> rusqlite::Result<()> {
+    if ids.is_empty() {
         return Ok(());
     }
     let tx = conn.unchecked_transaction()?;
     {
-        let mut ev = tx.prepare("DELETE FROM events WHERE run_id = ?1")?;
-        let mut run = tx.prepare("DELETE FROM runs WHERE run_id = ?1")?;
-        for id in &doomed {
+        let mut ev = tx.prepare_cached("DELETE FROM events WHERE run_id = ?1")?;
+        let mut run = tx.prepare_cached("DELETE FROM runs WHERE run_id = ?1")?;
+        for id in ids {
             ev.execute([id])?;
             run.execute([id])?;
         }
@@ -248,45 +296,105 @@ fn apply_retention(conn: &Connection, r: Retention, now_ms: u64) -> rusqlite::Re
     tx.commit()
 }
 
+fn apply_retention(conn: &Connection, r: Retention, now_ms: u64) -> rusqlite::Result<()> {
+    let doomed = doomed_runs(conn, r, now_ms)?;
+    delete_runs(conn, &doomed)
+}
+
+fn run_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RunRow> {
+    Ok(RunRow {
+        run_id: row.get(0)?,
+        app: row.get(1)?,
+        name: row.get(2)?,
+        status: row.get(3)?,
+        started_at: u64_of(row.get(4)?),
+        ended_at: u64_of(row.get(5)?),
+        sdk: row.get(6)?,
+        created_at: u64_of(row.get(7)?).unwrap_or(0),
+        event_count: u64_of(row.get(8)?).unwrap_or(0),
+    })
+}
+
+/// The newest `limit` runs, newest first (by start), ties by id, newest id first.
 fn load_runs(conn: &Connection, limit: usize) -> rusqlite::Result<Vec<RunRow>> {
-    let mut st = conn.prepare(
+    let mut st = conn.prepare_cached(
         "SELECT run_id, app, name, status, started_at, ended_at, sdk, created_at, event_count
-         FROM runs ORDER BY coalesce(started_at, created_at) DESC LIMIT ?1",
+         FROM runs ORDER BY coalesce(started_at, created_at) DESC, run_id DESC LIMIT ?1",
     )?;
-    st.query_map([i64_of(limit as u64)], |row| {
-        Ok(RunRow {
-            run_id: row.get(0)?,
-            app: row.get(1)?,
-            name: row.get(2)?,
-            status: row.get(3)?,
-            started_at: u64_of(row.get(4)?),
-            ended_at: u64_of(row.get(5)?),
-            sdk: row.get(6)?,
-            created_at: u64_of(row.get(7)?).unwrap_or(0),
-            event_count: u64_of(row.get(8)?).unwrap_or(0),
-        })
-    })?
-    .collect()
+    st.query_map([i64_of(limit as u64)], run_row)?.collect()
 }
 
 fn writer_loop(conn: &Connection, mut rx: mpsc::Receiver<WriteOp>) {
     let mut batch = Vec::with_capacity(1024);
     let mut barriers = Vec::new();
-    while let Some(op) = rx.blocking_recv() {
-        batch.push(op);
-        while batch.len() < MAX_BATCH {
+    let mut retains = Vec::new();
+    let mut trims: std::collections::VecDeque<Trim> = std::collections::VecDeque::new();
+    loop {
+        // While a retention pass is in progress the writer does not sleep: it deletes a chunk
+        // whenever no write is waiting.
+        let first = if trims.is_empty() {
+            match rx.blocking_recv() {
+                Some(op) => Some(op),
+                None => break,
+            }
+        } else {
             match rx.try_recv() {
-                Ok(op) => batch.push(op),
-                Err(_) => break,
+                Ok(op) => Some(op),
+                Err(mpsc::error::TryRecvError::Empty) => None,
+                Err(mpsc::error::TryRecvError::Disconnected) => break,
+            }
+        };
+        if let Some(op) = first {
+            batch.push(op);
+            while batch.len() < MAX_BATCH {
+                match rx.try_recv() {
+                    Ok(op) => batch.push(op),
+                    Err(_) => break,
+                }
+            }
+            if let Err(e) = write_batch(conn, &mut batch, &mut barriers, &mut retains) {
+                eprintln!("graphmind: storing events failed: {e}");
+            }
+            batch.clear();
+            for b in barriers.drain(..) {
+                let _ = b.send(());
+            }
+            for r in retains.drain(..) {
+                trims.push_back(start_trim(conn, r));
             }
         }
-        if let Err(e) = write_batch(conn, &mut batch, &mut barriers) {
-            eprintln!("graphmind: storing events failed: {e}");
+        // One chunk per round: a batch of writes, then a few deletes.
+        if let Some(t) = trims.front_mut() {
+            let end = (t.next + TRIM_CHUNK).min(t.doomed.len());
+            let chunk = &t.doomed[t.next..end];
+            match delete_runs(conn, chunk) {
+                Ok(()) => t.deleted.extend_from_slice(chunk),
+                Err(e) => eprintln!("graphmind: trimming old runs failed: {e}"),
+            }
+            t.next = end;
+            if t.next >= t.doomed.len()
+                && let Some(t) = trims.pop_front()
+            {
+                let _ = t.done.send(t.deleted);
+            }
         }
-        batch.clear();
-        for b in barriers.drain(..) {
-            let _ = b.send(());
+    }
+}
+
+/// Picks the runs a retention pass deletes (the deletes follow chunk by chunk).
+fn start_trim(conn: &Connection, r: RetainOp) -> Trim {
+    let doomed = match doomed_runs(conn, r.retention, r.now_ms) {
+        Ok(d) => d.into_iter().filter(|id| !r.protect.contains(id)).collect(),
+        Err(e) => {
+            eprintln!("graphmind: finding old runs failed: {e}");
+            Vec::new()
         }
+    };
+    Trim {
+        doomed,
+        next: 0,
+        deleted: Vec::new(),
+        done: r.done,
     }
 }
 
@@ -294,6 +402,7 @@ fn write_batch(
     conn: &Connection,
     batch: &mut Vec<WriteOp>,
     barriers: &mut Vec<oneshot::Sender<()>>,
+    retains: &mut Vec<RetainOp>,
 ) -> rusqlite::Result<()> {
     let tx = conn.unchecked_transaction();
     let mut counts: HashMap<Arc<str>, u64> = HashMap::new();
@@ -337,6 +446,7 @@ fn write_batch(
                         ])?;
                     }
                     WriteOp::Barrier(b) => barriers.push(b),
+                    WriteOp::Retain(r) => retains.push(r),
                 }
             }
             let mut cnt = tx.prepare_cached(
@@ -352,8 +462,10 @@ fn write_batch(
     })();
     // A failed batch still answers every barrier queued in it.
     for op in batch.drain(..) {
-        if let WriteOp::Barrier(b) = op {
-            barriers.push(b);
+        match op {
+            WriteOp::Barrier(b) => barriers.push(b),
+            WriteOp::Retain(r) => retains.push(r),
+            WriteOp::Event(_) | WriteOp::Run(_) => {}
         }
     }
     result
@@ -403,6 +515,23 @@ impl Reader {
             })?
             .collect()
         })
+    }
+
+    /// The stored summary of one run.
+    pub fn run(&self, run_id: &str) -> Result<Option<RunRow>, String> {
+        self.with(|c| {
+            let mut st = c.prepare_cached(
+                "SELECT run_id, app, name, status, started_at, ended_at, sdk, created_at,
+                        event_count FROM runs WHERE run_id = ?1",
+            )?;
+            let mut rows = st.query_map([run_id], run_row)?;
+            rows.next().transpose()
+        })
+    }
+
+    /// The newest `limit` stored runs, newest first (by start).
+    pub fn runs(&self, limit: usize) -> Result<Vec<RunRow>, String> {
+        self.with(|c| load_runs(c, limit))
     }
 
     /// Every stored seq of a run.

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::ingest::is_capacity_error;
-use super::state::{Hub, Outcome, VIEWER_QUEUE, ViewerOut};
+use super::state::{HELLO_RUNS, Hub, Outcome, VIEWER_QUEUE, ViewerOut};
 
 /// Largest frame a viewer may send.
 pub const MAX_VIEWER_FRAME: usize = 1024 * 1024;
@@ -63,7 +63,9 @@ async fn serve_viewer(hub: Arc<Hub>, socket: WebSocket) {
     let (mut sink, mut stream) = socket.split();
     let (tx, mut rx) = mpsc::channel(VIEWER_QUEUE);
     let (res_tx, mut res_rx) = mpsc::unbounded_channel::<String>();
-    let (id, hello) = hub.viewer_connected(tx);
+    // Runs evicted from memory are listed from storage.
+    let stored = hub.stored_runs(HELLO_RUNS).await.unwrap_or_default();
+    let (id, hello) = hub.viewer_connected(tx, &stored);
     let mut sub: Option<Sub> = None;
     if send(&mut sink, hello).await {
         loop {
