@@ -43,7 +43,9 @@ export class FakeApp {
     this.ws.send(JSON.stringify(env));
   }
 
+  /** Closes the socket and waits (at most 2 s) for it; a no-op once closed or never opened. */
   async close() {
+    if (!this.ws || this.ws.readyState === WebSocket.CLOSED) return;
     await new Promise((r) => {
       this.ws.once('close', r);
       this.ws.close(1000);

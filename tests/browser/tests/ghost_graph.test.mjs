@@ -1,26 +1,13 @@
 // The ghost graph (graph.hint) is drawn before anything executes, then lights up per execution.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startHub, launch, openViewer, shot, startAgent, card, addBreakpoint, setPauseOnError, banner, exited, until } from '../lib/harness.mjs';
+import { withHubAndBrowser, shot, card, banner, bpChip, waitBanner, waitCardStatus, assertNoPageErrors, exitedOk } from '../lib/harness.mjs';
 
-let hub;
-let browser;
-before(async () => {
-  hub = await startHub();
-  browser = await launch();
-});
-after(async () => {
-  await browser?.close();
-  await hub?.stop();
-});
+const setup = { pauseOnError: false, breakpoints: [{ kind: 'llm', point: 'before' }], agent: true };
 
-test('ghost cards for every declared tool appear before the first model step runs', async () => {
-  const page = await openViewer(browser, hub);
-  await setPauseOnError(page, false);
-  await addBreakpoint(page, { kind: 'llm', point: 'before' });
-  const agent = startAgent(hub);
-  try {
-    await banner(page, 'llm:step', 'before').waitFor({ timeout: 15_000 });
+test('ghost cards for every declared tool appear before the first model step runs', () =>
+  withHubAndBrowser(setup, async ({ page, agent }) => {
+    await waitBanner(page, 'llm:step', 'before');
     for (const tool of ['lookup_order', 'shipping_status', 'issue_refund']) {
       const c = card(page, `tool:${tool}`);
       await c.waitFor();
@@ -32,21 +19,17 @@ test('ghost cards for every declared tool appear before the first model step run
     await shot(page, 'ghost-graph');
 
     // let it run: drop the breakpoint and continue
-    await page.locator('[data-testid="bp-chip"]', { hasText: 'llm:* @before' }).locator('[data-testid="bp-remove"]').click();
-    await page.locator('[data-testid="bp-chip"]', { hasText: 'llm:* @before' }).waitFor({ state: 'detached' });
+    await bpChip(page, 'llm:* @before').locator('[data-testid="bp-remove"]').click();
+    await bpChip(page, 'llm:* @before').waitFor({ state: 'detached' });
     await banner(page, 'llm:step').locator('[data-testid="gate-continue"]').click();
-    const done = await exited(agent);
-    assert.equal(done.code, 0, agent.io.stderr);
+    await exitedOk(agent);
     for (const tool of ['lookup_order', 'shipping_status', 'issue_refund']) {
-      await until(async () => ['ok', 'error'].includes(await card(page, `tool:${tool}`).getAttribute('data-status')), 10_000, `${tool} ran`);
+      await waitCardStatus(page, `tool:${tool}`, ['ok', 'error']);
     }
     // one card per logical node with its execution count: the model ran several steps
     const n = Number(await card(page, 'llm:step').locator('[data-testid="node-count"]').getAttribute('data-n'));
     assert.ok(n >= 4, `llm:step ran ${n} times`);
     assert.match(await card(page, 'llm:step').locator('[data-testid="node-count"]').textContent(), new RegExp(`×${n}`));
     await shot(page, 'ghost-graph-done');
-    assert.deepEqual(page.errors, []);
-  } finally {
-    agent.kill();
-  }
-});
+    assertNoPageErrors(page);
+  }));

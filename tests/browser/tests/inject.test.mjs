@@ -1,29 +1,15 @@
 // Inject: a value typed into the editor becomes the tool's return value (the agent's answer
 // shows it), at an error gate and at a before gate; the card and the inspector say "injected".
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { ROOT, startHub, launch, openViewer, shot, startAgent, card, banner, exited, until } from '../lib/harness.mjs';
+import { ROOT, withHubAndBrowser, shot, card, bpChip, inspectorExecs, waitBanner, waitCardStatus, assertNoPageErrors, exitedOk } from '../lib/harness.mjs';
 
-let hub;
-let browser;
-before(async () => {
-  hub = await startHub();
-  browser = await launch();
-});
-after(async () => {
-  await browser?.close();
-  await hub?.stop();
-});
-
-test('injected values replace a failed lookup and the refund the agent reports', async () => {
-  const page = await openViewer(browser, hub);
-  const agent = startAgent(hub);
-  try {
+test('injected values replace a failed lookup and the refund the agent reports', () =>
+  withHubAndBrowser({ agent: true }, async ({ page, agent }) => {
     // default pause-on-error: the planted bad order id holds lookup_order on error
-    const held = banner(page, 'tool:lookup_order', 'error');
-    await held.waitFor({ timeout: 15_000 });
+    const held = await waitBanner(page, 'tool:lookup_order', 'error');
     assert.match(await held.locator('[data-testid="gate-where"]').textContent(), /on error at tool:lookup_order/);
     assert.match(await held.locator('[data-testid="gate-why"]').textContent(), /ORD-1O42/);
 
@@ -39,38 +25,33 @@ test('injected values replace a failed lookup and the refund the agent reports',
     // a breakpoint on the ghost refund card, from the inspector
     await card(page, 'tool:issue_refund').click();
     await page.click('[data-testid="insp-break-before"]');
-    await page.locator('[data-testid="bp-chip"]', { hasText: 'tool:issue_refund @before' }).waitFor();
+    await bpChip(page, 'tool:issue_refund @before').waitFor();
 
     await editor.press('Control+Enter');
     await held.waitFor({ state: 'detached' });
 
-    const refund = banner(page, 'tool:issue_refund', 'before');
-    await refund.waitFor({ timeout: 15_000 });
+    const refund = await waitBanner(page, 'tool:issue_refund', 'before');
     await refund.locator('[data-testid="gate-inject"]').click();
     await refund.locator('[data-testid="inject-editor"]').fill('{"order_id": "ORD-1042", "amount_cents": 4999, "reference": "RF-TYPED-77"}');
     await refund.locator('[data-testid="inject-send"]').click();
 
-    const done = await exited(agent);
-    assert.equal(done.code, 0, agent.io.stderr);
+    await exitedOk(agent);
     assert.match(agent.io.stdout, /RF-TYPED-77/, 'the agent answered with the injected refund');
     assert.doesNotMatch(agent.io.stdout, /RF-1042/);
 
     for (const id of ['tool:lookup_order', 'tool:issue_refund']) {
       await card(page, id).locator('[data-testid="injected-badge"]').waitFor({ state: 'visible' });
     }
-    await until(async () => (await card(page, 'tool:issue_refund').getAttribute('data-status')) === 'ok', 10_000, 'refund ok');
+    await waitCardStatus(page, 'tool:issue_refund', 'ok');
     await card(page, 'tool:issue_refund').click();
-    const exec = page.locator('[data-testid="inspector"] [data-testid="exec"]').first();
+    const exec = inspectorExecs(page).first();
     await exec.locator('[data-testid="exec-injected"]').waitFor();
     assert.match(await exec.locator('[data-testid="exec-output"]').textContent(), /RF-TYPED-77/);
     // the failed lookup shows its error, then the injected value (recovered)
     await card(page, 'tool:lookup_order').click();
-    const first = page.locator('[data-testid="inspector"] [data-testid="exec"]').last();
+    const first = inspectorExecs(page).last();
     assert.match(await first.locator('[data-testid="exec-error"]').textContent(), /ORD-1O42/);
     assert.match(await first.locator('[data-testid="exec-injected"]').textContent(), /injected/);
     await shot(page, 'inject-done');
-    assert.deepEqual(page.errors, []);
-  } finally {
-    agent.kill();
-  }
-});
+    assertNoPageErrors(page);
+  }));

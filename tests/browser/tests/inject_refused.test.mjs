@@ -1,28 +1,14 @@
 // The inject editor refuses invalid JSON in place, and shows the app's refusal (exec.refused:
 // the value does not fit the tool's return type) without losing the text; the gate stays held.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startHub, launch, openViewer, shot, startAgent, card, addBreakpoint, setPauseOnError, banner, exited } from '../lib/harness.mjs';
+import { withHubAndBrowser, shot, card, waitBanner, assertNoPageErrors, exitedOk } from '../lib/harness.mjs';
 
-let hub;
-let browser;
-before(async () => {
-  hub = await startHub();
-  browser = await launch();
-});
-after(async () => {
-  await browser?.close();
-  await hub?.stop();
-});
+const setup = { pauseOnError: false, breakpoints: [{ kind: 'tool', name: 'issue_refund', point: 'before' }], agent: true };
 
-test('invalid JSON and a value of the wrong shape are refused in place', async () => {
-  const page = await openViewer(browser, hub);
-  await setPauseOnError(page, false);
-  await addBreakpoint(page, { kind: 'tool', name: 'issue_refund', point: 'before' });
-  const agent = startAgent(hub);
-  try {
-    const b = banner(page, 'tool:issue_refund', 'before');
-    await b.waitFor({ timeout: 15_000 });
+test('invalid JSON and a value of the wrong shape are refused in place', () =>
+  withHubAndBrowser(setup, async ({ page, agent }) => {
+    const b = await waitBanner(page, 'tool:issue_refund', 'before');
     await b.locator('[data-testid="gate-inject"]').click();
     const editor = b.locator('[data-testid="inject-editor"]');
     const error = b.locator('[data-testid="inject-error"]');
@@ -49,11 +35,7 @@ test('invalid JSON and a value of the wrong shape are refused in place', async (
     await shot(page, 'inject-refused');
 
     await b.locator('[data-testid="gate-continue"]').click();
-    const done = await exited(agent);
-    assert.equal(done.code, 0, agent.io.stderr);
+    await exitedOk(agent);
     assert.match(agent.io.stdout, /RF-1042/, 'continue returned the real refund');
-    assert.deepEqual(page.errors, []);
-  } finally {
-    agent.kill();
-  }
-});
+    assertNoPageErrors(page);
+  }));

@@ -1,24 +1,19 @@
 // A generated 300-node, 5,000-event run loads and renders within 1 s: measured from the click
 // on the run (subscribe, replay from the hub's store, model, layout, DOM) to the drawn canvas,
 // and from a cold page load with a deep link. Prints the numbers for BENCHMARKS.md.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startHub, launch, newPage, shot, api, until } from '../lib/harness.mjs';
-import { FakeApp, sendGeneratedRun } from '../lib/fake-app.mjs';
+import { sharedHubAndBrowser, shot, api, until, runItem, assertNoPageErrors } from '../lib/harness.mjs';
+import { sendGeneratedRun } from '../lib/fake-app.mjs';
 
 const NODES = 300;
 const EVENTS = 5000;
 const BUDGET_MS = 1000;
-let hub;
-let browser;
 let runId;
 let smallRun;
 
-before(async () => {
-  hub = await startHub();
-  browser = await launch();
-  const app = new FakeApp(hub.ingestUrl, 'load-generator');
-  await app.connect();
+const gm = sharedHubAndBrowser(async ({ hub, connectApp }) => {
+  const app = await connectApp('load-generator');
   ({ runId } = sendGeneratedRun(app, { nodes: NODES, events: EVENTS }));
   // a second, small run to start the page on
   smallRun = sendGeneratedRun(app, { nodes: 3, events: 8 }).runId;
@@ -29,11 +24,6 @@ before(async () => {
     return r && r.eventCount >= EVENTS && r.status === 'ok';
   }, 30_000, 'the hub to store the generated run');
   await app.close();
-});
-
-after(async () => {
-  await browser?.close();
-  await hub?.stop();
 });
 
 async function renderedIn(page) {
@@ -49,13 +39,12 @@ async function renderedIn(page) {
 }
 
 test('a 300-node, 5,000-event run renders within 1 s of selecting it', async () => {
-  const page = await newPage(browser);
-  await page.goto(`${hub.viewerUrl(`run=${smallRun}`)}`);
-  await page.locator(`[data-testid="run-item"][data-run-id="${runId}"]`).waitFor();
+  const page = await gm.newPage(gm.hub.viewerUrl(`run=${smallRun}`));
+  await runItem(page, { runId }).waitFor();
   const samples = [];
   for (let i = 0; i < 3; i++) {
     // switch away and back, each time from a click, timed inside the page
-    await page.locator(`[data-testid="run-item"][data-run-id="${smallRun}"]`).click();
+    await runItem(page, { runId: smallRun }).click();
     await page.waitForFunction((id) => document.querySelector('[data-testid="canvas"]').dataset.runId === id && document.querySelector('[data-testid="canvas"]').dataset.replayed === 'true', smallRun);
     const t0 = await page.evaluate((id) => {
       const t = performance.now();
@@ -97,12 +86,11 @@ test('a 300-node, 5,000-event run renders within 1 s of selecting it', async () 
   await shot(page, 'large-run-folded');
   await page.click('[data-testid="fold-all"]');
   await until(async () => (await page.locator('[data-testid="node-card"]').count()) === NODES, 5000, 'groups to unfold');
-  assert.deepEqual(page.errors, []);
+  assertNoPageErrors(page);
 });
 
 test('a cold page load with a deep link to the 300-node run renders within 1 s', async () => {
-  const page = await newPage(browser);
-  await page.goto(`${hub.base}/?run=${runId}`);
+  const page = await gm.newPage(`${gm.hub.base}/?run=${runId}`);
   const m = await renderedIn(page);
   // performance.now() counts from the navigation's start
   console.log(`viewer: cold load with deep link, navigation to drawn: ${m.renderedAt.toFixed(0)} ms (subscribe to drawn ${m.renderMs.toFixed(0)} ms)`);

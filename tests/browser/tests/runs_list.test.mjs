@@ -1,21 +1,16 @@
 // The runs list: newest first, status, live marker, duration and event count; a deep link
 // (?run= or #run=) selects a run.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startHub, launch, newPage, openViewer, shot, api, until, sleep } from '../lib/harness.mjs';
-import { FakeApp, sendGeneratedRun } from '../lib/fake-app.mjs';
+import { sharedHubAndBrowser, shot, api, runItem, waitText, until, sleep } from '../lib/harness.mjs';
+import { sendGeneratedRun } from '../lib/fake-app.mjs';
 
-let hub;
-let browser;
-let app;
 let older;
 let live;
 
-before(async () => {
-  hub = await startHub();
-  browser = await launch();
-  app = new FakeApp(hub.ingestUrl, 'list-app');
-  await app.connect();
+const gm = sharedHubAndBrowser(async ({ hub, connectApp }) => {
+  // stays connected (closed at teardown): the live run's app
+  const app = await connectApp('list-app');
   older = sendGeneratedRun(app, { nodes: 5, events: 12 }).runId;
   await sleep(30);
   // a run that has started and not finished, its app still connected
@@ -25,15 +20,9 @@ before(async () => {
   await until(async () => (await api(hub, '/api/runs')).runs.length === 2, 10_000, 'two runs stored');
 });
 
-after(async () => {
-  await app?.close();
-  await browser?.close();
-  await hub?.stop();
-});
-
 test('runs are listed newest first with status, live marker, duration and event count', async () => {
-  const page = await openViewer(browser, hub);
-  const items = page.locator('[data-testid="run-item"]');
+  const page = await gm.openViewer();
+  const items = runItem(page);
   await until(async () => (await items.count()) === 2, 10_000, 'two runs listed');
   assert.deepEqual(await items.evaluateAll((els) => els.map((e) => e.dataset.runId)), [live, older]);
   const first = items.nth(0);
@@ -52,11 +41,10 @@ test('runs are listed newest first with status, live marker, duration and event 
 });
 
 test('a deep link selects an older run and keeps it when a newer one starts', async () => {
-  for (const url of [`${hub.base}/?run=${older}`, `${hub.base}/#run=${older}`]) {
-    const page = await newPage(browser);
-    await page.goto(url);
+  for (const url of [`${gm.hub.base}/?run=${older}`, `${gm.hub.base}/#run=${older}`]) {
+    const page = await gm.newPage(url);
     await page.locator(`[data-testid="canvas"][data-run-id="${older}"][data-replayed="true"]`).waitFor();
-    assert.match(await page.locator(`[data-testid="run-item"][data-run-id="${older}"]`).getAttribute('class'), /selected/);
+    assert.match(await runItem(page, { runId: older }).getAttribute('class'), /selected/);
     assert.equal(await page.locator('[data-testid="follow-newest"]').isChecked(), false);
     assert.match(page.url(), new RegExp(`#run=${older}`));
     await shot(page, `runs-deep-link-${url.includes('?') ? 'query' : 'hash'}`);
@@ -65,10 +53,9 @@ test('a deep link selects an older run and keeps it when a newer one starts', as
 });
 
 test('a deep link to a run the hub does not have says so', async () => {
-  const page = await newPage(browser);
-  await page.goto(`${hub.base}/#run=run_000000000000`);
+  const page = await gm.newPage(`${gm.hub.base}/#run=run_000000000000`);
   const empty = page.locator('[data-testid="canvas-empty"]');
-  await until(async () => /No run run_000000000000 on this hub/.test((await empty.textContent()) || ''), 10_000, 'the not-found note');
+  await waitText(empty, /No run run_000000000000 on this hub/, 10_000, 'the not-found note');
   await shot(page, 'runs-deep-link-unknown');
   await page.close();
 });
