@@ -166,9 +166,11 @@ fn overhead(c: &mut Criterion) {
     // Attached to a debugger that sets no breakpoint: each call checks its gates (they pass)
     // and its two events are sent by the transport thread.
     let port = sink_debugger();
+    // The loop guard is off: every call here has the same input.
     let attached = graphmind::init(
         graphmind::Config::new("bench")
             .url(format!("ws://127.0.0.1:{port}/ingest"))
+            .on_loop(graphmind::OnLoop::Off)
             .env_vars(std::iter::empty::<(String, String)>()),
     );
     let rt = tokio::runtime::Builder::new_current_thread()

@@ -52,7 +52,43 @@ pub struct Config {
     pub(crate) env: Option<Arc<HashMap<String, String>>>,
     pub(crate) warn: Option<WarnHook>,
     pub(crate) hide: Hide,
+    pub(crate) on_loop: OnLoop,
+    pub(crate) loop_threshold: u32,
+    pub(crate) loop_allow: Vec<String>,
 }
+
+/// What the loop guard does when a tool is called with the same input several times in a
+/// row within a run (see [`Config::on_loop`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnLoop {
+    /// Hold the call at its `before` gate (`exec.paused` with `reason: "loop"`), as a
+    /// breakpoint would; only while a debugger is attached. The default.
+    Pause,
+    /// Print a warning (once per streak) and run on.
+    Warn,
+    /// Do nothing.
+    Off,
+}
+
+/// The loop guard as resolved from the config and the environment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct LoopGuard {
+    pub(crate) on: OnLoop,
+    pub(crate) threshold: u32,
+    pub(crate) allow: Vec<String>,
+}
+
+impl LoopGuard {
+    /// A guard that never fires.
+    pub(crate) const OFF: Self = Self {
+        on: OnLoop::Off,
+        threshold: u32::MAX,
+        allow: Vec::new(),
+    };
+}
+
+/// Default number of identical back-to-back tool calls that counts as a loop.
+pub const LOOP_THRESHOLD: u32 = 3;
 
 /// Which redaction switches are on (see [`Config::hide_inputs`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -122,6 +158,9 @@ impl Config {
             env: None,
             warn: None,
             hide: Hide::default(),
+            on_loop: OnLoop::Pause,
+            loop_threshold: LOOP_THRESHOLD,
+            loop_allow: Vec::new(),
         }
     }
 
@@ -281,6 +320,68 @@ impl Config {
         self
     }
 
+    /// The loop guard: when a tool is called with the same input (the same node and the same
+    /// arguments, compared by fingerprint) [`Config::loop_threshold`] times back to back in
+    /// one run (3 by default), the call holds at its `before` gate with `reason: "loop"`
+    /// and a `loop` summary (`repeats`, `firstSeq`, `lastSeq`, `fingerprint`), as in the other
+    /// GraphMind clients — only while a debugger is attached; continue, inject, retry or abort
+    /// it like any gate. `GRAPHMIND_ON_LOOP=pause|warn|off` (also `0`, `false`, `none`)
+    /// overrides this setting.
+    #[must_use]
+    pub fn on_loop(mut self, on: OnLoop) -> Self {
+        self.on_loop = on;
+        self
+    }
+
+    /// How many identical calls in a row count as a loop (default 3, at least 2).
+    /// `GRAPHMIND_LOOP_THRESHOLD` overrides it.
+    #[must_use]
+    pub fn loop_threshold(mut self, calls: u32) -> Self {
+        self.loop_threshold = calls.max(2);
+        self
+    }
+
+    /// Tools the loop guard ignores, by name or node id (`lookup` or `tool:lookup`).
+    /// `GRAPHMIND_LOOP_ALLOW` (comma-separated) adds to the list.
+    #[must_use]
+    pub fn loop_allow<S: Into<String>>(mut self, tools: impl IntoIterator<Item = S>) -> Self {
+        self.loop_allow.extend(tools.into_iter().map(Into::into));
+        self
+    }
+
+    /// The loop guard in effect: the config's, overridden by the environment.
+    #[cfg(feature = "enabled")]
+    pub(crate) fn resolved_loop_guard(&self) -> LoopGuard {
+        let on = match self
+            .var("GRAPHMIND_ON_LOOP")
+            .map(|v| v.trim().to_ascii_lowercase())
+            .as_deref()
+        {
+            Some("pause") => OnLoop::Pause,
+            Some("warn") => OnLoop::Warn,
+            Some("off" | "0" | "false" | "none") => OnLoop::Off,
+            _ => self.on_loop,
+        };
+        let threshold = self
+            .var("GRAPHMIND_LOOP_THRESHOLD")
+            .and_then(|v| v.trim().parse::<u32>().ok())
+            .map_or(self.loop_threshold, |n| n.max(2));
+        let mut allow = self.loop_allow.clone();
+        if let Some(list) = self.var("GRAPHMIND_LOOP_ALLOW") {
+            allow.extend(
+                list.split(',')
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_owned),
+            );
+        }
+        LoopGuard {
+            on,
+            threshold,
+            allow,
+        }
+    }
+
     /// The redaction switches in effect: the config's, plus those the environment turns on.
     #[cfg(feature = "enabled")]
     pub(crate) fn resolved_hide(&self) -> Hide {
@@ -349,6 +450,10 @@ impl fmt::Debug for Config {
             .field("pause_timeout", &self.pause_timeout)
             .field("ring_limits", &(self.ring_events, self.ring_bytes))
             .field("hide", &self.hide)
+            .field(
+                "on_loop",
+                &(self.on_loop, self.loop_threshold, &self.loop_allow),
+            )
             .finish_non_exhaustive()
     }
 }

@@ -289,6 +289,8 @@ pub(crate) struct GateSpec<'a> {
     /// What the gate holds, for `exec.paused` (`output` at `after`, `error` at `error`);
     /// empty when nothing is held or the gate will not hold.
     pub(crate) held_value: Extra,
+    /// Hold for this reason whatever the breakpoints say (the loop guard).
+    pub(crate) forced: Option<graphmind_protocol::PauseReason>,
 }
 
 /// What a gate decided, and how long it held.
@@ -302,8 +304,11 @@ pub(crate) struct Outcome {
 /// Dropping the returned future while held releases the gate with `continue`
 /// (`exec.resumed` included).
 pub(crate) async fn decide(spec: GateSpec<'_>) -> Outcome {
-    let Some(reason) = crate::exec::should_pause(&**spec.host, spec.kind, spec.name, spec.point)
-    else {
+    let reason = match spec.forced {
+        Some(reason) if spec.host.attached() => Some(reason),
+        _ => crate::exec::should_pause(&**spec.host, spec.kind, spec.name, spec.point),
+    };
+    let Some(reason) = reason else {
         return Outcome {
             decision: Decision::CONTINUE,
             held: Duration::ZERO,

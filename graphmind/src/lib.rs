@@ -46,7 +46,9 @@ mod session;
 #[cfg(feature = "enabled")]
 mod transport;
 
-pub use config::{Config, RING_BYTES, RING_EVENTS, TOKEN_INTERVAL, WarnHook};
+pub use config::{
+    Config, LOOP_THRESHOLD, OnLoop, RING_BYTES, RING_EVENTS, TOKEN_INTERVAL, WarnHook,
+};
 pub use env::{DEFAULT_URL, PRODUCTION_VARS};
 pub use session::{Session, Stats, init, session};
 

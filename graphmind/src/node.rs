@@ -26,6 +26,10 @@ pub(crate) struct NodeRun {
     pub(crate) node_id: Cow<'static, str>,
     pub(crate) instance_id: InstanceId,
     started: Instant,
+    /// Seq of its `node.started` (when recorded).
+    pub(crate) started_seq: Option<u64>,
+    /// The loop guard's fingerprint of its input (attached tool calls).
+    pub(crate) loop_fp: Option<u64>,
     held: Duration,
     tokens: Option<Arc<TokenBuf>>,
     finished: bool,
@@ -54,8 +58,10 @@ impl NodeRun {
     pub(crate) fn start(host: Arc<dyn Host>, run_id: crate::exec::RunId, spec: StartSpec) -> Self {
         let instance_id = spec.instance_id.clone();
         let node_id = spec.node_id.clone();
-        let started = record_started(&*host, &run_id, spec);
+        let (started, started_seq) = record_started(&*host, &run_id, spec);
         Self {
+            started_seq,
+            loop_fp: None,
             host,
             run_id,
             node_id,
@@ -208,12 +214,13 @@ impl Drop for NodeRun {
 }
 
 /// Reads the clock and records `node.started` at that instant: as a compact record, or, with a
-/// large input, as a message shrunk to the payload budget. Returns the instant.
+/// large input, as a message shrunk to the payload budget. Returns the instant and the
+/// event's seq.
 pub(crate) fn record_started(
     host: &dyn Host,
     run_id: &crate::exec::RunId,
     spec: StartSpec,
-) -> Instant {
+) -> (Instant, Option<u64>) {
     let label = Label::named(spec.node_id, spec.kind, spec.name);
     record_labelled(
         host,
@@ -242,6 +249,7 @@ pub(crate) fn record_tool_started(
         parent_id,
         Some(input),
     )
+    .0
 }
 
 fn record_labelled(
@@ -251,9 +259,9 @@ fn record_labelled(
     instance_id: InstanceId,
     parent_id: Option<crate::small::SmallStr>,
     input: Option<Payload>,
-) -> Instant {
+) -> (Instant, Option<u64>) {
     let started = Instant::now();
-    if input.as_ref().is_none_or(compact_input) {
+    let seq = if input.as_ref().is_none_or(compact_input) {
         host.record(
             run_id,
             Record::Started(Started {
@@ -263,7 +271,7 @@ fn record_labelled(
                 input,
             }),
             started,
-        );
+        )
     } else {
         emit_budgeted(
             host,
@@ -277,9 +285,9 @@ fn record_labelled(
                 input: input.map(Payload::into_value),
                 extra: Extra::new(),
             }),
-        );
-    }
-    started
+        )
+    };
+    (started, seq)
 }
 
 /// Records `node.finished` that happened at `at`: as a compact record when it has no extra
@@ -374,17 +382,16 @@ fn rough_len(v: &Value, depth: usize) -> usize {
 
 /// Emits `message`, shrinking its payload to the 512 KB budget first when it carries a large
 /// input or output.
-pub(crate) fn emit_budgeted(host: &dyn Host, run_id: &str, message: Message) {
+pub(crate) fn emit_budgeted(host: &dyn Host, run_id: &str, message: Message) -> Option<u64> {
     let big = match &message {
         Message::NodeStarted(p) => p.input.as_ref().map_or(0, |v| rough_len(v, 0)),
         Message::NodeFinished(p) => p.output.as_ref().map_or(0, |v| rough_len(v, 0)),
         _ => 0,
     };
     if big <= PAYLOAD_BUDGET / 2 {
-        host.emit(run_id, message);
-        return;
+        return host.emit(run_id, message);
     }
-    host.emit(run_id, shrink_message(message));
+    host.emit(run_id, shrink_message(message))
 }
 
 fn shrink_message(message: Message) -> Message {
@@ -581,6 +588,7 @@ impl Node {
             clock: self.call.scope.clock.clone(),
             run_clock: self.call.run.as_ref().map(|r| Arc::clone(&r.held)),
             held_value: Extra::new(),
+            forced: None,
         })
         .await;
         self.run.add_held(out.held);

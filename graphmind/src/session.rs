@@ -211,6 +211,8 @@ pub(crate) struct Inner {
     pub(crate) implicit: crate::exec::ImplicitRun,
     /// Redaction switches in effect (applied before an event reaches the ring).
     hide: crate::config::Hide,
+    /// The loop guard in effect.
+    pub(crate) loop_guard: crate::config::LoopGuard,
     /// Token batches armed since the last prune (flushed by `dispose`).
     tokens: Mutex<Vec<std::sync::Weak<crate::tokens::TokenBuf>>>,
     /// The clock of `ts`: an event at instant `t` is stamped `(t - base)` in whole
@@ -229,6 +231,7 @@ impl Inner {
         let url = config.resolved_url();
         let ring = Ring::new(config.ring_events, config.ring_bytes);
         let hide = config.resolved_hide();
+        let loop_guard = config.resolved_loop_guard();
         let base = Instant::now();
         Arc::new_cyclic(|me| Self {
             me: me.clone(),
@@ -251,6 +254,7 @@ impl Inner {
             implicit: crate::exec::ImplicitRun::default(),
             tokens: Mutex::new(Vec::new()),
             hide,
+            loop_guard,
             base,
             offset: AtomicU64::new(now_ms()),
             synced: AtomicU64::new(0),

@@ -154,8 +154,9 @@ mod tests {
         fn attached(&self) -> bool {
             false
         }
-        fn emit(&self, run_id: &str, message: Message) {
+        fn emit(&self, run_id: &str, message: Message) -> Option<u64> {
             self.emit_event(run_id, message);
+            None
         }
         fn debug_state(&self) -> (Vec<BreakpointMatcher>, Mode) {
             (Vec::new(), Mode::Run)

@@ -2,6 +2,7 @@
 //! the scope it runs in (run, hold clocks), ids, and the policies for tools and model steps.
 
 pub(crate) mod detached;
+pub(crate) mod loops;
 pub(crate) mod scope;
 pub(crate) mod step;
 pub(crate) mod tool;
@@ -29,12 +30,13 @@ pub(crate) trait Host: GateSink + Send + Sync + 'static {
     fn enabled(&self) -> bool;
     /// Attached to a debugger: gates may hold.
     fn attached(&self) -> bool;
-    /// Records one event for `run_id` (stamps seq/ts; never blocks).
-    fn emit(&self, run_id: &str, message: Message);
+    /// Records one event for `run_id` (stamps seq/ts; never blocks). Returns its seq, if
+    /// recorded.
+    fn emit(&self, run_id: &str, message: Message) -> Option<u64>;
     /// Records one event that happened at `at` (its `ts`), kept compact until it is sent.
-    fn record(&self, run_id: &str, record: crate::record::Record, at: Instant) {
+    fn record(&self, run_id: &str, record: crate::record::Record, at: Instant) -> Option<u64> {
         let _ = at;
-        self.emit(run_id, record.into_message());
+        self.emit(run_id, record.into_message())
     }
     /// Current breakpoints and mode.
     fn debug_state(&self) -> (Vec<BreakpointMatcher>, Mode);
@@ -52,6 +54,15 @@ pub(crate) trait Host: GateSink + Send + Sync + 'static {
     fn meta(&self) -> Extra;
     /// The session's implicit run.
     fn implicit(&self) -> &ImplicitRun;
+    /// The loop guard in effect.
+    fn loop_guard(&self) -> &crate::config::LoopGuard {
+        static OFF: crate::config::LoopGuard = crate::config::LoopGuard::OFF;
+        &OFF
+    }
+    /// Prints a warning (the config's warning hook, or standard error).
+    fn warn(&self, message: &str) {
+        let _ = message;
+    }
     /// A token batch of this session is waiting for its interval: flushed early if the
     /// session is disposed first.
     fn track_tokens(&self, buf: std::sync::Weak<crate::tokens::TokenBuf>) {
@@ -75,11 +86,11 @@ impl Host for crate::session::Inner {
     fn attached(&self) -> bool {
         self.is_attached()
     }
-    fn emit(&self, run_id: &str, message: Message) {
-        let _ = crate::session::Inner::emit(self, run_id, message);
+    fn emit(&self, run_id: &str, message: Message) -> Option<u64> {
+        crate::session::Inner::emit(self, run_id, message)
     }
-    fn record(&self, run_id: &str, record: crate::record::Record, at: Instant) {
-        let _ = crate::session::Inner::record(self, run_id, record, at);
+    fn record(&self, run_id: &str, record: crate::record::Record, at: Instant) -> Option<u64> {
+        crate::session::Inner::record(self, run_id, record, at)
     }
     fn debug_state(&self) -> (Vec<BreakpointMatcher>, Mode) {
         let s = crate::session::Inner::debug_state(self);
@@ -109,6 +120,12 @@ impl Host for crate::session::Inner {
     }
     fn implicit(&self) -> &ImplicitRun {
         &self.implicit
+    }
+    fn loop_guard(&self) -> &crate::config::LoopGuard {
+        &self.loop_guard
+    }
+    fn warn(&self, message: &str) {
+        self.config.warn(message);
     }
     fn track_tokens(&self, buf: std::sync::Weak<crate::tokens::TokenBuf>) {
         crate::session::Inner::track_tokens(self, buf);
@@ -267,6 +284,8 @@ pub(crate) fn millis_between(from: Instant, to: Instant) -> f64 {
 pub(crate) struct ImplicitRun {
     id: OnceLock<RunId>,
     ended: std::sync::atomic::AtomicBool,
+    /// The loop guard's streak of the implicit run.
+    pub(crate) streak: std::sync::Mutex<loops::Streak>,
 }
 
 /// The id of `host`'s implicit run, starting it on first use.

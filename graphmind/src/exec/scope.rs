@@ -69,6 +69,8 @@ pub(crate) struct RunCtx {
     pub(crate) steps: Mutex<StepState>,
     /// Time any gate of the run was held (union of overlapping holds).
     pub(crate) held: Arc<HoldClock>,
+    /// The loop guard's streak of this run.
+    pub(crate) streak: Mutex<super::loops::Streak>,
 }
 
 /// The last model-step invocation of a run.
@@ -104,6 +106,7 @@ impl RunCtx {
             waker: AtomicWaker::new(),
             steps: Mutex::new(StepState::default()),
             held: Arc::new(HoldClock::new(None)),
+            streak: Mutex::new(super::loops::Streak::default()),
         }
     }
 

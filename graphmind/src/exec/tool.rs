@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use futures_core::Stream;
 use graphmind_protocol::{
-    ErrorInfo, Extra, NodeKind, PausePoint, ResumeAction, Status, TokenUsage,
+    ErrorInfo, Extra, NodeKind, PausePoint, PauseReason, ResumeAction, Status, TokenUsage,
 };
 use serde_json::Value;
 
@@ -87,6 +87,7 @@ impl Call {
         point: PausePoint,
         inject: Option<fn() -> Validator>,
         held_value: Extra,
+        forced: Option<PauseReason>,
     ) -> Act {
         // Detached: continue at once, without building the hold machinery.
         if !node.host.attached() {
@@ -107,6 +108,7 @@ impl Call {
             clock: self.scope.clock.clone(),
             run_clock: self.run.as_ref().map(|r| Arc::clone(&r.held)),
             held_value,
+            forced,
         }))
         .await;
         node.add_held(out.held);
@@ -178,11 +180,18 @@ pub(crate) async fn gated<B: Body>(
         // before
         // Detached: continue at once, without even building the gate's future.
         let act = if node.host.attached() {
+            // The loop guard looks at each call once, at its first `before` gate.
+            let (forced, held) = match (attempts, call.kind) {
+                (0, NodeKind::Tool) => super::loops::check(call, &node)
+                    .map_or((None, Extra::new()), |(r, extra)| (Some(r), extra)),
+                _ => (None, Extra::new()),
+            };
             call.gate(
                 &mut node,
                 PausePoint::Before,
                 validator(policy),
-                Extra::new(),
+                held,
+                forced,
             )
             .await
         } else {
@@ -219,7 +228,7 @@ pub(crate) async fn gated<B: Body>(
                 let held =
                     call.held_value(&node, PausePoint::Error, || held_extra(None, Some(&err)));
                 node.error(err);
-                call.gate(&mut node, PausePoint::Error, validator(policy), held)
+                call.gate(&mut node, PausePoint::Error, validator(policy), held, None)
                     .await
             } else {
                 node.error(err);
@@ -267,7 +276,7 @@ pub(crate) async fn gated<B: Body>(
             let held = call.held_value(&node, PausePoint::After, || {
                 held_extra((policy.encode)(&out), None)
             });
-            call.gate(&mut node, PausePoint::After, validator(policy), held)
+            call.gate(&mut node, PausePoint::After, validator(policy), held, None)
                 .await
         } else {
             Act::Continue
@@ -348,7 +357,9 @@ fn start_tool(
     input: Payload,
 ) -> NodeRun {
     let instance_id = instance_id(site, &input);
-    NodeRun::start(
+    let loop_fp = (host.attached() && host.loop_guard().on != crate::config::OnLoop::Off)
+        .then(|| super::loops::fingerprint(site.node_id, &input));
+    let mut node = NodeRun::start(
         host,
         run_id,
         StartSpec {
@@ -359,7 +370,9 @@ fn start_tool(
             parent_id: parent,
             input: Some(input),
         },
-    )
+    );
+    node.loop_fp = loop_fp;
+    node
 }
 
 /// The recording half of a tool entry point: when the session is detached at the call's
@@ -585,7 +598,7 @@ where
     }
     // Only a before gate: an error at creation is recorded, not gated.
     match call
-        .gate(&mut node, PausePoint::Before, None, Extra::new())
+        .gate(&mut node, PausePoint::Before, None, Extra::new(), None)
         .await
     {
         Act::Abort => {
