@@ -22,16 +22,18 @@ impl Kind {
 
     fn keys(self) -> &'static [&'static str] {
         match self {
-            Kind::Tool => &["name", "skip", "call_id", "retry"],
-            Kind::ModelStep => &["skip", "retry", "tools", "invocation"],
+            Kind::Tool => &["name", "skip", "call_id", "retry", "result"],
+            Kind::ModelStep => &["skip", "retry", "tools", "invocation", "result"],
         }
     }
 
     fn usage(self) -> &'static str {
         match self {
-            Kind::Tool => "`name = \"…\"`, `skip(arg, …)`, `call_id = arg`, `retry = false`",
+            Kind::Tool => {
+                "`name = \"…\"`, `skip(arg, …)`, `call_id = arg`, `retry = false`, `result = true`"
+            }
             Kind::ModelStep => {
-                "`skip(arg, …)`, `retry = false`, `tools = [tool_fn, …]`, `invocation = <expr>`"
+                "`skip(arg, …)`, `retry = false`, `tools = [tool_fn, …]`, `invocation = <expr>`, `result = true`"
             }
         }
     }
@@ -76,6 +78,9 @@ pub(crate) struct Args {
     pub(crate) retry: Option<LitBool>,
     pub(crate) tools: Vec<ToolRef>,
     pub(crate) invocation: Option<Expr>,
+    /// `result = true`: the return type is a `Result` under another name (a type alias);
+    /// `result = false`: a type named `Result` that is not one.
+    pub(crate) result: Option<LitBool>,
 }
 
 impl Args {
@@ -169,6 +174,15 @@ fn parse_value(args: &mut Args, key: &Ident, input: ParseStream<'_>) -> syn::Res
             input.parse::<Token![=]>()?;
             args.retry = Some(input.parse().map_err(|err| {
                 syn::Error::new(err.span(), "expected `retry = false` or `retry = true`")
+            })?);
+        }
+        "result" => {
+            input.parse::<Token![=]>()?;
+            args.result = Some(input.parse().map_err(|err| {
+                syn::Error::new(
+                    err.span(),
+                    "expected `result = true` (the return type is a `Result` alias) or `result = false`",
+                )
             })?);
         }
         "tools" => {

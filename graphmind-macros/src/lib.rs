@@ -41,7 +41,11 @@ use crate::args::{Args, Kind};
 ///   only, items previewed as `node.token`, counted on `node.finished`.
 ///
 /// Arguments: `name = "…"` (default: the fn's name), `skip(arg, …)`, `call_id = arg` (the
-/// argument holding the model's tool-call id, used as the instanceId), `retry = false`.
+/// argument holding the model's tool-call id, used as the instanceId), `retry = false`,
+/// `result = true` (the return type is a `Result` under another name, e.g.
+/// `type Res<T> = Result<T, MyError>`: the error gate and `node.error` then apply; a type
+/// whose last path segment is `Result` — `Result<T, E>`, `io::Result<T>`, `anyhow::Result<T>`
+/// — is recognised without it; `result = false` says such a type is not a `Result`).
 /// With feature `enabled` off, the arguments are checked and the fn is returned untouched.
 #[proc_macro_attribute]
 pub fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
@@ -71,8 +75,8 @@ pub fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
 ///   `#[graphmind::tool]` in the binary and the names in `tools = [...]`.
 ///
 /// Arguments: `skip(arg, …)`, `retry = false`, `tools = [tool_fn, "tool name", …]`,
-/// `invocation = <expr>` (any `Display`). With feature `enabled` off, the arguments are
-/// checked and the fn is returned untouched.
+/// `invocation = <expr>` (any `Display`), `result = true` (as for [`macro@tool`]). With
+/// feature `enabled` off, the arguments are checked and the fn is returned untouched.
 #[proc_macro_attribute]
 pub fn model_step(attr: TokenStream, item: TokenStream) -> TokenStream {
     instrument(Kind::ModelStep, attr.into(), item.into()).into()

@@ -103,7 +103,14 @@ pub(crate) fn analyze(kind: Kind, item: &ItemFn, args: &Args) -> syn::Result<Ana
         );
         (Shape::Async, output_ty)
     };
-    let ret = output.as_ref().map_or(Ret::Value, classify);
+    let ret = output.as_ref().map_or(Ret::Value, |ty| {
+        match (classify(ty), args.result.as_ref().map(syn::LitBool::value)) {
+            (Ret::Value, Some(true)) => Ret::Result,
+            (Ret::Result, Some(false)) => Ret::Value,
+            (Ret::StreamResult, Some(false)) => Ret::Stream,
+            (ret, _) => ret,
+        }
+    });
 
     let mut params = Vec::new();
     let mut mut_spans: Vec<(String, proc_macro2::TokenStream)> = Vec::new();
