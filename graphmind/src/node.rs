@@ -191,17 +191,24 @@ impl NodeRun {
     }
 }
 
+/// How a node dropped unfinished ends: `error` with `panicked: true` while its thread
+/// panics, else `aborted` with `cancelled: true` (its future was dropped).
+pub(crate) fn dropped_unfinished() -> (Status, Extra) {
+    let mut extra = Extra::new();
+    let status = if std::thread::panicking() {
+        extra.insert("panicked".into(), true.into());
+        Status::Error
+    } else {
+        extra.insert("cancelled".into(), true.into());
+        Status::Aborted
+    };
+    (status, extra)
+}
+
 impl Drop for NodeRun {
     fn drop(&mut self) {
         if !self.finished {
-            let mut extra = Extra::new();
-            let status = if std::thread::panicking() {
-                extra.insert("panicked".into(), true.into());
-                Status::Error
-            } else {
-                extra.insert("cancelled".into(), true.into());
-                Status::Aborted
-            };
+            let (status, extra) = dropped_unfinished();
             self.finish_inner(
                 status,
                 Finish {

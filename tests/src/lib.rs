@@ -486,6 +486,18 @@ impl Drop for FakeDebugger {
     }
 }
 
+/// Attaches `session` once the fake acks again: a `ready` joins a connection attempt in flight
+/// (which may be one the fake never acked), so this asks up to four times, `timeout` each.
+/// Returns whether it attached.
+pub async fn attach(session: &graphmind::Session, timeout: Duration) -> bool {
+    for _ in 0..4 {
+        if session.ready(timeout).await {
+            return true;
+        }
+    }
+    false
+}
+
 /// Polls `cond` every 5 ms until it holds; panics with `what` after `timeout`. Returns how
 /// long it took.
 pub async fn eventually(what: &str, timeout: Duration, cond: impl Fn() -> bool) -> Duration {

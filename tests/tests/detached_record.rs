@@ -116,14 +116,10 @@ async fn detached_calls_of_every_shape_are_recorded_and_replayed_like_gated_ones
     let recorded = gm.stats().last_seq.expect("events recorded");
 
     hub.set_handshake(Handshake::Ack);
-    let mut attached = false;
-    for _ in 0..4 {
-        if gm.ready(2 * SECOND).await {
-            attached = true;
-            break;
-        }
-    }
-    assert!(attached, "attaches once the hub acks");
+    assert!(
+        graphmind_tests::attach(&gm, 2 * SECOND).await,
+        "attaches once the hub acks"
+    );
     let frames = hub
         .wait_for("the replay", 3 * SECOND, |fs| {
             fs.iter().any(|f| f.seq() == recorded)

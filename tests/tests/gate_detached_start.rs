@@ -53,14 +53,10 @@ async fn a_call_started_detached_is_not_gated_when_a_debugger_attaches_meanwhile
     hub.set_handshake(Handshake::Ack);
     // A `ready` joins the attempt in flight (never acked, so it fails); a later one kicks
     // a new attempt, which the hub acks.
-    let mut attached = false;
-    for _ in 0..4 {
-        if gm.ready(2 * SECOND).await {
-            attached = true;
-            break;
-        }
-    }
-    assert!(attached, "attaches once the hub acks");
+    assert!(
+        graphmind_tests::attach(&gm, 2 * SECOND).await,
+        "attaches once the hub acks"
+    );
     go_tx.send(()).expect("the body waits");
     assert_eq!(
         tokio::time::timeout(2 * SECOND, task)

@@ -112,14 +112,7 @@ async fn events_recorded_while_detached_are_redacted_in_the_replay() {
     assert_eq!(out, "4111-12");
     assert!(!gm.is_attached());
     hub.set_handshake(Handshake::Ack);
-    let mut attached = false;
-    for _ in 0..4 {
-        if gm.ready(2 * SECOND).await {
-            attached = true;
-            break;
-        }
-    }
-    assert!(attached);
+    assert!(graphmind_tests::attach(&gm, 2 * SECOND).await);
     let frames = hub
         .wait_for("both calls replayed", 2 * SECOND, |fs| {
             fs.iter()

@@ -128,14 +128,7 @@ impl Drop for QuickNode {
         if !self.open {
             return;
         }
-        let mut extra = Extra::new();
-        let status = if std::thread::panicking() {
-            extra.insert("panicked".into(), true.into());
-            Status::Error
-        } else {
-            extra.insert("cancelled".into(), true.into());
-            Status::Aborted
-        };
+        let (status, extra) = crate::node::dropped_unfinished();
         self.finish(
             Outcome {
                 status,
