@@ -118,11 +118,27 @@ fn finished_runs_beyond_the_cap_leave_memory_and_are_read_from_storage() {
     assert_eq!(h.get("/api/runs/run_never_seen").status, 404);
     assert_eq!(h.get("/api/runs/run_never_seen/events").status, 404);
 
-    // A viewer's hello lists them too.
-    let hello = rt.block_on(async {
+    // A viewer's hello lists them too, and a subscription replays an evicted run.
+    let (hello, replayed) = rt.block_on(async {
         let mut viewer = Peer::connect(h.port, "/ws/ui").await;
-        viewer.until(5000, |v| v["type"] == "hello").await
+        let hello = viewer.until(5000, |v| v["type"] == "hello").await;
+        viewer
+            .send(&json!({"type": "subscribe", "runId": run_id(0)}))
+            .await;
+        let mut replayed = Vec::new();
+        loop {
+            let f = viewer
+                .until(5000, |v| v["type"] == "events" || v["type"] == "replayed")
+                .await;
+            if f["type"] == "replayed" {
+                break;
+            }
+            assert_eq!(f["runId"], json!(run_id(0)), "{f}");
+            replayed.extend(f["events"].as_array().expect("events").iter().cloned());
+        }
+        (hello, replayed)
     });
+    assert_eq!(replayed, events, "the replay is the stored events");
     let hello_ids: Vec<String> = hello["runs"]
         .as_array()
         .expect("runs")
