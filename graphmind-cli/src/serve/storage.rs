@@ -186,6 +186,9 @@ CREATE TABLE IF NOT EXISTS events (
     body TEXT NOT NULL,
     PRIMARY KEY (run_id, seq)
 ) WITHOUT ROWID;
+-- Run lists and retention order runs by start: a hub that evicted runs from memory lists them
+-- from here.
+CREATE INDEX IF NOT EXISTS runs_by_start ON runs (coalesce(started_at, created_at), run_id);
 ";
 
 fn i64_of(v: u64) -> i64 {
@@ -214,13 +217,17 @@ impl Storage {
         apply_retention(&conn, retention, now_ms).map_err(|e| fail("trim", &e))?;
         let runs = load_runs(&conn, retention.keep.max(1)).map_err(|e| fail("read", &e))?;
         // WAL and SHM files are created by SQLite with the database file's mode; make sure of
-        // it for files left by an earlier run.
+        // it for files left by an earlier run. By path (chmod), never by opening them: closing
+        // any descriptor of a file drops every POSIX lock the process holds on it, and without
+        // its lock on `-shm` the next process that opens the database (e.g. a reader) takes it
+        // for unused and truncates it under the hub's mapping (SIGBUS).
         for suffix in ["-wal", "-shm"] {
             let mut p = path.as_os_str().to_owned();
             p.push(suffix);
             let p = PathBuf::from(p);
             if p.exists() {
-                let _ = paths::touch_private(&p);
+                use std::os::unix::fs::PermissionsExt;
+                let _ = std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600));
             }
         }
         let (tx, rx) = mpsc::channel(WRITER_QUEUE);
