@@ -3,12 +3,12 @@
 //! both (the stored row used to stay `abandoned`). A return within the grace restarts it: the
 //! run is abandoned a full grace after the app's last departure, not its first.
 
-mod serve_support;
+mod support;
 
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use serve_support::{App, TestHub, block_on, hub, wait_for};
+use support::{App, TestHub, block_on, hub, wait_for};
 
 /// The status in the stored row (after the writer flushed everything queued so far).
 fn stored_status(h: &TestHub, run: &str) -> String {

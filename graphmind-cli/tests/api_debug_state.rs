@@ -1,10 +1,10 @@
 //! Breakpoints and mode over HTTP: read, set, clear, replace; every change is pushed to every
 //! connected app and viewer at once.
 
-mod serve_support;
+mod support;
 
 use serde_json::json;
-use serve_support::*;
+use support::*;
 
 #[test]
 fn debug_changes_reach_every_app_and_viewer() {

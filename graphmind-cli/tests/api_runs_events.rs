@@ -1,9 +1,9 @@
 //! GET /api/runs, /api/runs/{id}, /api/runs/{id}/events paging.
 
-mod serve_support;
+mod support;
 
 use serde_json::json;
-use serve_support::*;
+use support::*;
 
 #[test]
 fn runs_list_newest_first_with_summaries() {

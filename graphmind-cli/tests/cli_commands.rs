@@ -2,12 +2,10 @@
 //! pauses, wait (human and --json, with the resume commands), resume (inject from @file),
 //! break set/clear/list and mode, which reach a connected app.
 
-mod cli_support;
-mod serve_support;
+mod support;
 
-use cli_support::*;
+use support::*;
 use serde_json::{Value, json};
-use serve_support::*;
 
 #[test]
 fn runs_and_record_show_what_the_hub_stored() {

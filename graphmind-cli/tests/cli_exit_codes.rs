@@ -1,12 +1,10 @@
 //! Every exit code of the control commands against the real binary: 1 usage, 2 timeout,
 //! 3 unreachable, 4 gone, 5 unauthorized, 6 refused, 7 taken — each with one clear stderr line.
 
-mod cli_support;
-mod serve_support;
+mod support;
 
-use cli_support::*;
 use serde_json::json;
-use serve_support::*;
+use support::*;
 
 #[test]
 fn usage_errors_exit_1_with_one_line() {
@@ -175,28 +173,20 @@ fn resume_without_permission_is_unauthorized_and_the_gate_stays_held() {
     let port = h.port.to_string();
     let run = "run_500000000001";
     block_on(async {
-        let mut app = App::connect(h.port).await;
-        app.start_run(run, "held").await;
-        app.pause_at(run, "add", "pause_f_1", "before", json!({"a": 1}))
-            .await;
-        gm_async(
-            h.home.clone(),
-            args(&["wait", "--timeout", "5", "--port", &port]),
+        let mut app = App::holding(
+            h.port,
+            run,
+            "held",
+            "add",
+            "pause_f_1",
+            "before",
+            json!({"a": 1}),
         )
-        .await
-        .expect(0);
+        .await;
+        gm_wait_open(&h.home, &port).await;
         let out = gm_async(
             h.home.clone(),
-            args(&[
-                "resume",
-                "pause_f_1",
-                "--run",
-                run,
-                "--action",
-                "continue",
-                "--port",
-                &port,
-            ]),
+            resume_args("pause_f_1", run, "continue", &port, &[]),
         )
         .await
         .expect(5);
@@ -240,23 +230,11 @@ fn gone_exits_4_for_unknown_runs_and_released_pauses() {
 
     let run = "run_400000000001";
     block_on(async {
-        let mut app = App::connect(h.port).await;
-        app.start_run(run, "gone").await;
-        app.pause_at(run, "add", "pause_g_1", "before", json!({}))
-            .await;
-        gm_async(
-            h.home.clone(),
-            args(&["wait", "--timeout", "5", "--port", &port]),
-        )
-        .await
-        .expect(0);
+        let mut app =
+            App::holding(h.port, run, "gone", "add", "pause_g_1", "before", json!({})).await;
+        gm_wait_open(&h.home, &port).await;
         // The app releases the gate on its own (e.g. its pause timeout).
-        app.emit(
-            run,
-            "exec.resumed",
-            json!({"pauseId": "pause_g_1", "action": "continue"}),
-        )
-        .await;
+        app.confirm(run, "pause_g_1", "continue").await;
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
         loop {
             let r = get_async(h.port, format!("/api/runs/{run}/pauses/pause_g_1")).await;
@@ -272,17 +250,7 @@ fn gone_exits_4_for_unknown_runs_and_released_pauses() {
         }
         let out = gm_async(
             h.home.clone(),
-            args(&[
-                "resume",
-                "pause_g_1",
-                "--run",
-                run,
-                "--action",
-                "continue",
-                "--json",
-                "--port",
-                &port,
-            ]),
+            resume_args("pause_g_1", run, "continue", &port, &["--json"]),
         )
         .await
         .expect(4);
@@ -297,28 +265,19 @@ fn refused_inject_exits_6_and_a_second_resume_is_taken_7() {
     let port = h.port.to_string();
     let run = "run_600000000001";
     block_on(async {
-        let mut app = App::connect(h.port).await;
-        app.start_run(run, "refuse").await;
-        app.pause_at(run, "add", "pause_r_1", "after", json!({"a": 1}))
-            .await;
-        gm_async(
-            h.home.clone(),
-            args(&["wait", "--timeout", "5", "--port", &port]),
+        let mut app = App::holding(
+            h.port,
+            run,
+            "refuse",
+            "add",
+            "pause_r_1",
+            "after",
+            json!({"a": 1}),
         )
-        .await
-        .expect(0);
+        .await;
+        gm_wait_open(&h.home, &port).await;
         let resume = |action: &str, extra: &[&str]| {
-            let mut a = args(&[
-                "resume",
-                "pause_r_1",
-                "--run",
-                run,
-                "--action",
-                action,
-                "--port",
-                &port,
-            ]);
-            a.extend(args(extra));
+            let a = resume_args("pause_r_1", run, action, &port, extra);
             tokio::spawn(gm_async(h.home.clone(), a))
         };
 
@@ -349,42 +308,19 @@ fn refused_inject_exits_6_and_a_second_resume_is_taken_7() {
         assert_eq!(frame["payload"]["output"], json!(3));
         let out = gm_async(
             h.home.clone(),
-            args(&[
-                "resume",
-                "pause_r_1",
-                "--run",
-                run,
-                "--action",
-                "abort",
-                "--port",
-                &port,
-            ]),
+            resume_args("pause_r_1", run, "abort", &port, &[]),
         )
         .await
         .expect(7);
         assert!(out.stderr.contains("pause_r_1 is taken"), "{}", out.stderr);
-        app.emit(
-            run,
-            "exec.resumed",
-            json!({"pauseId": "pause_r_1", "action": "inject"}),
-        )
-        .await;
+        app.confirm(run, "pause_r_1", "inject").await;
         let out = second.await.unwrap().expect(0);
         assert_eq!(out.json()["outcome"], json!("resumed"));
         assert_eq!(out.json()["action"], json!("inject"));
         // And after the release, too.
         let out = gm_async(
             h.home.clone(),
-            args(&[
-                "resume",
-                "pause_r_1",
-                "--run",
-                run,
-                "--action",
-                "continue",
-                "--port",
-                &port,
-            ]),
+            resume_args("pause_r_1", run, "continue", &port, &[]),
         )
         .await
         .expect(7);
@@ -398,29 +334,21 @@ fn unconfirmed_resume_exits_2_and_a_later_resume_can_finish_it() {
     let port = h.port.to_string();
     let run = "run_200000000001";
     block_on(async {
-        let mut app = App::connect(h.port).await;
-        app.start_run(run, "silent").await;
-        app.pause_at(run, "add", "pause_s_1", "before", json!({}))
-            .await;
-        gm_async(
-            h.home.clone(),
-            args(&["wait", "--timeout", "5", "--port", &port]),
+        let mut app = App::holding(
+            h.port,
+            run,
+            "silent",
+            "add",
+            "pause_s_1",
+            "before",
+            json!({}),
         )
-        .await
-        .expect(0);
+        .await;
+        gm_wait_open(&h.home, &port).await;
         let resume = || {
             tokio::spawn(gm_async(
                 h.home.clone(),
-                args(&[
-                    "resume",
-                    "pause_s_1",
-                    "--run",
-                    run,
-                    "--action",
-                    "retry",
-                    "--port",
-                    &port,
-                ]),
+                resume_args("pause_s_1", run, "retry", &port, &[]),
             ))
         };
         // The app gets exec.resume but never confirms: the hub answers 202 after 5 s.
@@ -435,12 +363,7 @@ fn unconfirmed_resume_exits_2_and_a_later_resume_can_finish_it() {
         // A later resume goes through once the app answers.
         let second = resume();
         app.expect_resume(10_000).await;
-        app.emit(
-            run,
-            "exec.resumed",
-            json!({"pauseId": "pause_s_1", "action": "retry"}),
-        )
-        .await;
+        app.confirm(run, "pause_s_1", "retry").await;
         second.await.unwrap().expect(0);
     });
 }

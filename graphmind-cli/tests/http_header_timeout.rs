@@ -2,14 +2,14 @@
 //! `--header-timeout-ms`, default 10 s): silent, or a byte at a time. Requests that are slow
 //! to answer (a long poll) and upgraded WebSockets that stay quiet are not cut.
 
-mod serve_support;
+mod support;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use serve_support::{Got, Peer, block_on, hub};
+use support::{Got, Peer, block_on, hub};
 
 /// Reads until the hub closes the connection; returns how long that took from `start`.
 fn closed_after(mut s: TcpStream, start: Instant) -> Duration {
@@ -82,7 +82,7 @@ fn slow_answers_and_quiet_websockets_are_not_cut() {
         let token = h.agent_token.clone();
         tokio::task::spawn_blocking(move || {
             let auth = format!("Bearer {token}");
-            serve_support::http(
+            support::http(
                 port,
                 "POST",
                 "/api/debug/mode",

@@ -2,10 +2,10 @@
 //! sends): the hub stores that envelope as sent and counts the loss once in `/health`
 //! (`clientDropped`), not again when the same frame is replayed.
 
-mod serve_support;
+mod support;
 
 use serde_json::json;
-use serve_support::{App, block_on, env, hub, wait_for};
+use support::{App, block_on, env, hub, wait_for};
 
 #[test]
 fn announced_losses_are_counted_once() {

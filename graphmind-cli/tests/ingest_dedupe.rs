@@ -1,9 +1,9 @@
 //! Replays are idempotent: (runId, seq) is stored once, across reconnects and hub restarts.
 
-mod serve_support;
+mod support;
 
 use serde_json::json;
-use serve_support::*;
+use support::*;
 
 fn run_frames(run: &str) -> Vec<serde_json::Value> {
     vec![

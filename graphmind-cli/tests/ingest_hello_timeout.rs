@@ -2,12 +2,12 @@
 //! (hidden flag `--hello-timeout-ms`, default 10 s), also when it keeps sending other frames;
 //! an app that said hello in time is never closed for it.
 
-mod serve_support;
+mod support;
 
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use serve_support::{App, Got, Peer, block_on, env, hub};
+use support::{App, Got, Peer, block_on, env, hub};
 
 #[test]
 fn a_silent_ingest_socket_is_closed_after_the_hello_timeout() {

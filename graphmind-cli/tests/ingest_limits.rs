@@ -1,10 +1,10 @@
 //! Protocol limits on /ingest: gm mismatch closes 1002, a frame over 16 MiB closes 1009, and a
 //! payload over 512 KB is shrunk before it is stored or fanned out.
 
-mod serve_support;
+mod support;
 
 use serde_json::json;
-use serve_support::*;
+use support::*;
 
 #[test]
 fn gm_mismatch_closes_with_1002_before_and_after_hello() {

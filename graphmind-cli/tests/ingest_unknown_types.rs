@@ -1,9 +1,9 @@
 //! Unknown message types and unknown fields are stored opaquely, never stripped.
 
-mod serve_support;
+mod support;
 
 use serde_json::json;
-use serve_support::*;
+use support::*;
 
 #[test]
 fn unknown_types_and_fields_are_stored_as_sent() {

@@ -6,8 +6,7 @@
 //! Needs `python3` with `graphmind-ai==0.5.1` (scripts/install-test-deps.sh); without it these
 //! tests fail, they do not skip.
 
-mod cli_support;
-mod serve_support;
+mod support;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -15,9 +14,8 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use cli_support::*;
 use serde_json::{Value, json};
-use serve_support::*;
+use support::*;
 
 /// Fails (never skips) when the reference client is missing.
 fn require_python_client() {
@@ -133,13 +131,6 @@ impl Drop for Agent {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-fn types(events: &[Value]) -> Vec<String> {
-    events
-        .iter()
-        .map(|e| e["type"].as_str().unwrap_or("?").to_owned())
-        .collect()
 }
 
 fn run_named<'a>(runs: &'a [Value], name: &str) -> &'a Value {
@@ -299,56 +290,12 @@ fn cli_breakpoint_holds_the_python_tool_and_inject_sets_its_result() {
     assert!(fin["heldMs"].as_f64().unwrap() >= 250.0, "{fin}");
 }
 
-/// `graphmind serve --port <port> --db <db>` (a fixed port, so the client finds it again).
-fn serve_on(home: &Path, port: u16, db: &Path) -> Serve {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_graphmind"))
-        .args(["serve", "--json", "--no-open", "--port", &port.to_string()])
-        .arg("--db")
-        .arg(db)
-        .env("GRAPHMIND_HOME", home)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn graphmind serve");
-    let stdout = child.stdout.take().expect("stdout");
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        let _ = BufReader::new(stdout).read_line(&mut line);
-        let _ = tx.send(line);
-    });
-    let line = rx
-        .recv_timeout(Duration::from_secs(20))
-        .expect("serve printed no line in 20 s");
-    let line: Value = serde_json::from_str(line.trim()).expect("the --json line is JSON");
-    assert_eq!(line["port"], json!(port));
-    let run: Value = serde_json::from_str(
-        &std::fs::read_to_string(home.join("run").join(format!("serve-{port}.json")))
-            .expect("run file"),
-    )
-    .expect("run file JSON");
-    let viewer_token = line["viewerUrl"]
-        .as_str()
-        .and_then(|u| u.split_once("#token="))
-        .map(|(_, t)| t.to_owned())
-        .expect("viewer token");
-    Serve {
-        child,
-        port,
-        agent_token: run["token"].as_str().expect("token").to_owned(),
-        viewer_token,
-        line,
-        home: home.to_path_buf(),
-    }
-}
-
 #[test]
 fn replay_after_the_python_client_reconnects_stores_no_duplicate() {
     require_python_client();
     let dir = TempDir::new("py-replay");
     let db = dir.0.join("hub.db");
-    let first_hub = hub_on_free_port(&dir.0, &db);
+    let first_hub = serve_on_free_port(&dir.0, &db, &[]);
     let port = first_hub.port;
     let mut agent = Agent::spawn(port, "twice");
     assert_eq!(
@@ -371,7 +318,7 @@ fn replay_after_the_python_client_reconnects_stores_no_duplicate() {
     let mut first_hub = first_hub;
     assert!(first_hub.interrupt().success());
     drop(first_hub);
-    let second_hub = serve_on(&dir.0, port, &db);
+    let second_hub = serve_on(&dir.0, port, &db, &[]).expect("restart on the same port");
     assert_eq!(second_hub.health()["stats"]["duplicates"], json!(0));
 
     // The client reconnects (ready() kicks a connect) and replays its whole ring, which
@@ -422,16 +369,4 @@ fn replay_after_the_python_client_reconnects_stores_no_duplicate() {
     assert_eq!(seqs.len(), 6);
     // The client's seqs go on across the reconnect (one counter per session).
     assert!(seqs[0] > 6, "{seqs:?}");
-}
-
-/// A hub on a port picked here, so it can be restarted on the same one.
-fn hub_on_free_port(home: &Path, db: &Path) -> Serve {
-    for _ in 0..5 {
-        let port = free_port();
-        let s = std::panic::catch_unwind(|| serve_on(home, port, db));
-        if let Ok(s) = s {
-            return s;
-        }
-    }
-    panic!("no free port for the hub");
 }

@@ -1,9 +1,9 @@
 //! Load: 300 concurrent app connections, and a 20,000-frame flood stored completely.
 
-mod serve_support;
+mod support;
 
 use serde_json::json;
-use serve_support::*;
+use support::*;
 
 #[test]
 fn three_hundred_concurrent_apps_are_all_served() {

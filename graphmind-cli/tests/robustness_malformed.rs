@@ -1,10 +1,10 @@
 //! Malformed frames of every kind are counted and ignored: the hub never crashes and one bad
 //! frame never poisons a run or a connection.
 
-mod serve_support;
+mod support;
 
 use serde_json::json;
-use serve_support::*;
+use support::*;
 
 fn junk(run: &str) -> Vec<String> {
     let deep = format!(

@@ -2,17 +2,15 @@
 //! `Err(Aborted)` naming the run, nothing after the gate runs, and the hub stores the run as
 //! `aborted`.
 
-mod cli_support;
-mod rust_support;
-mod serve_support;
+mod support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use cli_support::{args, gm_async};
-use rust_support::{attached, labels, wait_async};
 use serde_json::json;
-use serve_support::{Serve, block_on, hub};
+use support::{
+    Serve, attached, block_on, gm_on, gm_resume_paused, gm_wait_pause, hub, labels, wait_async,
+};
 
 static CHARGED: AtomicUsize = AtomicUsize::new(0);
 static AFTER_GATE: AtomicUsize = AtomicUsize::new(0);
@@ -26,16 +24,10 @@ async fn charge(cents: u64) -> u64 {
 #[test]
 fn a_cli_abort_ends_the_rust_run_with_aborted_and_stores_it_aborted() {
     let h = hub(&["--allow-control", "resume"]);
-    let port = h.port.to_string();
     block_on(async {
-        gm_async(
-            h.home.clone(),
-            args(&[
-                "break", "set", "--kind", "tool", "--name", "charge", "--port", &port,
-            ]),
-        )
-        .await
-        .expect(0);
+        gm_on(&h, &["break", "set", "--kind", "tool", "--name", "charge"])
+            .await
+            .expect(0);
         let gm = attached(h.port, "rust-agent").await;
         let task = tokio::spawn({
             let gm = gm.clone();
@@ -48,26 +40,13 @@ fn a_cli_abort_ends_the_rust_run_with_aborted_and_stores_it_aborted() {
                 .await
             }
         });
-        let p = gm_async(
-            h.home.clone(),
-            args(&["wait", "--json", "--timeout", "20", "--port", &port]),
-        )
-        .await
-        .expect(0)
-        .json();
+        let p = gm_wait_pause(&h).await;
         assert_eq!(p["nodeId"], json!("tool:charge"));
         let (pause, run) = (
             p["pauseId"].as_str().unwrap().to_owned(),
             p["runId"].as_str().unwrap().to_owned(),
         );
-        let out = gm_async(
-            h.home.clone(),
-            args(&[
-                "resume", &pause, "--run", &run, "--action", "abort", "--port", &port,
-            ]),
-        )
-        .await
-        .expect(0);
+        let out = gm_resume_paused(&h, &p, "abort", &[]).await.expect(0);
         assert_eq!(
             out.stdout,
             format!("resumed {pause} of run {run} (abort)\n")
@@ -89,7 +68,7 @@ fn a_cli_abort_ends_the_rust_run_with_aborted_and_stores_it_aborted() {
         let summary = wait_async(10, "the run stored as aborted", {
             let (port, run) = (h.port, run.clone());
             move || {
-                let r = serve_support::http(port, "GET", &format!("/api/runs/{run}"), &[], None);
+                let r = support::http(port, "GET", &format!("/api/runs/{run}"), &[], None);
                 let v = r.json();
                 (v["status"] != json!("running")).then_some(v)
             }
@@ -121,14 +100,7 @@ fn a_cli_abort_ends_the_rust_run_with_aborted_and_stores_it_aborted() {
         );
         // No pause is left open, and a second abort finds the pause taken.
         assert_eq!(h.get_json("/api/pauses")["pauses"], json!([]));
-        gm_async(
-            h.home.clone(),
-            args(&[
-                "resume", &pause, "--run", &run, "--action", "abort", "--port", &port,
-            ]),
-        )
-        .await
-        .expect(7);
+        gm_resume_paused(&h, &p, "abort", &[]).await.expect(7);
         gm.dispose().await;
     });
 }

@@ -2,16 +2,13 @@
 //! (SIGKILL, no close frame) the held tool runs within 100 ms; stopped cleanly (SIGINT, close
 //! 1001) likewise. The run then finishes on its own, detached.
 
-mod cli_support;
-mod rust_support;
-mod serve_support;
+mod support;
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use rust_support::{attached, kill_hard};
 use serde_json::json;
-use serve_support::{TestHub, block_on, get_async, hub};
+use support::{TestHub, attached, block_on, get_async, hub, kill_hard};
 
 static KILLED_RAN_AT: Mutex<Option<Instant>> = Mutex::new(None);
 static STOPPED_RAN_AT: Mutex<Option<Instant>> = Mutex::new(None);

@@ -3,18 +3,16 @@
 //! node.finished says `injected: true`); an output that does not fit the tool's return type is
 //! refused by the Rust client (exit 6, the gate stays held) and a fitting one then succeeds.
 
-mod cli_support;
-mod rust_support;
-mod serve_support;
+mod support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use cli_support::{Out, args, gm_async};
-use rust_support::{attached, labels, wait_async};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use serve_support::{TestHub, block_on, hub};
+use support::{
+    attached, block_on, gm_on, gm_resume_paused, gm_wait_pause, hub, labels, wait_async,
+};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 struct Quote {
@@ -38,42 +36,11 @@ async fn price(sku: String) -> Quote {
     Quote { sku, cents: 100 }
 }
 
-async fn cli(h: &TestHub, a: &[&str]) -> Out {
-    let mut v = args(a);
-    v.extend(args(&["--port", &h.port.to_string()]));
-    gm_async(h.home.clone(), v).await
-}
-
-/// `graphmind wait --json`: the held gate's PauseInfo.
-async fn wait_pause(h: &TestHub) -> Value {
-    cli(h, &["wait", "--json", "--timeout", "20"])
-        .await
-        .expect(0)
-        .json()
-}
-
-async fn inject(h: &TestHub, p: &Value, output: &str) -> Out {
-    cli(
-        h,
-        &[
-            "resume",
-            p["pauseId"].as_str().unwrap(),
-            "--run",
-            p["runId"].as_str().unwrap(),
-            "--action",
-            "inject",
-            "--output",
-            output,
-        ],
-    )
-    .await
-}
-
 #[test]
 fn a_cli_breakpoint_holds_the_rust_tool_and_inject_sets_its_result() {
     let h = hub(&["--allow-control", "inject"]);
     block_on(async {
-        cli(&h, &["break", "set", "--kind", "tool", "--name", "quote"])
+        gm_on(&h, &["break", "set", "--kind", "tool", "--name", "quote"])
             .await
             .expect(0);
         let gm = attached(h.port, "rust-agent").await;
@@ -86,7 +53,7 @@ fn a_cli_breakpoint_holds_the_rust_tool_and_inject_sets_its_result() {
             let gm = gm.clone();
             async move { gm.run("pricing", quote("SKU-7".into())).await }
         });
-        let p = wait_pause(&h).await;
+        let p = gm_wait_pause(&h).await;
         assert_eq!(p["nodeId"], json!("tool:quote"));
         assert_eq!(p["point"], json!("before"));
         assert_eq!(p["reason"], json!("breakpoint"));
@@ -96,9 +63,14 @@ fn a_cli_breakpoint_holds_the_rust_tool_and_inject_sets_its_result() {
         assert!(!task.is_finished(), "the tool ran past its breakpoint");
         assert_eq!(gm.stats().held_gates, 1);
 
-        let out = inject(&h, &p, r#"{"sku":"SKU-7","cents":4999}"#)
-            .await
-            .expect(0);
+        let out = gm_resume_paused(
+            &h,
+            &p,
+            "inject",
+            &["--output", r#"{"sku":"SKU-7","cents":4999}"#],
+        )
+        .await
+        .expect(0);
         let (pause, run) = (p["pauseId"].as_str().unwrap(), p["runId"].as_str().unwrap());
         assert_eq!(
             out.stdout,
@@ -122,7 +94,7 @@ fn a_cli_breakpoint_holds_the_rust_tool_and_inject_sets_its_result() {
         let events = wait_async(10, "the run stored", {
             let port = h.port;
             move || {
-                let ev = serve_support::Serve::events_on(port, &run);
+                let ev = support::Serve::events_on(port, &run);
                 (ev.last().is_some_and(|e| e["type"] == "run.finished")).then_some(ev)
             }
         })
@@ -162,7 +134,7 @@ fn a_cli_breakpoint_holds_the_rust_tool_and_inject_sets_its_result() {
 fn a_misfit_inject_is_refused_by_the_rust_client_and_the_gate_stays_held() {
     let h = hub(&["--allow-control", "inject"]);
     block_on(async {
-        cli(&h, &["break", "set", "--kind", "tool", "--name", "price"])
+        gm_on(&h, &["break", "set", "--kind", "tool", "--name", "price"])
             .await
             .expect(0);
         let gm = attached(h.port, "rust-agent").await;
@@ -170,7 +142,7 @@ fn a_misfit_inject_is_refused_by_the_rust_client_and_the_gate_stays_held() {
             let gm = gm.clone();
             async move { gm.run("pricing", price("SKU-9".into())).await }
         });
-        let p = wait_pause(&h).await;
+        let p = gm_wait_pause(&h).await;
         let (pause, run) = (
             p["pauseId"].as_str().unwrap().to_owned(),
             p["runId"].as_str().unwrap().to_owned(),
@@ -178,7 +150,9 @@ fn a_misfit_inject_is_refused_by_the_rust_client_and_the_gate_stays_held() {
 
         // `cents` is a u64: a string does not fit, nor does a bare number.
         for misfit in [r#"{"sku":"SKU-9","cents":"lots"}"#, "42"] {
-            let out = inject(&h, &p, misfit).await.expect(6);
+            let out = gm_resume_paused(&h, &p, "inject", &["--output", misfit])
+                .await
+                .expect(6);
             let line = out.one_line_error();
             assert!(line.contains("refused"), "{line}");
             assert!(line.contains("gate stays held"), "{line}");
@@ -187,12 +161,17 @@ fn a_misfit_inject_is_refused_by_the_rust_client_and_the_gate_stays_held() {
             assert!(!task.is_finished(), "a refused inject released the gate");
             assert_eq!(gm.stats().held_gates, 1);
         }
-        let out = cli(&h, &["pauses", "--json"]).await.expect(0);
+        let out = gm_on(&h, &["pauses", "--json"]).await.expect(0);
         assert!(out.stdout.contains(&pause), "{}", out.stdout);
 
-        inject(&h, &p, r#"{"sku":"SKU-9","cents":1234}"#)
-            .await
-            .expect(0);
+        gm_resume_paused(
+            &h,
+            &p,
+            "inject",
+            &["--output", r#"{"sku":"SKU-9","cents":1234}"#],
+        )
+        .await
+        .expect(0);
         let got = tokio::time::timeout(Duration::from_secs(5), task)
             .await
             .expect("the tool returned")
@@ -204,7 +183,7 @@ fn a_misfit_inject_is_refused_by_the_rust_client_and_the_gate_stays_held() {
         let events = wait_async(10, "the run stored", {
             let port = h.port;
             move || {
-                let ev = serve_support::Serve::events_on(port, &run);
+                let ev = support::Serve::events_on(port, &run);
                 (ev.last().is_some_and(|e| e["type"] == "run.finished")).then_some(ev)
             }
         })

@@ -3,15 +3,12 @@
 //! is `running` and live again, in the API and in the stored row, and a breakpoint holds its
 //! next tool for a resume sent to the reconnected client.
 
-mod cli_support;
-mod rust_support;
-mod serve_support;
+mod support;
 
 use std::time::Duration;
 
-use rust_support::{Relay, config, labels, wait_async};
 use serde_json::{Value, json};
-use serve_support::{TestHub, block_on, get_async, hub, resume_async};
+use support::{Relay, TestHub, block_on, config, get_async, hub, labels, resume_async, wait_async};
 
 #[graphmind::tool]
 async fn fetch(n: u64) -> u64 {
@@ -68,7 +65,7 @@ fn a_rust_run_abandoned_by_a_lost_connection_is_reclaimed_on_reconnect() {
         });
         let port = h.port;
         let run = wait_async(10, "the run started", move || {
-            let runs = serve_support::http(port, "GET", "/api/runs", &[], None).json()["runs"]
+            let runs = support::http(port, "GET", "/api/runs", &[], None).json()["runs"]
                 .as_array()
                 .cloned()?;
             let r = runs.first()?;
@@ -80,8 +77,7 @@ fn a_rust_run_abandoned_by_a_lost_connection_is_reclaimed_on_reconnect() {
         let s = wait_async(10, "abandoned", {
             let run = run.clone();
             move || {
-                let s =
-                    serve_support::http(port, "GET", &format!("/api/runs/{run}"), &[], None).json();
+                let s = support::http(port, "GET", &format!("/api/runs/{run}"), &[], None).json();
                 (s["status"] == json!("abandoned")).then_some(s)
             }
         })
@@ -121,8 +117,7 @@ fn a_rust_run_abandoned_by_a_lost_connection_is_reclaimed_on_reconnect() {
         let s = wait_async(10, "finished", {
             let run = run.clone();
             move || {
-                let s =
-                    serve_support::http(port, "GET", &format!("/api/runs/{run}"), &[], None).json();
+                let s = support::http(port, "GET", &format!("/api/runs/{run}"), &[], None).json();
                 (s["status"] == json!("ok")).then_some(s)
             }
         })

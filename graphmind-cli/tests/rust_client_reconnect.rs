@@ -3,15 +3,14 @@
 //! flight across the restart is live again as soon as its app is back (never `abandoned`), and
 //! it ends with every event stored once; a run made while the hub was down arrives whole.
 
-mod cli_support;
-mod rust_support;
-mod serve_support;
+mod support;
 
 use std::time::Duration;
 
-use rust_support::{config, kill_hard, labels, serve_on, serve_on_free_port, wait_async};
 use serde_json::{Value, json};
-use serve_support::{Serve, TempDir, block_on};
+use support::{
+    Serve, TempDir, block_on, config, kill_hard, labels, serve_on, serve_on_free_port, wait_async,
+};
 
 #[graphmind::tool]
 async fn step_one(n: i64) -> i64 {
@@ -97,7 +96,7 @@ fn replay_after_a_hub_restart_stores_no_duplicate_and_the_live_run_goes_on() {
 
         // The whole ring comes again, and every frame of it is a duplicate.
         wait_async(10, "the replay processed", move || {
-            let s = serve_support::http(port, "GET", "/health", &[], None).json()["stats"].clone();
+            let s = support::http(port, "GET", "/health", &[], None).json()["stats"].clone();
             (s["duplicates"] == json!(ring)).then_some(())
         })
         .await;
@@ -119,7 +118,7 @@ fn replay_after_a_hub_restart_stores_no_duplicate_and_the_live_run_goes_on() {
 
         let runs = wait_async(10, "the second run finished", {
             move || {
-                let runs = serve_support::http(port, "GET", "/api/runs", &[], None).json()["runs"]
+                let runs = support::http(port, "GET", "/api/runs", &[], None).json()["runs"]
                     .as_array()
                     .cloned()?;
                 run_named(&runs, "second")
@@ -223,7 +222,7 @@ fn a_run_made_while_the_hub_was_down_arrives_whole_when_it_is_back() {
         .expect("join");
         assert!(gm.ready(Duration::from_secs(5)).await, "reattached");
         let runs = wait_async(10, "the offline run stored", move || {
-            let runs = serve_support::http(port, "GET", "/api/runs", &[], None).json()["runs"]
+            let runs = support::http(port, "GET", "/api/runs", &[], None).json()["runs"]
                 .as_array()
                 .cloned()?;
             run_named(&runs, "offline")
@@ -289,7 +288,7 @@ fn events_the_client_lost_during_an_outage_are_counted_by_the_hub() {
         .expect("join");
         assert!(gm.ready(Duration::from_secs(5)).await, "reattached");
         let stats = wait_async(10, "the loss announced", move || {
-            let s = serve_support::http(port, "GET", "/health", &[], None).json()["stats"].clone();
+            let s = support::http(port, "GET", "/health", &[], None).json()["stats"].clone();
             (s["eventsAccepted"] == json!(3)).then_some(s)
         })
         .await;

@@ -2,16 +2,12 @@
 //! name, sdk and status, and `/api/runs/:id/events` holds exactly the frames the Rust client
 //! sent (recorded by a relay between them), in seq order, with nothing lost or added.
 
-mod cli_support;
-mod rust_support;
-mod serve_support;
+mod support;
 
 use std::time::Duration;
 
-use cli_support::gm;
-use rust_support::{Relay, attached, labels, wait_async};
 use serde_json::{Value, json};
-use serve_support::{block_on, hub, wait_for};
+use support::{Relay, attached, block_on, gm, hub, labels, wait_async, wait_for};
 
 #[graphmind::tool]
 async fn add(a: i64, b: i64) -> i64 {

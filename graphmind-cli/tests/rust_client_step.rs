@@ -2,16 +2,14 @@
 //! tool (reason `step`), each `graphmind resume --action continue` runs one call, and
 //! `graphmind mode run` lets the rest go without holding.
 
-mod cli_support;
-mod rust_support;
-mod serve_support;
+mod support;
 
 use std::time::Duration;
 
-use cli_support::{Out, args, gm_async};
-use rust_support::{attached, labels, wait_async};
-use serde_json::{Value, json};
-use serve_support::{Serve, TestHub, block_on, hub};
+use serde_json::json;
+use support::{
+    Serve, attached, block_on, gm_on, gm_resume_paused, gm_wait_pause, hub, labels, wait_async,
+};
 
 #[graphmind::tool]
 async fn first(n: u64) -> u64 {
@@ -28,41 +26,12 @@ async fn third(n: u64) -> u64 {
     n + 3
 }
 
-async fn cli(h: &TestHub, a: &[&str]) -> Out {
-    let mut v = args(a);
-    v.extend(args(&["--port", &h.port.to_string()]));
-    gm_async(h.home.clone(), v).await
-}
-
-async fn next_pause(h: &TestHub) -> Value {
-    cli(h, &["wait", "--json", "--timeout", "20"])
-        .await
-        .expect(0)
-        .json()
-}
-
-async fn continue_(h: &TestHub, p: &Value) {
-    cli(
-        h,
-        &[
-            "resume",
-            p["pauseId"].as_str().unwrap(),
-            "--run",
-            p["runId"].as_str().unwrap(),
-            "--action",
-            "continue",
-        ],
-    )
-    .await
-    .expect(0);
-}
-
 #[test]
 fn step_mode_holds_every_rust_tool_and_run_mode_lets_the_rest_go() {
     let h = hub(&["--allow-control", "resume"]);
     block_on(async {
         let gm = attached(h.port, "rust-agent").await;
-        cli(&h, &["mode", "step"]).await.expect(0);
+        gm_on(&h, &["mode", "step"]).await.expect(0);
         let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
         while gm.mode() != graphmind::protocol::Mode::Step {
             assert!(
@@ -80,19 +49,19 @@ fn step_mode_holds_every_rust_tool_and_run_mode_lets_the_rest_go() {
                 .await
             }
         });
-        let p1 = next_pause(&h).await;
+        let p1 = gm_wait_pause(&h).await;
         assert_eq!(
             (&p1["nodeId"], &p1["point"], &p1["reason"]),
             (&json!("tool:first"), &json!("before"), &json!("step"))
         );
-        continue_(&h, &p1).await;
-        let p2 = next_pause(&h).await;
+        gm_resume_paused(&h, &p1, "continue", &[]).await.expect(0);
+        let p2 = gm_wait_pause(&h).await;
         assert_eq!(p2["nodeId"], json!("tool:second"), "{p2}");
         assert_eq!(p2["input"], json!({"n": 1}));
         assert_eq!(p2["reason"], json!("step"));
 
-        cli(&h, &["mode", "run"]).await.expect(0);
-        continue_(&h, &p2).await;
+        gm_on(&h, &["mode", "run"]).await.expect(0);
+        gm_resume_paused(&h, &p2, "continue", &[]).await.expect(0);
         let out = tokio::time::timeout(Duration::from_secs(5), task)
             .await
             .expect("the run went on without holding")

@@ -1,9 +1,9 @@
 //! Host and Origin are checked on every request and upgrade (DNS rebinding, cross-site pages);
 //! answers carry anti-framing and no-sniff headers and never CORS headers.
 
-mod serve_support;
+mod support;
 
-use serve_support::*;
+use support::*;
 
 #[test]
 fn foreign_host_is_refused_with_a_plain_explanation() {

@@ -1,10 +1,10 @@
 //! Mutations are POST with Content-Type application/json only; frames over the caps close
 //! the socket; a refused mutation changes nothing.
 
-mod serve_support;
+mod support;
 
 use serde_json::json;
-use serve_support::*;
+use support::*;
 
 #[test]
 fn get_and_form_encoded_mutations_are_refused() {

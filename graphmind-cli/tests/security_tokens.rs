@@ -1,10 +1,10 @@
 //! Control needs the right token: the agent token over HTTP (what it may do is set by
 //! --allow-control), the viewer token over /ws/ui. A refused control leaves the gate held.
 
-mod serve_support;
+mod support;
 
 use serde_json::json;
-use serve_support::*;
+use support::*;
 
 fn resume(port: u16, auth: Option<&str>, run: &str, pause: &str, body: &str) -> Response {
     let mut headers = vec![("Content-Type", "application/json")];

@@ -1,9 +1,9 @@
 //! `graphmind serve` starts, announces itself, and answers the app handshake.
 
-mod serve_support;
+mod support;
 
 use serde_json::json;
-use serve_support::*;
+use support::*;
 
 #[test]
 fn json_line_and_run_file_describe_the_hub() {

@@ -5,10 +5,10 @@
 //! deduplicated and counted on the stored run instead of starting a new, empty one. Runs still
 //! running or holding a pause never leave memory.
 
-mod serve_support;
+mod support;
 
 use serde_json::{Value, json};
-use serve_support::{App, Peer, TestHub, hub, wait_for};
+use support::{App, Peer, TestHub, hub, wait_for};
 
 const CAP: usize = 5;
 
@@ -219,7 +219,7 @@ fn running_and_paused_runs_stay_in_memory_however_old() {
     let port = h.port;
     let token = h.agent_token.clone();
     rt.block_on(async {
-        let resume = tokio::spawn(serve_support::resume_async(
+        let resume = tokio::spawn(support::resume_async(
             port,
             token,
             "run_aab_paused".into(),

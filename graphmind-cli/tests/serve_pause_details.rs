@@ -3,10 +3,10 @@
 //! no earlier event) — the input, output, error and instanceId it carries; after a hub restart
 //! the client's replay (all duplicates) restores them for nodes that started before it.
 
-mod serve_support;
+mod support;
 
 use serde_json::{Value, json};
-use serve_support::{App, block_on, get_async, hub};
+use support::{App, block_on, get_async, hub};
 
 async fn only_pause(port: u16) -> Value {
     let v = get_async(port, "/api/pauses?wait=5".into()).await.json();
@@ -77,30 +77,30 @@ fn a_pause_prefers_what_exec_paused_carries_over_earlier_events() {
 
 #[test]
 fn after_a_hub_restart_the_replay_restores_what_a_pause_shows() {
-    let dir = serve_support::TempDir::new("pause-replay");
-    let started = serve_support::env(
+    let dir = support::TempDir::new("pause-replay");
+    let started = support::env(
         2,
         "run_r",
         "node.started",
         json!({"nodeId": "tool:q", "kind": "tool", "name": "q", "instanceId": "call_7", "input": {"a": 1}}),
     );
-    let run_started = serve_support::env(
+    let run_started = support::env(
         1,
         "run_r",
         "run.started",
         json!({"app": "test-app", "sdk": {"name": "rust", "version": "0.1.0"}, "meta": {"name": "r"}}),
     );
     {
-        let mut s = serve_support::Serve::start_in(&dir.0, &[]);
+        let mut s = support::Serve::start_in(&dir.0, &[]);
         block_on(async {
             let mut app = App::connect(s.port).await;
             app.peer.send(&run_started).await;
             app.peer.send(&started).await;
         });
-        serve_support::wait_for(10, "stored", || (s.seqs("run_r").len() == 2).then_some(()));
+        support::wait_for(10, "stored", || (s.seqs("run_r").len() == 2).then_some(()));
         assert!(s.interrupt().success());
     }
-    let s = serve_support::Serve::start_in(&dir.0, &[]);
+    let s = support::Serve::start_in(&dir.0, &[]);
     block_on(async {
         let mut app = App::connect_resuming(s.port, None, 3).await;
         app.peer.send(&run_started).await;

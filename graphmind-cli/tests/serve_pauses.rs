@@ -1,23 +1,23 @@
 //! The pause registry: what a held gate looks like over HTTP, first resume wins, the answer
 //! follows the app's exec.resumed / exec.refused, and exec.resume reaches only the owner.
 
-mod serve_support;
+mod support;
 
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use serve_support::*;
+use support::*;
 
 #[test]
 fn first_resume_wins_and_the_answer_follows_exec_resumed() {
     let h = hub(&["--allow-control", "inject"]);
-    let (port, tok) = (h.port, h.agent_token.clone());
+    let (port, ctl) = (h.port, h.control());
     let run = "run_100000000001";
     block_on(async {
-        let mut app = App::connect(port).await;
-        app.start_run(run, "pauses").await;
-        app.pause_at(
+        let mut app = App::holding(
+            port,
             run,
+            "pauses",
             "search",
             "pause_a_1",
             "before",
@@ -37,11 +37,9 @@ fn first_resume_wins_and_the_answer_follows_exec_resumed() {
         assert_eq!(p["input"], json!({"q": "flights"}));
         assert_eq!(p["state"], json!("open"));
 
-        let first = tokio::spawn(resume_async(
-            port,
-            tok.clone(),
-            run.into(),
-            "pause_a_1".into(),
+        let first = tokio::spawn(ctl.resume(
+            run,
+            "pause_a_1",
             json!({"action": "inject", "output": {"price": 1}}),
         ));
         let frame = app.expect_resume(5000).await;
@@ -52,37 +50,22 @@ fn first_resume_wins_and_the_answer_follows_exec_resumed() {
         assert!(frame["payload"]["requestId"].as_str().is_some());
 
         // While the first is in flight, a second one is told "taken".
-        let second = resume_async(
-            port,
-            tok.clone(),
-            run.into(),
-            "pause_a_1".into(),
-            json!({"action": "continue"}),
-        )
-        .await;
+        let second = ctl
+            .resume(run, "pause_a_1", json!({"action": "continue"}))
+            .await;
         assert_eq!(second.status, 409, "{}", second.body);
         assert_eq!(second.json()["outcome"], json!("taken"));
 
-        app.emit(
-            run,
-            "exec.resumed",
-            json!({"pauseId": "pause_a_1", "action": "inject"}),
-        )
-        .await;
+        app.confirm(run, "pause_a_1", "inject").await;
         let first = first.await.unwrap();
         assert_eq!(first.status, 200, "{}", first.body);
         assert_eq!(first.json()["outcome"], json!("resumed"));
         assert_eq!(first.json()["action"], json!("inject"));
 
         // After the release: taken, and the pause reads as closed by the hub.
-        let third = resume_async(
-            port,
-            tok.clone(),
-            run.into(),
-            "pause_a_1".into(),
-            json!({"action": "continue"}),
-        )
-        .await;
+        let third = ctl
+            .resume(run, "pause_a_1", json!({"action": "continue"}))
+            .await;
         assert_eq!(third.status, 409);
         let closed = get_async(port, format!("/api/runs/{run}/pauses/pause_a_1"))
             .await
@@ -96,29 +79,26 @@ fn first_resume_wins_and_the_answer_follows_exec_resumed() {
     assert_eq!(h.get_json("/api/pauses")["pauses"], json!([]));
 }
 
-async fn wait_for_pause(port: u16) -> Vec<serde_json::Value> {
-    let r = get_async(port, "/api/pauses?wait=5".into()).await;
-    let list = r.json()["pauses"].as_array().cloned().unwrap_or_default();
-    assert!(!list.is_empty(), "no pause opened");
-    list
-}
-
 #[test]
 fn refused_keeps_the_gate_held_and_a_later_resume_works() {
     let h = hub(&["--allow-control", "inject"]);
-    let (port, tok) = (h.port, h.agent_token.clone());
+    let (port, ctl) = (h.port, h.control());
     let run = "run_100000000002";
     block_on(async {
-        let mut app = App::connect(port).await;
-        app.start_run(run, "refuse").await;
-        app.pause_at(run, "add", "pause_b_1", "error", json!({"a": 1}))
-            .await;
-        wait_for_pause(port).await;
-        let first = tokio::spawn(resume_async(
+        let mut app = App::holding(
             port,
-            tok.clone(),
-            run.into(),
-            "pause_b_1".into(),
+            run,
+            "refuse",
+            "add",
+            "pause_b_1",
+            "error",
+            json!({"a": 1}),
+        )
+        .await;
+        wait_for_pause(port).await;
+        let first = tokio::spawn(ctl.resume(
+            run,
+            "pause_b_1",
             json!({"action": "inject", "output": "not a number"}),
         ));
         let frame = app.expect_resume(5000).await;
@@ -142,21 +122,11 @@ fn refused_keeps_the_gate_held_and_a_later_resume_works() {
         assert_eq!(still["state"], json!("open"));
         assert_eq!(still["reason"], json!("error"));
 
-        let second = tokio::spawn(resume_async(
-            port,
-            tok.clone(),
-            run.into(),
-            "pause_b_1".into(),
-            json!({"action": "inject", "output": 3}),
-        ));
+        let second =
+            tokio::spawn(ctl.resume(run, "pause_b_1", json!({"action": "inject", "output": 3})));
         let frame = app.expect_resume(5000).await;
         assert_eq!(frame["payload"]["output"], json!(3));
-        app.emit(
-            run,
-            "exec.resumed",
-            json!({"pauseId": "pause_b_1", "action": "inject"}),
-        )
-        .await;
+        app.confirm(run, "pause_b_1", "inject").await;
         assert_eq!(second.await.unwrap().status, 200);
     });
 }
@@ -164,7 +134,7 @@ fn refused_keeps_the_gate_held_and_a_later_resume_works() {
 #[test]
 fn exec_resume_goes_only_to_the_connection_that_owns_the_run() {
     let h = hub(&["--allow-control", "resume"]);
-    let (port, tok) = (h.port, h.agent_token.clone());
+    let (port, ctl) = (h.port, h.control());
     let run = "run_100000000003";
     block_on(async {
         let mut owner = App::connect(port).await;
@@ -176,26 +146,14 @@ fn exec_resume_goes_only_to_the_connection_that_owns_the_run() {
         // Another app reporting into the same run does not take it over while the owner lives.
         other.emit(run, "x.note", json!({})).await;
         wait_for_pause(port).await;
-        let r = tokio::spawn(resume_async(
-            port,
-            tok.clone(),
-            run.into(),
-            "pause_c_1".into(),
-            json!({"action": "continue"}),
-        ));
+        let r = tokio::spawn(ctl.resume(run, "pause_c_1", json!({"action": "continue"})));
         let frame = owner.expect_resume(5000).await;
         assert_eq!(frame["payload"]["action"], json!("continue"));
         assert!(
             matches!(other.peer.recv(300).await, Got::Timeout),
             "a non-owner got a control frame"
         );
-        owner
-            .emit(
-                run,
-                "exec.resumed",
-                json!({"pauseId": "pause_c_1", "action": "continue"}),
-            )
-            .await;
+        owner.confirm(run, "pause_c_1", "continue").await;
         assert_eq!(r.await.unwrap().status, 200);
     });
 }
@@ -203,7 +161,7 @@ fn exec_resume_goes_only_to_the_connection_that_owns_the_run() {
 #[test]
 fn a_reconnecting_app_regains_its_runs_with_its_resume_token() {
     let h = hub(&["--allow-control", "resume"]);
-    let (port, tok) = (h.port, h.agent_token.clone());
+    let (port, ctl) = (h.port, h.control());
     let run = "run_100000000004";
     block_on(async {
         let mut first = App::connect(port).await;
@@ -217,22 +175,11 @@ fn a_reconnecting_app_regains_its_runs_with_its_resume_token() {
         back.pause_at(run, "t", "pause_d_1", "before", json!(1))
             .await;
         wait_for_pause(port).await;
-        let r = tokio::spawn(resume_async(
-            port,
-            tok.clone(),
-            run.into(),
-            "pause_d_1".into(),
-            json!({"action": "abort"}),
-        ));
+        let r = tokio::spawn(ctl.resume(run, "pause_d_1", json!({"action": "abort"})));
         let frame = back.expect_resume(5000).await;
         assert_eq!(frame["payload"]["action"], json!("abort"));
         assert!(matches!(stranger.peer.recv(200).await, Got::Timeout));
-        back.emit(
-            run,
-            "exec.resumed",
-            json!({"pauseId": "pause_d_1", "action": "abort"}),
-        )
-        .await;
+        back.confirm(run, "pause_d_1", "abort").await;
         assert_eq!(r.await.unwrap().json()["outcome"], json!("resumed"));
         let runs = get_async(port, "/api/runs".into()).await.json();
         assert_eq!(runs["runs"][0]["live"], json!(true));
@@ -242,40 +189,25 @@ fn a_reconnecting_app_regains_its_runs_with_its_resume_token() {
 #[test]
 fn a_disconnect_closes_the_apps_pauses() {
     let h = hub(&["--allow-control", "resume"]);
-    let (port, tok) = (h.port, h.agent_token.clone());
+    let port = h.port;
     let run = "run_100000000005";
     block_on(async {
-        let mut app = App::connect(port).await;
-        app.start_run(run, "gone").await;
-        app.pause_at(run, "t", "pause_e_1", "before", json!(1))
-            .await;
+        let app = App::holding(port, run, "gone", "t", "pause_e_1", "before", json!(1)).await;
         wait_for_pause(port).await;
         drop(app);
     });
     wait_for(5, "the pause to close", || {
         (h.get_json("/api/pauses")["pauses"] == json!([])).then_some(())
     });
-    let r = http(
-        port,
-        "POST",
+    let r = h.post(
         &format!("/api/runs/{run}/pauses/pause_e_1/resume"),
-        &[
-            ("Authorization", &format!("Bearer {tok}")),
-            ("Content-Type", "application/json"),
-        ],
-        Some(r#"{"action":"continue"}"#),
+        &json!({"action": "continue"}),
     );
     assert_eq!(r.status, 410, "{}", r.body);
     assert_eq!(r.json()["outcome"], json!("gone"));
-    let unknown = http(
-        port,
-        "POST",
+    let unknown = h.post(
         &format!("/api/runs/{run}/pauses/nope/resume"),
-        &[
-            ("Authorization", &format!("Bearer {tok}")),
-            ("Content-Type", "application/json"),
-        ],
-        Some(r#"{"action":"continue"}"#),
+        &json!({"action": "continue"}),
     );
     assert_eq!(unknown.status, 410);
     assert_eq!(h.get(&format!("/api/runs/{run}/pauses/nope")).status, 404);
@@ -370,35 +302,21 @@ fn long_poll_returns_when_a_pause_opens_and_times_out_empty() {
 #[test]
 fn an_unanswered_resume_reports_sent_and_a_later_one_may_try_again() {
     let h = hub(&["--allow-control", "resume", "--resume-wait-ms", "300"]);
-    let (port, tok) = (h.port, h.agent_token.clone());
+    let (port, ctl) = (h.port, h.control());
     let run = "run_100000000010";
     block_on(async {
-        let mut app = App::connect(port).await;
-        app.start_run(run, "silent").await;
-        app.pause_at(run, "t", "pause_g_1", "before", json!(1))
-            .await;
+        let mut app = App::holding(port, run, "silent", "t", "pause_g_1", "before", json!(1)).await;
         wait_for_pause(port).await;
         let t0 = Instant::now();
-        let r = resume_async(
-            port,
-            tok.clone(),
-            run.into(),
-            "pause_g_1".into(),
-            json!({"action": "continue"}),
-        )
-        .await;
+        let r = ctl
+            .resume(run, "pause_g_1", json!({"action": "continue"}))
+            .await;
         assert_eq!(r.status, 202, "{}", r.body);
         assert_eq!(r.json()["outcome"], json!("sent"));
         assert!(t0.elapsed() >= Duration::from_millis(300));
         let stale = app.expect_resume(2000).await["payload"]["requestId"].clone();
         // Not in flight any more: the next resume is sent again, and answered this time.
-        let again = tokio::spawn(resume_async(
-            port,
-            tok.clone(),
-            run.into(),
-            "pause_g_1".into(),
-            json!({"action": "retry"}),
-        ));
+        let again = tokio::spawn(ctl.resume(run, "pause_g_1", json!({"action": "retry"})));
         let f = app.expect_resume(2000).await;
         assert_eq!(f["payload"]["action"], json!("retry"));
         // A late refusal of the first request does not answer the second.
@@ -413,12 +331,7 @@ fn an_unanswered_resume_reports_sent_and_a_later_one_may_try_again() {
             !again.is_finished(),
             "a stale refusal answered the new request"
         );
-        app.emit(
-            run,
-            "exec.resumed",
-            json!({"pauseId": "pause_g_1", "action": "retry"}),
-        )
-        .await;
+        app.confirm(run, "pause_g_1", "retry").await;
         assert_eq!(again.await.unwrap().status, 200);
     });
 }
@@ -429,10 +342,7 @@ fn a_finished_run_holds_no_pause() {
     let port = h.port;
     let run = "run_100000000011";
     block_on(async {
-        let mut app = App::connect(port).await;
-        app.start_run(run, "ends").await;
-        app.pause_at(run, "t", "pause_h_1", "before", json!(1))
-            .await;
+        let mut app = App::holding(port, run, "ends", "t", "pause_h_1", "before", json!(1)).await;
         wait_for_pause(port).await;
         app.emit(run, "run.finished", json!({"status": "aborted"}))
             .await;

@@ -4,12 +4,12 @@
 //! that owns an unfinished run can still reclaim it with its latest token, also after the
 //! grace (the run is `abandoned` meanwhile) and after other apps' tokens expired.
 
-mod serve_support;
+mod support;
 
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use serve_support::{App, TestHub, block_on, hub, wait_for};
+use support::{App, TestHub, block_on, hub, wait_for};
 
 fn tokens(h: &TestHub) -> u64 {
     h.health()["sessionTokens"]

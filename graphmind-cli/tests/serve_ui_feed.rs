@@ -1,12 +1,12 @@
 //! The viewer feed /ws/ui (docs/dev/ui-feed.md): hello, run updates, replay then live tail,
 //! pauses, and control frames answered with result frames.
 
-mod serve_support;
+mod support;
 
 use std::collections::HashSet;
 
 use serde_json::json;
-use serve_support::*;
+use support::*;
 
 #[test]
 fn subscribe_replays_then_tails_without_gaps_or_duplicates() {

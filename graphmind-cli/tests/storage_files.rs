@@ -1,12 +1,12 @@
 //! Files on disk: the home and run directories are 0700, the database, its WAL/SHM and the run
 //! file are 0600; a custom --db is honoured.
 
-mod serve_support;
+mod support;
 
 use std::os::unix::fs::PermissionsExt;
 
 use serde_json::json;
-use serve_support::*;
+use support::*;
 
 fn mode(p: &std::path::Path) -> u32 {
     std::fs::metadata(p)

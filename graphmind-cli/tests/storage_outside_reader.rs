@@ -4,12 +4,12 @@
 //! process that opened the database took the file for unused and truncated it under the hub's
 //! mapping, and the hub died of SIGBUS at its next write.
 
-mod serve_support;
+mod support;
 
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use serve_support::{App, hub, wait_for};
+use support::{App, hub, wait_for};
 
 #[test]
 fn a_reader_process_does_not_truncate_the_hubs_shared_memory() {

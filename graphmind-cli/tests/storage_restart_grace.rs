@@ -3,10 +3,10 @@
 //! API and the stored row — only if no app claims them in time. (A restart used to mark every
 //! unfinished run abandoned at once, so a quick hub restart showed live runs as abandoned.)
 
-mod serve_support;
+mod support;
 
 use serde_json::{Value, json};
-use serve_support::{App, Serve, TempDir, block_on, env, wait_for};
+use support::{App, Serve, TempDir, block_on, env, wait_for};
 
 fn stored_status(s: &Serve, run: &str) -> String {
     let _ = s.events(run); // flushes the writer

@@ -1,9 +1,9 @@
 //! Retention at start keeps the newest N runs (`--keep`) and drops their events.
 
-mod serve_support;
+mod support;
 
 use serde_json::json;
-use serve_support::*;
+use support::*;
 
 #[test]
 fn keep_n_drops_the_oldest_runs_and_their_events() {
@@ -42,24 +42,15 @@ fn keep_n_drops_the_oldest_runs_and_their_events() {
 #[test]
 fn runs_older_than_30_days_are_dropped_at_start() {
     let dir = TempDir::new("age");
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as u64;
+    let now = now_ms();
     {
         let mut s = Serve::start_in(&dir.0, &[]);
         block_on(async {
             let mut app = App::connect(s.port).await;
             for (id, age_days) in [("run_400000000011", 31u64), ("run_400000000012", 29)] {
-                let mut f = env(
-                    app.seq,
-                    id,
-                    "run.started",
-                    json!({"app": "a", "sdk": {"name": "rust", "version": "1"}, "meta": {"name": id}}),
-                );
-                app.seq += 1;
-                f["ts"] = json!(now - age_days * 86_400_000);
-                app.peer.send(&f).await;
+                let started = json!({"app": "a", "sdk": {"name": "rust", "version": "1"}, "meta": {"name": id}});
+                app.emit_at(now - age_days * 86_400_000, id, "run.started", started)
+                    .await;
             }
         });
         wait_for(10, "2 runs", || (s.runs().len() == 2).then_some(()));

@@ -3,12 +3,12 @@
 //! are deleted with their events, from the database and from memory, on every pass (hidden
 //! `--retention-interval-ms`). A run still running is kept while it runs.
 
-mod serve_support;
+mod support;
 
 use std::time::Duration;
 
 use serde_json::json;
-use serve_support::{App, TestHub, env, hub, wait_for};
+use support::{App, TestHub, hub, now_ms, wait_for};
 
 /// Run ids in the database.
 fn stored_runs(h: &TestHub) -> Vec<String> {
@@ -144,22 +144,17 @@ fn keep_n_is_applied_while_running_and_spares_a_running_run() {
 fn runs_older_than_30_days_are_deleted_while_running() {
     let rt = runtime();
     let h = hub(&["--retention-interval-ms", "300"]);
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("clock")
-        .as_millis() as u64;
+    let now = now_ms();
     rt.block_on(async {
         let mut app = App::connect(h.port).await;
         for (id, age_days) in [("run_age_31", 31u64), ("run_age_29", 29)] {
-            let mut f = env(
-                app.seq,
+            app.emit_at(
+                now - age_days * 86_400_000,
                 id,
                 "run.started",
                 json!({"app": "a", "sdk": {"name": "rust", "version": "1"}, "meta": {"name": id}}),
-            );
-            app.seq += 1;
-            f["ts"] = json!(now - age_days * 86_400_000);
-            app.peer.send(&f).await;
+            )
+            .await;
             app.emit(id, "run.finished", json!({"status": "ok"})).await;
         }
     });

@@ -1,19 +1,12 @@
-//! Helpers of the tests that run the real `graphmind` Rust client against the real hub: a
-//! session pointed at a hub, a hub on a fixed port (so it can be restarted where the client
-//! looks for it), a relay that records every frame the client sent, and small waits.
-#![allow(dead_code)]
+//! The real `graphmind` Rust client against the real hub: a session pointed at a hub, a
+//! relay that records every frame the client sent, and labels of what it sent.
 
-use std::io::{BufRead, BufReader};
-use std::path::Path;
-use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
 use serde_json::Value;
 use tokio_tungstenite::tungstenite::Message;
-
-use crate::serve_support::Serve;
 
 /// A config for the app `app` that reports to the hub on `port`: switched on whatever the
 /// environment says (no process variables are read), warnings kept quiet.
@@ -33,72 +26,6 @@ pub async fn attached(port: u16, app: &str) -> graphmind::Session {
         "the Rust client did not attach to the hub on port {port}"
     );
     gm
-}
-
-/// `graphmind serve --port <port> --db <db> --json --no-open <extra>` with
-/// `GRAPHMIND_HOME=home` (a fixed port, so a restarted hub is found by the same client).
-pub fn serve_on(home: &Path, port: u16, db: &Path, extra: &[&str]) -> Result<Serve, String> {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_graphmind"))
-        .args(["serve", "--json", "--no-open", "--port", &port.to_string()])
-        .arg("--db")
-        .arg(db)
-        .args(extra)
-        .env("GRAPHMIND_HOME", home)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("spawn graphmind serve: {e}"))?;
-    let stdout = child.stdout.take().expect("stdout");
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        let _ = BufReader::new(stdout).read_line(&mut line);
-        let _ = tx.send(line);
-    });
-    let line = rx.recv_timeout(Duration::from_secs(20)).unwrap_or_default();
-    let Ok(line) = serde_json::from_str::<Value>(line.trim()) else {
-        let _ = child.kill();
-        let _ = child.wait();
-        return Err(format!("serve on port {port} did not start"));
-    };
-    assert_eq!(line["port"].as_u64(), Some(u64::from(port)));
-    let run: Value = serde_json::from_str(
-        &std::fs::read_to_string(home.join("run").join(format!("serve-{port}.json")))
-            .expect("run file"),
-    )
-    .expect("run file JSON");
-    let viewer_token = line["viewerUrl"]
-        .as_str()
-        .and_then(|u| u.split_once("#token="))
-        .map(|(_, t)| t.to_owned())
-        .expect("viewer token");
-    Ok(Serve {
-        child,
-        port,
-        agent_token: run["token"].as_str().expect("token").to_owned(),
-        viewer_token,
-        line,
-        home: home.to_path_buf(),
-    })
-}
-
-/// A hub on a port picked here (retried if another process takes it first).
-pub fn serve_on_free_port(home: &Path, db: &Path, extra: &[&str]) -> Serve {
-    let mut last = String::new();
-    for _ in 0..5 {
-        match serve_on(home, crate::cli_support::free_port(), db, extra) {
-            Ok(s) => return s,
-            Err(e) => last = e,
-        }
-    }
-    panic!("no free port for the hub: {last}");
-}
-
-/// Kills the hub at once (SIGKILL: no close frame, no cleanup) and reaps it.
-pub fn kill_hard(serve: &mut Serve) {
-    let _ = serve.child.kill();
-    let _ = serve.child.wait();
 }
 
 /// Every text frame an app sent through a [`Relay`], in order.
@@ -242,15 +169,4 @@ pub fn labels(events: &[Value]) -> Vec<String> {
             }
         })
         .collect()
-}
-
-/// Polls `f` off the runtime's worker threads until it returns `Some`, for at most `secs`.
-pub async fn wait_async<T: Send + 'static>(
-    secs: u64,
-    what: &'static str,
-    f: impl FnMut() -> Option<T> + Send + 'static,
-) -> T {
-    tokio::task::spawn_blocking(move || crate::serve_support::wait_for(secs, what, f))
-        .await
-        .expect("join")
 }

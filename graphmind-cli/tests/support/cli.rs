@@ -1,6 +1,5 @@
-//! Runs the control commands of the real `graphmind` binary against a hub in a temporary
-//! home, with a time limit, and checks the one-line error rule.
-#![allow(dead_code)]
+//! The control commands of the real `graphmind` binary against a hub, with a time limit, and
+//! the one-line error rule.
 
 use std::io::Read;
 use std::path::Path;
@@ -110,8 +109,64 @@ pub fn args(a: &[&str]) -> Vec<String> {
     a.iter().map(|s| (*s).to_owned()).collect()
 }
 
-/// A port nothing listens on (bound, then released).
-pub fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    l.local_addr().expect("addr").port()
+/// `graphmind <args> --port <port of serve>` with the hub's home, off the async runtime.
+pub async fn gm_on(serve: &super::Serve, a: &[&str]) -> Out {
+    let mut v = args(a);
+    v.extend(args(&["--port", &serve.port.to_string()]));
+    gm_async(serve.home.clone(), v).await
+}
+
+/// `graphmind wait --json --timeout 20` against the hub: the held gate's PauseInfo.
+pub async fn gm_wait_pause(serve: &super::Serve) -> Value {
+    gm_on(serve, &["wait", "--json", "--timeout", "20"])
+        .await
+        .expect(0)
+        .json()
+}
+
+/// `graphmind wait --timeout 5 --port <port>` in `home`, off the async runtime: exits 0 once
+/// a pause is open.
+pub async fn gm_wait_open(home: &Path, port: &str) {
+    gm_async(
+        home.to_path_buf(),
+        args(&["wait", "--timeout", "5", "--port", port]),
+    )
+    .await
+    .expect(0);
+}
+
+/// The arguments of `graphmind resume <pause> --run <run> --action <action> --port <port>`,
+/// then `extra`.
+pub fn resume_args(
+    pause: &str,
+    run: &str,
+    action: &str,
+    port: &str,
+    extra: &[&str],
+) -> Vec<String> {
+    let mut a = args(&[
+        "resume", pause, "--run", run, "--action", action, "--port", port,
+    ]);
+    a.extend(args(extra));
+    a
+}
+
+/// `graphmind resume <pauseId> --run <runId> --action <action> <extra>` of the PauseInfo `p`
+/// (as `graphmind wait --json` prints it) against the hub.
+pub async fn gm_resume_paused(
+    serve: &super::Serve,
+    p: &Value,
+    action: &str,
+    extra: &[&str],
+) -> Out {
+    let mut a = vec![
+        "resume",
+        p["pauseId"].as_str().expect("pauseId"),
+        "--run",
+        p["runId"].as_str().expect("runId"),
+        "--action",
+        action,
+    ];
+    a.extend_from_slice(extra);
+    gm_on(serve, &a).await
 }
