@@ -71,6 +71,7 @@ pub enum OnLoop {
 }
 
 /// The loop guard as resolved from the config and the environment.
+#[cfg(feature = "enabled")]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct LoopGuard {
     pub(crate) on: OnLoop,
@@ -78,6 +79,7 @@ pub(crate) struct LoopGuard {
     pub(crate) allow: Vec<String>,
 }
 
+#[cfg(feature = "enabled")]
 impl LoopGuard {
     /// A guard that never fires.
     pub(crate) const OFF: Self = Self {
