@@ -10,21 +10,6 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use support::{App, TestHub, block_on, hub, wait_for};
 
-/// The status in the stored row (after the writer flushed everything queued so far).
-fn stored_status(h: &TestHub, run: &str) -> String {
-    let _ = h.events(run); // flushes the writer
-    let db = h.dir.0.join("graphmind.db");
-    let conn = rusqlite::Connection::open_with_flags(
-        &db,
-        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )
-    .expect("open the database");
-    conn.query_row("SELECT status FROM runs WHERE run_id = ?1", [run], |r| {
-        r.get(0)
-    })
-    .expect("the run row")
-}
-
 /// The run's summary; `null` while the hub does not know it yet.
 fn summary(h: &TestHub, run: &str) -> Value {
     let r = h.get(&format!("/api/runs/{run}"));
@@ -47,13 +32,13 @@ fn a_reclaimed_abandoned_run_is_running_again_in_storage() {
         wait_for(10, "abandoned", || {
             (summary(&h, "run_back")["status"] == json!("abandoned")).then_some(())
         });
-        assert_eq!(stored_status(&h, "run_back"), "abandoned");
+        assert_eq!(h.stored_status("run_back"), "abandoned");
 
         let mut app = App::connect_resuming(h.port, Some(&token), seq).await;
         let s = summary(&h, "run_back");
         assert_eq!(s["status"], json!("running"), "{s}");
         assert_eq!(s["live"], json!(true), "{s}");
-        assert_eq!(stored_status(&h, "run_back"), "running");
+        assert_eq!(h.stored_status("run_back"), "running");
 
         // It goes on and finishes as usual.
         app.emit("run_back", "run.finished", json!({"status": "ok"}))
@@ -61,7 +46,7 @@ fn a_reclaimed_abandoned_run_is_running_again_in_storage() {
         wait_for(10, "finished", || {
             (summary(&h, "run_back")["status"] == json!("ok")).then_some(())
         });
-        assert_eq!(stored_status(&h, "run_back"), "ok");
+        assert_eq!(h.stored_status("run_back"), "ok");
     });
 }
 
@@ -93,6 +78,6 @@ fn the_grace_counts_from_the_apps_last_departure() {
             (summary(&h, "run_flaky")["status"] == json!("abandoned")).then_some(())
         });
         assert!(last_left.elapsed() >= grace);
-        assert_eq!(stored_status(&h, "run_flaky"), "abandoned");
+        assert_eq!(h.stored_status("run_flaky"), "abandoned");
     });
 }

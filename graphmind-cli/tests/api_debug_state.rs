@@ -10,23 +10,7 @@ use support::*;
 fn debug_changes_reach_every_app_and_viewer() {
     let h = hub(&[]);
     let port = h.port;
-    let tok = h.agent_token.clone();
-    let post = move |path: &'static str, body: serde_json::Value| {
-        let tok = tok.clone();
-        tokio::task::spawn_blocking(move || {
-            let auth = format!("Bearer {tok}");
-            http(
-                port,
-                "POST",
-                path,
-                &[
-                    ("Authorization", &auth),
-                    ("Content-Type", "application/json"),
-                ],
-                Some(&body.to_string()),
-            )
-        })
-    };
+    let ctl = h.control();
     block_on(async {
         let mut a = App::connect(port).await;
         let mut b = App::connect(port).await;
@@ -38,9 +22,9 @@ fn debug_changes_reach_every_app_and_viewer() {
         );
 
         let m = json!({"kind": "tool", "name": "search", "point": "before"});
-        let r = post("/api/debug/breakpoints/set", json!({"matcher": m}))
-            .await
-            .unwrap();
+        let r = ctl
+            .post_async("/api/debug/breakpoints/set", json!({"matcher": m}))
+            .await;
         assert_eq!(r.status, 200, "{}", r.body);
         assert_eq!(r.json()["breakpoints"], json!([{"point": "error"}, m]));
         for app in [&mut a, &mut b] {
@@ -53,14 +37,13 @@ fn debug_changes_reach_every_app_and_viewer() {
         assert_eq!(d["breakpoints"], json!([{"point": "error"}, m]));
 
         // Setting an equal matcher again changes nothing and sends nothing.
-        post("/api/debug/breakpoints/set", json!({"matcher": m}))
-            .await
-            .unwrap();
+        ctl.post_async("/api/debug/breakpoints/set", json!({"matcher": m}))
+            .await;
         assert!(matches!(a.peer.recv(200).await, Got::Timeout));
 
-        let r = post("/api/debug/mode", json!({"mode": "step"}))
-            .await
-            .unwrap();
+        let r = ctl
+            .post_async("/api/debug/mode", json!({"mode": "step"}))
+            .await;
         assert_eq!(r.json()["mode"], json!("step"));
         let f = a.peer.next_json(5000).await;
         assert_eq!(
@@ -68,23 +51,23 @@ fn debug_changes_reach_every_app_and_viewer() {
             (json!("mode.set"), json!("step"))
         );
 
-        let r = post(
-            "/api/debug/breakpoints/clear",
-            json!({"matcher": {"point": "error"}}),
-        )
-        .await
-        .unwrap();
+        let r = ctl
+            .post_async(
+                "/api/debug/breakpoints/clear",
+                json!({"matcher": {"point": "error"}}),
+            )
+            .await;
         assert_eq!(r.json()["breakpoints"], json!([m]));
         let f = a.peer.next_json(5000).await;
         assert_eq!(f["type"], json!("breakpoint.clear"));
         assert_eq!(f["payload"]["matcher"], json!({"point": "error"}));
 
-        let r = post(
-            "/api/debug",
-            json!({"breakpoints": [{"point": "after"}], "mode": "run"}),
-        )
-        .await
-        .unwrap();
+        let r = ctl
+            .post_async(
+                "/api/debug",
+                json!({"breakpoints": [{"point": "after"}], "mode": "run"}),
+            )
+            .await;
         assert_eq!(
             r.json(),
             json!({"breakpoints": [{"point": "after"}], "mode": "run"})
@@ -114,9 +97,9 @@ fn debug_changes_reach_every_app_and_viewer() {
             .await;
         assert_eq!(last["runId"], json!("*"));
 
-        let r = post("/api/debug/breakpoints/clear", json!({"all": true}))
-            .await
-            .unwrap();
+        let r = ctl
+            .post_async("/api/debug/breakpoints/clear", json!({"all": true}))
+            .await;
         assert_eq!(r.json()["breakpoints"], json!([]));
         // A new app gets the current state in its ack.
         let c = App::connect(port).await;

@@ -4,8 +4,8 @@
 
 mod support;
 
-use support::*;
 use serde_json::{Value, json};
+use support::*;
 
 #[test]
 fn runs_and_record_show_what_the_hub_stored() {

@@ -78,23 +78,9 @@ fn slow_answers_and_quiet_websockets_are_not_cut() {
         let hello = viewer.next_json(2000).await;
         assert_eq!(hello["type"], json!("hello"));
         assert!(matches!(viewer.recv(800).await, Got::Timeout));
-        let port = h.port;
-        let token = h.agent_token.clone();
-        tokio::task::spawn_blocking(move || {
-            let auth = format!("Bearer {token}");
-            support::http(
-                port,
-                "POST",
-                "/api/debug/mode",
-                &[
-                    ("Authorization", &auth),
-                    ("Content-Type", "application/json"),
-                ],
-                Some(r#"{"mode":"step"}"#),
-            )
-        })
-        .await
-        .expect("join");
+        h.control()
+            .post_async("/api/debug/mode", json!({"mode": "step"}))
+            .await;
         let debug = viewer.until(2000, |v| v["type"] == "debug").await;
         assert_eq!(
             debug["mode"],

@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use support::{
-    attached, block_on, gm_on, gm_resume_paused, gm_wait_pause, hub, labels, wait_async,
+    attached, block_on, events_when_finished, gm_on, gm_resume_paused, gm_wait_pause, hub, labels,
 };
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -91,14 +91,7 @@ fn a_cli_breakpoint_holds_the_rust_tool_and_inject_sets_its_result() {
         assert_eq!(QUOTE_RAN.load(Ordering::SeqCst), 0, "inject skips the call");
 
         let run = run.to_owned();
-        let events = wait_async(10, "the run stored", {
-            let port = h.port;
-            move || {
-                let ev = support::Serve::events_on(port, &run);
-                (ev.last().is_some_and(|e| e["type"] == "run.finished")).then_some(ev)
-            }
-        })
-        .await;
+        let events = events_when_finished(h.port, &run).await;
         assert_eq!(
             labels(&events),
             [
@@ -180,14 +173,7 @@ fn a_misfit_inject_is_refused_by_the_rust_client_and_the_gate_stays_held() {
         assert_eq!(got.cents, 1234);
         assert_eq!(PRICE_RAN.load(Ordering::SeqCst), 0);
 
-        let events = wait_async(10, "the run stored", {
-            let port = h.port;
-            move || {
-                let ev = support::Serve::events_on(port, &run);
-                (ev.last().is_some_and(|e| e["type"] == "run.finished")).then_some(ev)
-            }
-        })
-        .await;
+        let events = events_when_finished(h.port, &run).await;
         let refused: Vec<&Value> = events
             .iter()
             .filter(|e| e["type"] == "exec.refused")

@@ -8,7 +8,7 @@ mod support;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::{Relay, TestHub, block_on, config, get_async, hub, labels, resume_async, wait_async};
+use support::{Relay, block_on, config, get_async, hub, labels, resume_async, wait_async};
 
 #[graphmind::tool]
 async fn fetch(n: u64) -> u64 {
@@ -18,19 +18,6 @@ async fn fetch(n: u64) -> u64 {
 #[graphmind::tool]
 async fn store(n: u64) -> u64 {
     n * 2
-}
-
-fn stored_status(h: &TestHub, run: &str) -> String {
-    let _ = h.events(run); // flushes the writer
-    let conn = rusqlite::Connection::open_with_flags(
-        h.dir.0.join("graphmind.db"),
-        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
-    )
-    .expect("open the database");
-    conn.query_row("SELECT status FROM runs WHERE run_id = ?1", [run], |r| {
-        r.get(0)
-    })
-    .expect("the run row")
 }
 
 async fn summary(port: u16, run: &str) -> Value {
@@ -83,7 +70,7 @@ fn a_rust_run_abandoned_by_a_lost_connection_is_reclaimed_on_reconnect() {
         })
         .await;
         assert_eq!(s["live"], json!(false));
-        assert_eq!(stored_status(&h, &run), "abandoned");
+        assert_eq!(h.stored_status(&run), "abandoned");
         assert!(!gm.is_attached());
 
         relay.reopen();
@@ -91,7 +78,7 @@ fn a_rust_run_abandoned_by_a_lost_connection_is_reclaimed_on_reconnect() {
         let s = summary(port, &run).await;
         assert_eq!(s["status"], json!("running"), "{s}");
         assert_eq!(s["live"], json!(true), "{s}");
-        assert_eq!(stored_status(&h, &run), "running");
+        assert_eq!(h.stored_status(&run), "running");
         assert_eq!(s["eventCount"], json!(4), "the replay added nothing");
 
         // The reconnected client owns the run: its next gate holds and obeys a resume.
@@ -123,7 +110,7 @@ fn a_rust_run_abandoned_by_a_lost_connection_is_reclaimed_on_reconnect() {
         })
         .await;
         assert_eq!(s["eventCount"], json!(10), "{s}");
-        assert_eq!(stored_status(&h, &run), "ok");
+        assert_eq!(h.stored_status(&run), "ok");
         let l = labels(&h.events(&run));
         assert_eq!(
             l.iter().filter(|x| x.starts_with("exec.paused")).count(),

@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::{
-    Serve, TempDir, block_on, config, kill_hard, labels, serve_on, serve_on_free_port, wait_async,
+    Serve, TempDir, block_on, config, kill_hard, labels, run_named, runs_once_ok, serve_on,
+    serve_on_free_port, wait_async,
 };
 
 #[graphmind::tool]
@@ -20,10 +21,6 @@ async fn step_one(n: i64) -> i64 {
 #[graphmind::tool]
 async fn step_two(n: i64) -> i64 {
     n * 10
-}
-
-fn run_named(runs: &[Value], name: &str) -> Option<Value> {
-    runs.iter().find(|r| r["name"] == json!(name)).cloned()
 }
 
 fn seqs(events: &[Value]) -> Vec<u64> {
@@ -116,17 +113,7 @@ fn replay_after_a_hub_restart_stores_no_duplicate_and_the_live_run_goes_on() {
         assert_eq!(out, Ok(50));
         gm.dispose().await;
 
-        let runs = wait_async(10, "the second run finished", {
-            move || {
-                let runs = support::http(port, "GET", "/api/runs", &[], None).json()["runs"]
-                    .as_array()
-                    .cloned()?;
-                run_named(&runs, "second")
-                    .filter(|r| r["status"] == json!("ok"))
-                    .map(|_| runs)
-            }
-        })
-        .await;
+        let runs = runs_once_ok(port, "second", "the second run finished").await;
         check_after(&second_hub, &runs, &first_id, &first_events, &second_id);
     });
 }
@@ -221,15 +208,7 @@ fn a_run_made_while_the_hub_was_down_arrives_whole_when_it_is_back() {
         .await
         .expect("join");
         assert!(gm.ready(Duration::from_secs(5)).await, "reattached");
-        let runs = wait_async(10, "the offline run stored", move || {
-            let runs = support::http(port, "GET", "/api/runs", &[], None).json()["runs"]
-                .as_array()
-                .cloned()?;
-            run_named(&runs, "offline")
-                .filter(|r| r["status"] == json!("ok"))
-                .map(|_| runs)
-        })
-        .await;
+        let runs = runs_once_ok(port, "offline", "the offline run stored").await;
         let offline = run_named(&runs, "offline").expect("listed");
         let id = offline["runId"].as_str().unwrap();
         let events = back.events(id);

@@ -7,7 +7,7 @@ mod support;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::{Relay, attached, block_on, gm, hub, labels, wait_async, wait_for};
+use support::{Relay, attached, block_on, gm, hub, labels, run_named, wait_async, wait_for};
 
 #[graphmind::tool]
 async fn add(a: i64, b: i64) -> i64 {
@@ -18,10 +18,6 @@ async fn add(a: i64, b: i64) -> i64 {
 async fn slow_double(n: i64) -> i64 {
     tokio::time::sleep(Duration::from_millis(5)).await;
     n * 2
-}
-
-fn run_named(runs: &[Value], name: &str) -> Option<Value> {
-    runs.iter().find(|r| r["name"] == json!(name)).cloned()
 }
 
 #[test]

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::json;
 use support::{
-    Serve, attached, block_on, gm_on, gm_resume_paused, gm_wait_pause, hub, labels, wait_async,
+    attached, block_on, events_when_finished, gm_on, gm_resume_paused, gm_wait_pause, hub, labels,
 };
 
 #[graphmind::tool]
@@ -67,16 +67,7 @@ fn step_mode_holds_every_rust_tool_and_run_mode_lets_the_rest_go() {
             .expect("the run went on without holding")
             .expect("joined");
         assert_eq!(out, Ok(6));
-        let events = wait_async(10, "the run stored", {
-            let (port, run) = (h.port, p1["runId"].as_str().unwrap().to_owned());
-            move || {
-                let ev = Serve::events_on(port, &run);
-                ev.last()
-                    .is_some_and(|e| e["type"] == "run.finished")
-                    .then_some(ev)
-            }
-        })
-        .await;
+        let events = events_when_finished(h.port, p1["runId"].as_str().unwrap()).await;
         let l = labels(&events);
         assert_eq!(
             l.iter().filter(|x| x.starts_with("exec.paused")).count(),

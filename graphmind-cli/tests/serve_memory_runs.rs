@@ -8,7 +8,7 @@
 mod support;
 
 use serde_json::{Value, json};
-use support::{App, Peer, TestHub, hub, wait_for};
+use support::{App, Peer, TestHub, hub, runtime, wait_for};
 
 const CAP: usize = 5;
 
@@ -255,13 +255,4 @@ fn running_and_paused_runs_stay_in_memory_however_old() {
     let ids = listed_ids(&h, 200);
     assert_eq!(ids.len(), n + 2);
     assert_eq!(ids[n..], ["run_aab_paused", "run_aaa_running"]);
-}
-
-/// One runtime for the whole test: the app's socket lives across its phases.
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime")
 }

@@ -8,19 +8,6 @@ mod support;
 use serde_json::{Value, json};
 use support::{App, Serve, TempDir, block_on, env, wait_for};
 
-fn stored_status(s: &Serve, run: &str) -> String {
-    let _ = s.events(run); // flushes the writer
-    let conn = rusqlite::Connection::open_with_flags(
-        s.home.join("graphmind.db"),
-        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
-    )
-    .expect("open the database");
-    conn.query_row("SELECT status FROM runs WHERE run_id = ?1", [run], |r| {
-        r.get(0)
-    })
-    .expect("the run row")
-}
-
 fn status(s: &Serve, run: &str) -> Value {
     s.get_json(&format!("/api/runs/{run}"))["status"].clone()
 }
@@ -53,7 +40,7 @@ fn unclaimed_runs_of_an_earlier_start_are_abandoned_after_the_grace() {
             json!("running"),
             "{run} right after the start"
         );
-        assert_eq!(stored_status(&s, run), "running");
+        assert_eq!(s.stored_status(run), "running");
     }
     // The app of run_back comes back (a fresh session: its old token means nothing here) and
     // replays it: it claims the run, which is live again.
@@ -74,13 +61,13 @@ fn unclaimed_runs_of_an_earlier_start_are_abandoned_after_the_grace() {
         wait_for(10, "run_gone abandoned", || {
             (status(&s, "run_gone") == json!("abandoned")).then_some(())
         });
-        assert_eq!(stored_status(&s, "run_gone"), "abandoned");
+        assert_eq!(s.stored_status("run_gone"), "abandoned");
         assert_eq!(
             status(&s, "run_back"),
             json!("running"),
             "a claimed run stays"
         );
-        assert_eq!(stored_status(&s, "run_back"), "running");
+        assert_eq!(s.stored_status("run_back"), "running");
         drop(app);
     });
     assert_eq!(s.health()["stats"]["duplicates"], json!(1));

@@ -8,15 +8,11 @@ mod support;
 use std::time::Duration;
 
 use serde_json::json;
-use support::{App, TestHub, hub, now_ms, wait_for};
+use support::{App, TestHub, hub, now_ms, runtime, wait_for};
 
 /// Run ids in the database.
 fn stored_runs(h: &TestHub) -> Vec<String> {
-    let conn = rusqlite::Connection::open_with_flags(
-        h.dir.0.join("graphmind.db"),
-        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
-    )
-    .expect("open the database");
+    let conn = h.open_db();
     let mut st = conn
         .prepare("SELECT run_id FROM runs ORDER BY run_id")
         .expect("prepare");
@@ -27,11 +23,7 @@ fn stored_runs(h: &TestHub) -> Vec<String> {
 }
 
 fn stored_events(h: &TestHub, run: &str) -> i64 {
-    let conn = rusqlite::Connection::open_with_flags(
-        h.dir.0.join("graphmind.db"),
-        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
-    )
-    .expect("open the database");
+    let conn = h.open_db();
     conn.query_row(
         "SELECT count(*) FROM events WHERE run_id = ?1",
         [run],
@@ -164,13 +156,4 @@ fn runs_older_than_30_days_are_deleted_while_running() {
     wait_for(5, "and listed no more", || {
         (listed(&h) == ["run_age_29"]).then_some(())
     });
-}
-
-/// One runtime for the whole test: the app's socket lives across its phases.
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime")
 }

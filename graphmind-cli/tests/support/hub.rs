@@ -170,6 +170,26 @@ impl Serve {
         self.get_json("/health")
     }
 
+    /// The hub's database (`<home>/graphmind.db`), opened read-only from outside.
+    pub fn open_db(&self) -> rusqlite::Connection {
+        rusqlite::Connection::open_with_flags(
+            self.home.join("graphmind.db"),
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+        )
+        .expect("open the database")
+    }
+
+    /// The status in the stored row of `run` (after the writer flushed everything queued so
+    /// far).
+    pub fn stored_status(&self, run: &str) -> String {
+        let _ = self.events(run); // flushes the writer
+        self.open_db()
+            .query_row("SELECT status FROM runs WHERE run_id = ?1", [run], |r| {
+                r.get(0)
+            })
+            .expect("the run row")
+    }
+
     /// A handle that resumes pauses with the agent token, off the async runtime.
     pub fn control(&self) -> Control {
         Control {
@@ -405,5 +425,24 @@ impl Control {
             pause.to_owned(),
             body,
         )
+    }
+
+    /// POST JSON with the agent token.
+    pub fn post(&self, path: &str, body: &Value) -> Response {
+        post_as(self.port, &self.token, path, body)
+    }
+
+    /// [`Control::post`] off the async runtime; the future is `'static`.
+    pub fn post_async(
+        &self,
+        path: &str,
+        body: Value,
+    ) -> impl std::future::Future<Output = Response> + Send + 'static {
+        let (ctl, path) = (self.clone(), path.to_owned());
+        async move {
+            tokio::task::spawn_blocking(move || ctl.post(&path, &body))
+                .await
+                .expect("join")
+        }
     }
 }

@@ -71,14 +71,18 @@ pub async fn wait_async<T: Send + 'static>(
         .expect("join")
 }
 
-/// Runs an async test body on a fresh runtime.
-pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
+/// A fresh runtime: two worker threads, IO and time.
+pub fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .expect("runtime")
-        .block_on(f)
+}
+
+/// Runs an async test body on a fresh runtime.
+pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    runtime().block_on(f)
 }
 
 /// Milliseconds since the Unix epoch.

@@ -170,3 +170,37 @@ pub fn labels(events: &[Value]) -> Vec<String> {
         })
         .collect()
 }
+
+/// All stored events of `run` on the hub on `port` once the last is `run.finished` (at most
+/// 10 s), polled off the runtime's worker threads.
+pub async fn events_when_finished(port: u16, run: &str) -> Vec<Value> {
+    let run = run.to_owned();
+    super::wait_async(10, "the run stored", move || {
+        let ev = super::Serve::events_on(port, &run);
+        ev.last()
+            .is_some_and(|e| e["type"] == "run.finished")
+            .then_some(ev)
+    })
+    .await
+}
+
+/// The run named `name` in a runs list.
+pub fn run_named(runs: &[Value], name: &str) -> Option<Value> {
+    runs.iter()
+        .find(|r| r["name"] == serde_json::json!(name))
+        .cloned()
+}
+
+/// The runs list of the hub on `port` once the run named `name` is listed with status `ok`
+/// (at most 10 s), polled off the runtime's worker threads.
+pub async fn runs_once_ok(port: u16, name: &'static str, what: &'static str) -> Vec<Value> {
+    super::wait_async(10, what, move || {
+        let runs = super::http(port, "GET", "/api/runs", &[], None).json()["runs"]
+            .as_array()
+            .cloned()?;
+        run_named(&runs, name)
+            .filter(|r| r["status"] == serde_json::json!("ok"))
+            .map(|_| runs)
+    })
+    .await
+}
