@@ -9,8 +9,7 @@ use support::*;
 fn runs_list_newest_first_with_summaries() {
     let h = hub(&[]);
     block_on(async {
-        let mut app = App::connect(h.port).await;
-        app.start_run("run_800000000001", "first").await;
+        let mut app = App::running(h.port, "run_800000000001", "first").await;
         app.emit(
             "run_800000000001",
             "run.finished",
@@ -62,8 +61,7 @@ fn events_page_with_after_seq_and_limit() {
     let h = hub(&[]);
     let run = "run_800000000003";
     block_on(async {
-        let mut app = App::connect(h.port).await;
-        app.start_run(run, "paged").await;
+        let mut app = App::running(h.port, run, "paged").await;
         for i in 0..24 {
             app.emit(run, "x.step", json!({"i": i})).await;
         }

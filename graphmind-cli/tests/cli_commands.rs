@@ -16,8 +16,7 @@ fn runs_and_record_show_what_the_hub_stored() {
     let run = "run_700000000001";
     let n_events: u64 = 12_345; // more than one page of `record`
     block_on(async {
-        let mut app = App::connect(h.port).await;
-        app.start_run(run, "record-me").await;
+        let mut app = App::running(h.port, run, "record-me").await;
         for i in 0..n_events - 2 {
             app.emit(
                 run,
@@ -94,8 +93,7 @@ fn pauses_wait_and_resume_release_a_held_gate() {
     let port = h.port.to_string();
     let run = "run_700000000002";
     block_on(async {
-        let mut app = App::connect(h.port).await;
-        app.start_run(run, "gate").await;
+        let mut app = App::running(h.port, run, "gate").await;
         let out = gm_async(h.home.clone(), args(&["pauses", "--port", &port]))
             .await
             .expect(0);

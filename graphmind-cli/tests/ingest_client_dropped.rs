@@ -18,8 +18,7 @@ fn announced_losses_are_counted_once() {
     );
     frame["dropped"] = json!(7);
     block_on(async {
-        let mut app = App::connect(h.port).await;
-        app.start_run("run_lossy", "lossy").await;
+        let mut app = App::running(h.port, "run_lossy", "lossy").await;
         app.peer.send(&frame).await;
         app.peer.send(&frame).await; // a replay of it
     });

@@ -17,8 +17,7 @@ fn gm_mismatch_closes_with_1002_before_and_after_hello() {
         .await;
         assert_eq!(peer.close_code(5000).await, Some(1002));
 
-        let mut app = App::connect(h.port).await;
-        app.start_run("run_dddddddddddd", "x").await;
+        let mut app = App::running(h.port, "run_dddddddddddd", "x").await;
         app.peer.send(&json!({"gm": 3, "seq": 5, "ts": 0, "runId": "run_dddddddddddd", "type": "run.finished", "payload": {"status": "ok"}})).await;
         assert_eq!(app.peer.close_code(5000).await, Some(1002));
     });
@@ -36,8 +35,7 @@ fn frame_over_16_mib_closes_with_1009_and_the_hub_lives_on() {
         let big = "x".repeat(16 * 1024 * 1024 + 1);
         let _ = app.peer.try_send_text(big).await;
         assert_eq!(app.peer.close_code(10_000).await, Some(1009));
-        let mut again = App::connect(h.port).await;
-        again.start_run("run_eeeeeeeeeeee", "after").await;
+        let _again = App::running(h.port, "run_eeeeeeeeeeee", "after").await;
     });
     wait_for(10, "the run after", || (h.runs().len() == 1).then_some(()));
     assert_eq!(h.health()["ok"], json!(true));
@@ -50,8 +48,7 @@ fn payload_over_512_kb_is_shrunk_before_storing_and_fan_out() {
     block_on(async {
         let mut viewer = Peer::connect(h.port, "/ws/ui").await;
         viewer.until(5000, |v| v["type"] == "hello").await;
-        let mut app = App::connect(h.port).await;
-        app.start_run(run, "big").await;
+        let mut app = App::running(h.port, run, "big").await;
         viewer
             .send(&json!({"type": "subscribe", "runId": run}))
             .await;

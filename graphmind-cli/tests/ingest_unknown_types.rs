@@ -10,8 +10,7 @@ fn unknown_types_and_fields_are_stored_as_sent() {
     let h = hub(&[]);
     let run = "run_cccccccccccc";
     block_on(async {
-        let mut app = App::connect(h.port).await;
-        app.start_run(run, "opaque").await;
+        let mut app = App::running(h.port, run, "opaque").await;
         app.emit(
             run,
             "x.future.thing",

@@ -46,8 +46,7 @@ fn a_20000_frame_flood_is_stored_completely() {
     let h = hub(&[]);
     let run = "run_700000000001";
     block_on(async {
-        let mut app = App::connect(h.port).await;
-        app.start_run(run, "flood").await;
+        let mut app = App::running(h.port, run, "flood").await;
         for i in 0..20_000u32 {
             app.emit(
                 run,

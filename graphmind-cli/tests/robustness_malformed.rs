@@ -59,8 +59,7 @@ fn malformed_frames_never_crash_the_hub_or_poison_a_run() {
     let run = "run_500000000001";
     let n_junk = junk(run).len();
     block_on(async {
-        let mut app = App::connect(h.port).await;
-        app.start_run(run, "robust").await; // seq 1
+        let mut app = App::running(h.port, run, "robust").await; // seq 1
         for (i, j) in junk(run).into_iter().enumerate() {
             app.peer.send_text(&j).await;
             app.peer.send_binary(vec![0xff, 0x00, 0x13]).await;
@@ -87,8 +86,7 @@ fn malformed_frames_never_crash_the_hub_or_poison_a_run() {
     assert_eq!(h.get_json("/api/debug")["mode"], json!("run"));
     // The hub still takes new connections.
     block_on(async {
-        let mut again = App::connect(h.port).await;
-        again.start_run("run_500000000002", "after").await;
+        let _again = App::running(h.port, "run_500000000002", "after").await;
     });
     wait_for(10, "the second run", || (h.runs().len() == 2).then_some(()));
 }
@@ -114,8 +112,7 @@ fn lone_surrogate_escapes_from_python_are_mended_not_dropped() {
     let h = hub(&[]);
     let run = "run_500000000004";
     block_on(async {
-        let mut app = App::connect(h.port).await;
-        app.start_run(run, "surrogates").await;
+        let mut app = App::running(h.port, run, "surrogates").await;
         app.peer
             .send_text(&format!(
                 r#"{{"gm": 1, "seq": 100, "ts": 0, "runId": "{run}", "type": "node.finished", "payload": {{"nodeId": "tool:t", "instanceId": "c", "durationMs": 1.0, "status": "ok", "output": "a\ud800b \ud83d\ude00"}}}}"#

@@ -30,10 +30,7 @@ fn missing_wrong_and_viewer_tokens_are_refused_and_the_gate_stays_held() {
     let viewer = h.viewer_token.clone();
     let agent = h.agent_token.clone();
     block_on(async {
-        let mut app = App::connect(port).await;
-        app.start_run(run, "tokens").await;
-        app.pause_at(run, "t", "pause_t_1", "before", json!(1))
-            .await;
+        let mut app = App::holding(port, run, "tokens", "t", "pause_t_1", "before", json!(1)).await;
         get_async(port, "/api/pauses?wait=5".into()).await;
         let wrong = "0".repeat(32);
         let cases: [(Option<&str>, u16); 5] = [
@@ -105,8 +102,7 @@ fn allow_control_decides_what_the_agent_token_may_do() {
         let agent = h.agent_token.clone();
         let run = "run_200000000002";
         block_on(async {
-            let mut app = App::connect(port).await;
-            app.start_run(run, "levels").await;
+            let mut app = App::running(port, run, "levels").await;
             for (i, (action, want)) in [("inject", inject), ("continue", cont)]
                 .into_iter()
                 .enumerate()

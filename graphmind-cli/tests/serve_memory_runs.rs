@@ -186,8 +186,7 @@ fn running_and_paused_runs_stay_in_memory_however_old() {
     let h = hub(&["--memory-runs", &cap, "--allow-control", "resume"]);
     let n = 12;
     let mut app = rt.block_on(async {
-        let mut app = App::connect(h.port).await;
-        app.start_run("run_aaa_running", "long-job").await;
+        let mut app = App::running(h.port, "run_aaa_running", "long-job").await;
         app.start_run("run_aab_paused", "held-job").await;
         app.pause_at(
             "run_aab_paused",

@@ -19,8 +19,7 @@ async fn only_pause(port: u16) -> Value {
 fn an_after_pause_shows_the_result_the_client_sent_with_it() {
     let h = hub(&[]);
     block_on(async {
-        let mut app = App::connect(h.port).await;
-        app.start_run("run_after", "after").await;
+        let mut app = App::running(h.port, "run_after", "after").await;
         app.emit(
             "run_after",
             "node.started",
@@ -46,8 +45,7 @@ fn an_after_pause_shows_the_result_the_client_sent_with_it() {
 fn a_pause_prefers_what_exec_paused_carries_over_earlier_events() {
     let h = hub(&[]);
     block_on(async {
-        let mut app = App::connect(h.port).await;
-        app.start_run("run_err", "err").await;
+        let mut app = App::running(h.port, "run_err", "err").await;
         app.emit(
             "run_err",
             "node.started",

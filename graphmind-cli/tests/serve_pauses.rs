@@ -164,8 +164,7 @@ fn a_reconnecting_app_regains_its_runs_with_its_resume_token() {
     let (port, ctl) = (h.port, h.control());
     let run = "run_100000000004";
     block_on(async {
-        let mut first = App::connect(port).await;
-        first.start_run(run, "claim").await;
+        let first = App::running(port, run, "claim").await;
         let token = first.session_token();
         let seq = first.seq;
         drop(first);
@@ -219,10 +218,8 @@ fn a_run_whose_app_vanished_is_abandoned_after_the_grace() {
     let port = h.port;
     let (gone, kept) = ("run_100000000006", "run_100000000007");
     block_on(async {
-        let mut a = App::connect(port).await;
-        a.start_run(gone, "vanishes").await;
-        let mut b = App::connect(port).await;
-        b.start_run(kept, "comes back").await;
+        let a = App::running(port, gone, "vanishes").await;
+        let b = App::running(port, kept, "comes back").await;
         let token = b.session_token();
         let seq = b.seq;
         wait_for_runs(port, 2).await;
@@ -282,10 +279,16 @@ fn long_poll_returns_when_a_pause_opens_and_times_out_empty() {
             port,
             "/api/pauses?runId=run_100000000009&wait=10".into(),
         ));
-        let mut app = App::connect(port).await;
-        app.start_run("run_100000000008", "other").await;
-        app.pause_at("run_100000000008", "x", "pause_f_0", "before", json!(0))
-            .await;
+        let mut app = App::holding(
+            port,
+            "run_100000000008",
+            "other",
+            "x",
+            "pause_f_0",
+            "before",
+            json!(0),
+        )
+        .await;
         tokio::time::sleep(Duration::from_millis(200)).await;
         assert!(!poll.is_finished(), "a pause of another run ended the wait");
         let t1 = Instant::now();
@@ -369,8 +372,7 @@ fn a_loop_hold_carries_its_details() {
     let port = h.port;
     let run = "run_100000000012";
     block_on(async {
-        let mut app = App::connect(port).await;
-        app.start_run(run, "loop").await;
+        let mut app = App::running(port, run, "loop").await;
         app.emit(run, "node.started", json!({"nodeId": "tool:add", "kind": "tool", "name": "add", "instanceId": "call_9", "input": {"a": 1}})).await;
         app.emit(run, "exec.paused", json!({"pauseId": "pause_l_9", "nodeId": "tool:add", "point": "before", "reason": "loop",
             "loop": {"repeats": 3, "firstSeq": 3, "lastSeq": 7, "fingerprint": "af71"}})).await;

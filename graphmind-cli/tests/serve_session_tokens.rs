@@ -78,8 +78,7 @@ fn an_app_keeps_its_newest_tokens_and_reclaims_its_run_after_others_expired() {
     let h = hub(&["--abandon-grace-ms", "300"]);
     let run = "run_tok_reclaim";
     let (token, seq) = block_on(async {
-        let mut app = App::connect(h.port).await;
-        app.start_run(run, "reclaim-me").await;
+        let mut app = App::running(h.port, run, "reclaim-me").await;
         let mut token = app.session_token();
         let mut seq = app.seq;
         // A flaky link: ten reconnects, each with the latest token.
@@ -90,8 +89,7 @@ fn an_app_keeps_its_newest_tokens_and_reclaims_its_run_after_others_expired() {
             seq = app.seq;
         }
         // A bystander that finishes and leaves: its token expires.
-        let mut other = App::connect(h.port).await;
-        other.start_run("run_tok_other", "other").await;
+        let mut other = App::running(h.port, "run_tok_other", "other").await;
         other
             .emit("run_tok_other", "run.finished", json!({"status": "ok"}))
             .await;

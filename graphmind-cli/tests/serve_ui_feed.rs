@@ -14,8 +14,7 @@ fn subscribe_replays_then_tails_without_gaps_or_duplicates() {
     let port = h.port;
     let run = "run_900000000001";
     block_on(async {
-        let mut app = App::connect(port).await;
-        app.start_run(run, "feed").await;
+        let mut app = App::running(port, run, "feed").await;
         for i in 0..500 {
             app.emit(run, "x.step", json!({"i": i})).await;
         }
@@ -77,10 +76,16 @@ fn pauses_and_resume_through_the_feed() {
     block_on(async {
         let mut v = Peer::connect(port, "/ws/ui").await;
         v.until(5000, |f| f["type"] == "hello").await;
-        let mut app = App::connect(port).await;
-        app.start_run(run, "held").await;
-        app.pause_at(run, "pay", "pause_v_1", "before", json!({"amount": 3}))
-            .await;
+        let mut app = App::holding(
+            port,
+            run,
+            "held",
+            "pay",
+            "pause_v_1",
+            "before",
+            json!({"amount": 3}),
+        )
+        .await;
         // The pauses frame and a run update may come in either order.
         let (mut pauses, mut run_update) = (None, None);
         while pauses.is_none() || run_update.is_none() {

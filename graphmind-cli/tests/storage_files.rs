@@ -20,8 +20,7 @@ fn mode(p: &std::path::Path) -> u32 {
 fn directories_are_0700_and_files_0600() {
     let h = hub(&[]);
     block_on(async {
-        let mut app = App::connect(h.port).await;
-        app.start_run("run_300000000001", "files").await;
+        let _app = App::running(h.port, "run_300000000001", "files").await;
     });
     wait_for(10, "the run", || (!h.runs().is_empty()).then_some(()));
     assert_eq!(mode(&h.home), 0o700);
@@ -39,8 +38,7 @@ fn custom_db_path_is_used_and_private() {
     let home = dir.0.join("home");
     let s = Serve::start_in(&home, &["--db", db.to_str().unwrap()]);
     block_on(async {
-        let mut app = App::connect(s.port).await;
-        app.start_run("run_300000000002", "custom").await;
+        let _app = App::running(s.port, "run_300000000002", "custom").await;
     });
     wait_for(10, "the run", || (!s.runs().is_empty()).then_some(()));
     assert_eq!(mode(&db), 0o600);

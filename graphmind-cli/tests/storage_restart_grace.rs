@@ -17,8 +17,7 @@ fn status(s: &Serve, run: &str) -> Value {
 fn first_start(dir: &TempDir) -> (String, u64) {
     let mut s = Serve::start_in(&dir.0, &[]);
     let (token, seq) = block_on(async {
-        let mut app = App::connect(s.port).await;
-        app.start_run("run_gone", "gone").await;
+        let mut app = App::running(s.port, "run_gone", "gone").await;
         app.start_run("run_back", "back").await;
         (app.session_token(), app.seq)
     });

@@ -173,6 +173,13 @@ impl App {
         }
     }
 
+    /// Connects and starts `run`, named `name`.
+    pub async fn running(port: u16, run: &str, name: &str) -> Self {
+        let mut app = Self::connect(port).await;
+        app.start_run(run, name).await;
+        app
+    }
+
     /// Connects, starts `run` (named `name`) and opens a held gate on its tool `tool`
     /// ([`App::pause_at`]): the setup of every test of a pause.
     pub async fn holding(
@@ -184,8 +191,7 @@ impl App {
         point: &str,
         input: Value,
     ) -> Self {
-        let mut app = Self::connect(port).await;
-        app.start_run(run, name).await;
+        let mut app = Self::running(port, run, name).await;
         app.pause_at(run, tool, pause_id, point, input).await;
         app
     }
