@@ -6,6 +6,21 @@ mod support;
 use serde_json::json;
 use support::*;
 
+/// The setup of every resume test: an app holds `pause` on its tool `add` in `run` (named
+/// `name`), and `graphmind wait` saw the pause open.
+async fn held_gate(
+    h: &TestHub,
+    run: &str,
+    name: &str,
+    pause: &str,
+    point: &str,
+    input: serde_json::Value,
+) -> App {
+    let app = App::holding(h.port, run, name, "add", pause, point, input).await;
+    gm_wait_open(&h.home, &h.port.to_string()).await;
+    app
+}
+
 #[test]
 fn usage_errors_exit_1_with_one_line() {
     let dir = TempDir::new("cli-usage");
@@ -173,17 +188,7 @@ fn resume_without_permission_is_unauthorized_and_the_gate_stays_held() {
     let port = h.port.to_string();
     let run = "run_500000000001";
     block_on(async {
-        let mut app = App::holding(
-            h.port,
-            run,
-            "held",
-            "add",
-            "pause_f_1",
-            "before",
-            json!({"a": 1}),
-        )
-        .await;
-        gm_wait_open(&h.home, &port).await;
+        let mut app = held_gate(&h, run, "held", "pause_f_1", "before", json!({"a": 1})).await;
         let out = gm_async(
             h.home.clone(),
             resume_args("pause_f_1", run, "continue", &port, &[]),
@@ -230,9 +235,7 @@ fn gone_exits_4_for_unknown_runs_and_released_pauses() {
 
     let run = "run_400000000001";
     block_on(async {
-        let mut app =
-            App::holding(h.port, run, "gone", "add", "pause_g_1", "before", json!({})).await;
-        gm_wait_open(&h.home, &port).await;
+        let mut app = held_gate(&h, run, "gone", "pause_g_1", "before", json!({})).await;
         // The app releases the gate on its own (e.g. its pause timeout).
         app.confirm(run, "pause_g_1", "continue").await;
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
@@ -265,17 +268,7 @@ fn refused_inject_exits_6_and_a_second_resume_is_taken_7() {
     let port = h.port.to_string();
     let run = "run_600000000001";
     block_on(async {
-        let mut app = App::holding(
-            h.port,
-            run,
-            "refuse",
-            "add",
-            "pause_r_1",
-            "after",
-            json!({"a": 1}),
-        )
-        .await;
-        gm_wait_open(&h.home, &port).await;
+        let mut app = held_gate(&h, run, "refuse", "pause_r_1", "after", json!({"a": 1})).await;
         let resume = |action: &str, extra: &[&str]| {
             let a = resume_args("pause_r_1", run, action, &port, extra);
             tokio::spawn(gm_async(h.home.clone(), a))
@@ -334,17 +327,7 @@ fn unconfirmed_resume_exits_2_and_a_later_resume_can_finish_it() {
     let port = h.port.to_string();
     let run = "run_200000000001";
     block_on(async {
-        let mut app = App::holding(
-            h.port,
-            run,
-            "silent",
-            "add",
-            "pause_s_1",
-            "before",
-            json!({}),
-        )
-        .await;
-        gm_wait_open(&h.home, &port).await;
+        let mut app = held_gate(&h, run, "silent", "pause_s_1", "before", json!({})).await;
         let resume = || {
             tokio::spawn(gm_async(
                 h.home.clone(),

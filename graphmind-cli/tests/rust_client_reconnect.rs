@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::{
-    Serve, TempDir, block_on, config, kill_hard, labels, run_named, runs_once_ok, serve_on,
+    Serve, TempDir, block_on, config, kill_hard, labels, restart_on, run_named, runs_once_ok,
     serve_on_free_port, wait_async,
 };
 
@@ -79,12 +79,7 @@ fn replay_after_a_hub_restart_stores_no_duplicate_and_the_live_run_goes_on() {
         tokio::time::sleep(Duration::from_millis(50)).await;
         assert!(!gm.is_attached(), "the client noticed the crash");
 
-        let second_hub = tokio::task::spawn_blocking({
-            let (home, db) = (home.clone(), db.clone());
-            move || serve_on(&home, port, &db, &[]).expect("restart on the same port")
-        })
-        .await
-        .expect("join");
+        let second_hub = restart_on(&home, port, &db).await;
         // The run the crash interrupted waits for its app (the abandon grace), not live.
         let before = second_hub.get_json(&format!("/api/runs/{second_id}"));
         assert_eq!(before["status"], json!("running"), "{before}");
@@ -201,12 +196,7 @@ fn a_run_made_while_the_hub_was_down_arrives_whole_when_it_is_back() {
         );
         let ring = gm.stats().buffered;
 
-        let back = tokio::task::spawn_blocking({
-            let (home, db) = (dir.0.clone(), db.clone());
-            move || serve_on(&home, port, &db, &[]).expect("restart on the same port")
-        })
-        .await
-        .expect("join");
+        let back = restart_on(&dir.0, port, &db).await;
         assert!(gm.ready(Duration::from_secs(5)).await, "reattached");
         let runs = runs_once_ok(port, "offline", "the offline run stored").await;
         let offline = run_named(&runs, "offline").expect("listed");
@@ -259,12 +249,7 @@ fn events_the_client_lost_during_an_outage_are_counted_by_the_hub() {
         let lost = gm.stats().dropped;
         assert_eq!(lost, 5, "{:?}", gm.stats());
 
-        let back = tokio::task::spawn_blocking({
-            let (home, db) = (dir.0.clone(), db.clone());
-            move || serve_on(&home, port, &db, &[]).expect("restart on the same port")
-        })
-        .await
-        .expect("join");
+        let back = restart_on(&dir.0, port, &db).await;
         assert!(gm.ready(Duration::from_secs(5)).await, "reattached");
         let stats = wait_async(10, "the loss announced", move || {
             let s = support::http(port, "GET", "/health", &[], None).json()["stats"].clone();

@@ -8,13 +8,28 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use support::*;
 
+/// The setup of the tests of one held gate: an app holds `pause` on its tool `tool` of `run`
+/// (named `name`), and the hub lists it: the app and the open pauses.
+async fn held_gate(
+    port: u16,
+    run: &str,
+    name: &str,
+    tool: &str,
+    pause: &str,
+    point: &str,
+    input: serde_json::Value,
+) -> (App, Vec<serde_json::Value>) {
+    let app = App::holding(port, run, name, tool, pause, point, input).await;
+    (app, wait_for_pause(port).await)
+}
+
 #[test]
 fn first_resume_wins_and_the_answer_follows_exec_resumed() {
     let h = hub(&["--allow-control", "inject"]);
     let (port, ctl) = (h.port, h.control());
     let run = "run_100000000001";
     block_on(async {
-        let mut app = App::holding(
+        let (mut app, pauses) = held_gate(
             port,
             run,
             "pauses",
@@ -24,7 +39,6 @@ fn first_resume_wins_and_the_answer_follows_exec_resumed() {
             json!({"q": "flights"}),
         )
         .await;
-        let pauses = wait_for_pause(port).await;
         let p = &pauses[0];
         assert_eq!(p["pauseId"], json!("pause_a_1"));
         assert_eq!(p["runId"], json!(run));
@@ -85,7 +99,7 @@ fn refused_keeps_the_gate_held_and_a_later_resume_works() {
     let (port, ctl) = (h.port, h.control());
     let run = "run_100000000002";
     block_on(async {
-        let mut app = App::holding(
+        let (mut app, _) = held_gate(
             port,
             run,
             "refuse",
@@ -95,7 +109,6 @@ fn refused_keeps_the_gate_held_and_a_later_resume_works() {
             json!({"a": 1}),
         )
         .await;
-        wait_for_pause(port).await;
         let first = tokio::spawn(ctl.resume(
             run,
             "pause_b_1",
@@ -191,8 +204,7 @@ fn a_disconnect_closes_the_apps_pauses() {
     let port = h.port;
     let run = "run_100000000005";
     block_on(async {
-        let app = App::holding(port, run, "gone", "t", "pause_e_1", "before", json!(1)).await;
-        wait_for_pause(port).await;
+        let (app, _) = held_gate(port, run, "gone", "t", "pause_e_1", "before", json!(1)).await;
         drop(app);
     });
     wait_for(5, "the pause to close", || {
@@ -308,8 +320,8 @@ fn an_unanswered_resume_reports_sent_and_a_later_one_may_try_again() {
     let (port, ctl) = (h.port, h.control());
     let run = "run_100000000010";
     block_on(async {
-        let mut app = App::holding(port, run, "silent", "t", "pause_g_1", "before", json!(1)).await;
-        wait_for_pause(port).await;
+        let (mut app, _) =
+            held_gate(port, run, "silent", "t", "pause_g_1", "before", json!(1)).await;
         let t0 = Instant::now();
         let r = ctl
             .resume(run, "pause_g_1", json!({"action": "continue"}))
@@ -345,8 +357,7 @@ fn a_finished_run_holds_no_pause() {
     let port = h.port;
     let run = "run_100000000011";
     block_on(async {
-        let mut app = App::holding(port, run, "ends", "t", "pause_h_1", "before", json!(1)).await;
-        wait_for_pause(port).await;
+        let (mut app, _) = held_gate(port, run, "ends", "t", "pause_h_1", "before", json!(1)).await;
         app.emit(run, "run.finished", json!({"status": "aborted"}))
             .await;
         for _ in 0..250 {

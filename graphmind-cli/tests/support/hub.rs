@@ -221,6 +221,17 @@ pub fn serve_on(home: &Path, port: u16, db: &Path, extra: &[&str]) -> Result<Ser
     Ok(s)
 }
 
+/// A hub restarted on `port` with the same home and database ([`serve_on`]), started off the
+/// async runtime.
+pub async fn restart_on(home: &Path, port: u16, db: &Path) -> Serve {
+    let (home, db) = (home.to_path_buf(), db.to_path_buf());
+    tokio::task::spawn_blocking(move || {
+        serve_on(&home, port, &db, &[]).expect("restart on the same port")
+    })
+    .await
+    .expect("join")
+}
+
 /// A hub on a port picked here (retried if another process takes it first).
 pub fn serve_on_free_port(home: &Path, db: &Path, extra: &[&str]) -> Serve {
     let mut last = String::new();
