@@ -1,19 +1,16 @@
 //! `graphmind demo --auto`: the bundled agent holds on its planted error, the demo injects the
 //! fix through the control API and exits 0 once the run finished ok.
 
-use std::io::{BufRead, BufReader, Read};
-use std::path::PathBuf;
+mod support;
+
+use std::io::Read;
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn home(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("gm-demo-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("temp home");
-    dir
-}
+use support::{TempDir, hub};
 
-fn graphmind(home: &PathBuf, args: &[&str]) -> Child {
+fn graphmind(home: &Path, args: &[&str]) -> Child {
     Command::new(env!("CARGO_BIN_EXE_graphmind"))
         .args(args)
         .env("GRAPHMIND_HOME", home)
@@ -50,9 +47,9 @@ fn finish(mut child: Child, limit: Duration) -> (Option<i32>, String, String) {
 
 #[test]
 fn demo_auto_injects_the_fix_and_exits_0_once_the_run_is_ok() {
-    let home = home("auto");
+    let home = TempDir::new("demo-auto");
     let child = graphmind(
-        &home,
+        &home.0,
         &["demo", "--auto", "--no-open", "--port", "0", "--json"],
     );
     let (code, out, err) = finish(child, Duration::from_secs(60));
@@ -70,28 +67,17 @@ fn demo_auto_injects_the_fix_and_exits_0_once_the_run_is_ok() {
         "the agent finished its answer: {err}"
     );
     assert!(err.contains("finished ok"), "{err}");
-    let _ = std::fs::remove_dir_all(&home);
 }
 
 #[test]
 fn demo_auto_on_a_hub_that_may_not_inject_says_how_and_runs_nothing() {
-    let home = home("external");
-    let mut serve = graphmind(&home, &["serve", "--port", "0", "--json", "--no-open"]);
-    let mut first = String::new();
-    BufReader::new(serve.stdout.as_mut().expect("stdout"))
-        .read_line(&mut first)
-        .expect("serve JSON line");
-    let port = serde_json::from_str::<serde_json::Value>(&first).expect("JSON line")["port"]
-        .as_u64()
-        .expect("port")
-        .to_string();
-    let demo = graphmind(&home, &["demo", "--auto", "--no-open", "--port", &port]);
+    let h = hub(&[]);
+    let port = h.port.to_string();
+    let demo = graphmind(&h.home, &["demo", "--auto", "--no-open", "--port", &port]);
     let (code, out, err) = finish(demo, Duration::from_secs(30));
-    let _ = serve.kill();
-    let _ = serve.wait();
+    drop(h);
     assert_eq!(code, Some(1), "stdout:\n{out}\nstderr:\n{err}");
     assert!(out.contains(&format!("already on port {port}")), "{out}");
     assert!(err.contains("--allow-control inject"), "{err}");
     assert!(!out.contains("ticket:"), "the agent did not start: {out}");
-    let _ = std::fs::remove_dir_all(&home);
 }

@@ -11,7 +11,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use support::{
-    attached, block_on, events_when_finished, gm_on, gm_resume_paused, gm_wait_pause, hub, labels,
+    Out, TestHub, attached, block_on, events_when_finished, gm_on, gm_resume_paused, gm_wait_pause,
+    hub, labels,
 };
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -34,6 +35,11 @@ static PRICE_RAN: AtomicUsize = AtomicUsize::new(0);
 async fn price(sku: String) -> Quote {
     PRICE_RAN.fetch_add(1, Ordering::SeqCst);
     Quote { sku, cents: 100 }
+}
+
+/// `graphmind resume … --action inject --output <output>` of the held gate `p`.
+async fn inject(h: &TestHub, p: &Value, output: &str) -> Out {
+    gm_resume_paused(h, p, "inject", &["--output", output]).await
 }
 
 #[test]
@@ -63,14 +69,9 @@ fn a_cli_breakpoint_holds_the_rust_tool_and_inject_sets_its_result() {
         assert!(!task.is_finished(), "the tool ran past its breakpoint");
         assert_eq!(gm.stats().held_gates, 1);
 
-        let out = gm_resume_paused(
-            &h,
-            &p,
-            "inject",
-            &["--output", r#"{"sku":"SKU-7","cents":4999}"#],
-        )
-        .await
-        .expect(0);
+        let out = inject(&h, &p, r#"{"sku":"SKU-7","cents":4999}"#)
+            .await
+            .expect(0);
         let (pause, run) = (p["pauseId"].as_str().unwrap(), p["runId"].as_str().unwrap());
         assert_eq!(
             out.stdout,
@@ -143,9 +144,7 @@ fn a_misfit_inject_is_refused_by_the_rust_client_and_the_gate_stays_held() {
 
         // `cents` is a u64: a string does not fit, nor does a bare number.
         for misfit in [r#"{"sku":"SKU-9","cents":"lots"}"#, "42"] {
-            let out = gm_resume_paused(&h, &p, "inject", &["--output", misfit])
-                .await
-                .expect(6);
+            let out = inject(&h, &p, misfit).await.expect(6);
             let line = out.one_line_error();
             assert!(line.contains("refused"), "{line}");
             assert!(line.contains("gate stays held"), "{line}");
@@ -157,14 +156,9 @@ fn a_misfit_inject_is_refused_by_the_rust_client_and_the_gate_stays_held() {
         let out = gm_on(&h, &["pauses", "--json"]).await.expect(0);
         assert!(out.stdout.contains(&pause), "{}", out.stdout);
 
-        gm_resume_paused(
-            &h,
-            &p,
-            "inject",
-            &["--output", r#"{"sku":"SKU-9","cents":1234}"#],
-        )
-        .await
-        .expect(0);
+        inject(&h, &p, r#"{"sku":"SKU-9","cents":1234}"#)
+            .await
+            .expect(0);
         let got = tokio::time::timeout(Duration::from_secs(5), task)
             .await
             .expect("the tool returned")

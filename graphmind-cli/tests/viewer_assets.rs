@@ -1,45 +1,13 @@
 //! The viewer page and its modules are served from the binary with their media types and a
 //! strict content security policy; nothing outside the embedded set is reachable.
 
-use std::io::{BufRead, BufReader, Read, Write};
+mod support;
+
+use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-struct Hub {
-    child: Child,
-    port: u16,
-    home: std::path::PathBuf,
-}
-
-impl Drop for Hub {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.home);
-    }
-}
-
-fn hub(name: &str) -> Hub {
-    let home = std::env::temp_dir().join(format!("gm-viewer-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&home);
-    std::fs::create_dir_all(&home).expect("temp home");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_graphmind"))
-        .args(["serve", "--port", "0", "--json", "--no-open"])
-        .env("GRAPHMIND_HOME", &home)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn graphmind serve");
-    let mut line = String::new();
-    BufReader::new(child.stdout.as_mut().expect("stdout"))
-        .read_line(&mut line)
-        .expect("JSON line");
-    let v: serde_json::Value = serde_json::from_str(&line).expect("JSON line");
-    let port = u16::try_from(v["port"].as_u64().expect("port")).expect("port fits");
-    Hub { child, port, home }
-}
+use support::hub;
 
 /// (status, lower-cased headers, body)
 fn get(port: u16, path: &str) -> (u16, String, String) {
@@ -64,7 +32,7 @@ fn get(port: u16, path: &str) -> (u16, String, String) {
 
 #[test]
 fn page_and_modules_are_served_with_types_and_a_strict_csp() {
-    let h = hub("types");
+    let h = hub(&[]);
     let (status, head, body) = get(h.port, "/");
     assert_eq!(status, 200);
     assert!(
@@ -103,7 +71,7 @@ fn page_and_modules_are_served_with_types_and_a_strict_csp() {
 
 #[test]
 fn nothing_outside_the_embedded_assets_is_served() {
-    let h = hub("outside");
+    let h = hub(&[]);
     for path in [
         "/assets/nope.js",
         "/assets/..%2FCargo.toml",
