@@ -94,9 +94,7 @@ fn pauses_wait_and_resume_release_a_held_gate() {
     let run = "run_700000000002";
     block_on(async {
         let mut app = App::running(h.port, run, "gate").await;
-        let out = gm_async(h.home.clone(), args(&["pauses", "--port", &port]))
-            .await
-            .expect(0);
+        let out = gm_on(&h, &["pauses"]).await.expect(0);
         assert_eq!(out.stdout, "no open pauses\n");
 
         // `wait` blocks until the pause opens.
@@ -137,12 +135,7 @@ fn pauses_wait_and_resume_release_a_held_gate() {
         assert!(cmds.iter().any(|c| c.contains("--action inject --output")));
 
         // Human form: the held node's input and the commands.
-        let out = gm_async(
-            h.home.clone(),
-            args(&["wait", "--timeout", "1", "--port", &port]),
-        )
-        .await
-        .expect(0);
+        let out = gm_on(&h, &["wait", "--timeout", "1"]).await.expect(0);
         assert!(
             out.stdout.starts_with(&format!(
                 "paused: tool:search at before (breakpoint) in run {run}\n"
@@ -160,38 +153,19 @@ fn pauses_wait_and_resume_release_a_held_gate() {
         )));
 
         // `wait --run` ignores pauses of other runs.
-        let out = gm_async(
-            h.home.clone(),
-            args(&[
-                "wait",
-                "--run",
-                "run_other",
-                "--timeout",
-                "0.3",
-                "--port",
-                &port,
-            ]),
-        )
-        .await
-        .expect(2);
+        let out = gm_on(&h, &["wait", "--run", "run_other", "--timeout", "0.3"])
+            .await
+            .expect(2);
         assert!(out.stdout.is_empty(), "{}", out.stdout);
-        let out = gm_async(
-            h.home.clone(),
-            args(&["pauses", "--json", "--run", run, "--port", &port]),
-        )
-        .await
-        .expect(0);
-        assert_eq!(out.json()["pauses"][0]["pauseId"], json!("pause_w_1"));
-        let out = gm_async(
-            h.home.clone(),
-            args(&["pauses", "--json", "--run", "run_other", "--port", &port]),
-        )
-        .await
-        .expect(0);
-        assert_eq!(out.json(), json!({"pauses": []}));
-        let out = gm_async(h.home.clone(), args(&["pauses", "--port", &port]))
+        let out = gm_on(&h, &["pauses", "--json", "--run", run])
             .await
             .expect(0);
+        assert_eq!(out.json()["pauses"][0]["pauseId"], json!("pause_w_1"));
+        let out = gm_on(&h, &["pauses", "--json", "--run", "run_other"])
+            .await
+            .expect(0);
+        assert_eq!(out.json(), json!({"pauses": []}));
+        let out = gm_on(&h, &["pauses"]).await.expect(0);
         assert!(
             out.stdout.lines().nth(1).unwrap().starts_with("pause_w_1 "),
             "{}",
@@ -234,9 +208,7 @@ fn pauses_wait_and_resume_release_a_held_gate() {
             out.stdout,
             format!("resumed pause_w_1 of run {run} (inject)\n")
         );
-        let out = gm_async(h.home.clone(), args(&["pauses", "--json", "--port", &port]))
-            .await
-            .expect(0);
+        let out = gm_on(&h, &["pauses", "--json"]).await.expect(0);
         assert_eq!(out.json(), json!({"pauses": []}));
     });
 }
@@ -244,19 +216,13 @@ fn pauses_wait_and_resume_release_a_held_gate() {
 #[test]
 fn break_and_mode_change_the_debug_state_and_reach_the_app() {
     let h = hub(&["--pause-on-error", "off"]);
-    let port = h.port.to_string();
     block_on(async {
         let mut app = App::connect(h.port).await;
         assert_eq!(app.ack["payload"]["breakpoints"], json!([]));
 
-        let out = gm_async(
-            h.home.clone(),
-            args(&[
-                "break", "set", "--kind", "tool", "--name", "add", "--port", &port,
-            ]),
-        )
-        .await
-        .expect(0);
+        let out = gm_on(&h, &["break", "set", "--kind", "tool", "--name", "add"])
+            .await
+            .expect(0);
         assert_eq!(
             out.stdout,
             "mode: run\nbreakpoints:\n  kind=tool name=add (point before)\n"
@@ -270,20 +236,15 @@ fn break_and_mode_change_the_debug_state_and_reach_the_app() {
             json!({"kind": "tool", "name": "add"})
         );
 
-        gm_async(
-            h.home.clone(),
-            args(&[
-                "break", "set", "--point", "error", "--kind", "llm", "--port", &port,
-            ]),
-        )
-        .await
-        .expect(0);
+        gm_on(&h, &["break", "set", "--point", "error", "--kind", "llm"])
+            .await
+            .expect(0);
         // Setting an equal matcher again adds nothing.
-        let out = gm_async(
-            h.home.clone(),
-            args(&[
-                "break", "set", "--point", "error", "--kind", "llm", "--json", "--port", &port,
-            ]),
+        let out = gm_on(
+            &h,
+            &[
+                "break", "set", "--point", "error", "--kind", "llm", "--json",
+            ],
         )
         .await
         .expect(0);
@@ -292,11 +253,11 @@ fn break_and_mode_change_the_debug_state_and_reach_the_app() {
             json!([{"kind": "tool", "name": "add"}, {"kind": "llm", "point": "error"}])
         );
 
-        let out = gm_async(
-            h.home.clone(),
-            args(&[
-                "break", "clear", "--kind", "tool", "--name", "add", "--json", "--port", &port,
-            ]),
+        let out = gm_on(
+            &h,
+            &[
+                "break", "clear", "--kind", "tool", "--name", "add", "--json",
+            ],
         )
         .await
         .expect(0);
@@ -313,32 +274,21 @@ fn break_and_mode_change_the_debug_state_and_reach_the_app() {
             json!({"kind": "tool", "name": "add"})
         );
 
-        let out = gm_async(h.home.clone(), args(&["mode", "step", "--port", &port]))
-            .await
-            .expect(0);
+        let out = gm_on(&h, &["mode", "step"]).await.expect(0);
         assert!(out.stdout.starts_with("mode: step\n"), "{}", out.stdout);
         let f = app.peer.until(5000, |v| v["type"] == "mode.set").await;
         assert_eq!(f["payload"]["mode"], json!("step"));
 
-        let out = gm_async(
-            h.home.clone(),
-            args(&["break", "list", "--json", "--port", &port]),
-        )
-        .await
-        .expect(0);
+        let out = gm_on(&h, &["break", "list", "--json"]).await.expect(0);
         assert_eq!(
             out.json(),
             json!({"breakpoints": [{"kind": "llm", "point": "error"}], "mode": "step"})
         );
 
         // clear without a matcher clears all.
-        let out = gm_async(h.home.clone(), args(&["break", "clear", "--port", &port]))
-            .await
-            .expect(0);
+        let out = gm_on(&h, &["break", "clear"]).await.expect(0);
         assert_eq!(out.stdout, "mode: step\nbreakpoints: none\n");
-        gm_async(h.home.clone(), args(&["mode", "run", "--port", &port]))
-            .await
-            .expect(0);
+        gm_on(&h, &["mode", "run"]).await.expect(0);
     });
     assert_eq!(
         h.get_json("/api/debug"),
