@@ -3,7 +3,7 @@
 
 use std::io::Read;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -54,10 +54,8 @@ impl Out {
 /// Runs `graphmind <args>` with `GRAPHMIND_HOME=home`; killed after 30 s.
 pub fn gm(home: &Path, args: &[&str]) -> Out {
     let start = Instant::now();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_graphmind"))
+    let mut child = super::graphmind_in(home)
         .args(args)
-        .env("GRAPHMIND_HOME", home)
-        .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

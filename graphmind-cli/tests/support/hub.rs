@@ -34,11 +34,9 @@ impl Serve {
     /// line read within 20 s, its agent token from the run file, its viewer token from the
     /// viewer URL. `Err` when it printed no JSON line (killed then).
     fn spawn(home: &Path, flags: Vec<OsString>) -> Result<Self, String> {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_graphmind"))
+        let mut child = super::graphmind_in(home)
             .args(["serve", "--json", "--no-open"])
             .args(flags)
-            .env("GRAPHMIND_HOME", home)
-            .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()

@@ -19,7 +19,8 @@ pub mod rust_client;
 #[allow(unused_imports)]
 pub use {app::*, cli::*, hub::*, rust_client::*};
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -96,4 +97,11 @@ pub fn now_ms() -> u64 {
 pub fn free_port() -> u16 {
     let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     l.local_addr().expect("addr").port()
+}
+
+/// The binary under test with `GRAPHMIND_HOME=home` and no stdin.
+pub fn graphmind_in(home: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_graphmind"));
+    cmd.env("GRAPHMIND_HOME", home).stdin(Stdio::null());
+    cmd
 }
