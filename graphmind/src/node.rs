@@ -104,15 +104,13 @@ impl NodeRun {
     /// Emits `node.error` (held time so far); the node stays open.
     pub(crate) fn error(&self, error: ErrorInfo) {
         self.flush_tokens();
-        self.host.emit(
+        emit_error(
+            &*self.host,
             &self.run_id,
-            Message::NodeError(NodeError {
-                node_id: self.node_id.to_string(),
-                instance_id: Some(self.instance_id.to_string()),
-                error,
-                held_ms: Some(millis(self.held)),
-                extra: Extra::new(),
-            }),
+            &self.node_id,
+            &self.instance_id,
+            error,
+            millis(self.held),
         );
     }
 
@@ -127,35 +125,6 @@ impl NodeRun {
     }
 
     fn finish_inner(&mut self, status: Status, finish: Finish) {
-        let Finish {
-            output,
-            usage,
-            extra,
-        } = finish;
-        if usage.is_none() && extra.is_empty() && output.as_ref().is_none_or(compact) {
-            self.finish_compact(status, output.map(Val::from_value));
-            return;
-        }
-        let Some((_, duration_ms)) = self.close() else {
-            return;
-        };
-        emit_budgeted(
-            &*self.host,
-            &self.run_id,
-            Message::NodeFinished(NodeFinished {
-                node_id: std::mem::take(&mut self.node_id).into_owned(),
-                instance_id: Some(self.instance_id.to_string()),
-                duration_ms,
-                status,
-                output,
-                usage,
-                held_ms: Some(millis(self.held)),
-                extra,
-            }),
-        );
-    }
-
-    fn finish_compact(&mut self, status: Status, output: Option<Val>) {
         let Some((now, duration_ms)) = self.close() else {
             return;
         };
@@ -168,10 +137,11 @@ impl NodeRun {
                 instance_id: std::mem::replace(&mut self.instance_id, InstanceId::Call(0)),
                 duration_ms,
                 status,
-                output,
+                output: finish.output.map(Val::from_value),
                 held_ms: millis(self.held),
             },
-            Extra::new(),
+            finish.usage,
+            finish.extra,
             now,
         );
     }
@@ -297,16 +267,38 @@ fn record_labelled(
     (started, seq)
 }
 
-/// Records `node.finished` that happened at `at`: as a compact record when it has no extra
-/// fields and a small output, else as a message shrunk to the payload budget.
+/// Emits `node.error` (the node stays open).
+pub(crate) fn emit_error(
+    host: &dyn Host,
+    run_id: &str,
+    node_id: &str,
+    instance_id: &InstanceId,
+    error: ErrorInfo,
+    held_ms: f64,
+) {
+    host.emit(
+        run_id,
+        Message::NodeError(NodeError {
+            node_id: node_id.to_owned(),
+            instance_id: Some(instance_id.to_string()),
+            error,
+            held_ms: Some(held_ms),
+            extra: Extra::new(),
+        }),
+    );
+}
+
+/// Records `node.finished` that happened at `at`: as a compact record when it has no usage,
+/// no extra fields and a small output, else as a message shrunk to the payload budget.
 pub(crate) fn record_finished(
     host: &dyn Host,
     run_id: &crate::exec::RunId,
     finished: Finished,
+    usage: Option<TokenUsage>,
     extra: Extra,
     at: Instant,
 ) {
-    if extra.is_empty() && finished.output.as_ref().is_none_or(compact_val) {
+    if usage.is_none() && extra.is_empty() && finished.output.as_ref().is_none_or(compact_val) {
         host.record(run_id, Record::Finished(finished), at);
         return;
     }
@@ -319,7 +311,7 @@ pub(crate) fn record_finished(
             duration_ms: finished.duration_ms,
             status: finished.status,
             output: finished.output.map(Val::into_value),
-            usage: None,
+            usage,
             held_ms: Some(finished.held_ms),
             extra,
         }),

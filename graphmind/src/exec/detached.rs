@@ -8,13 +8,13 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use graphmind_protocol::{ErrorInfo, Extra, Message, NodeError, Status};
+use graphmind_protocol::{ErrorInfo, Extra, Status};
 
 use super::scope::RunCtx;
 use super::{Host, Instant, RunId, millis_between};
 use crate::__private::ToolSite;
 use crate::capture::Val;
-use crate::node::{record_finished, record_tool_started};
+use crate::node::{emit_error, record_finished, record_tool_started};
 use crate::record::{Finished, InstanceId, Payload};
 
 /// How a detached call ended, read from its output.
@@ -94,15 +94,13 @@ impl QuickNode {
         }
         let (host, run_id) = (self.run.host(), self.run.run_id());
         if let Some(error) = outcome.error {
-            host.emit(
+            emit_error(
+                host,
                 run_id,
-                Message::NodeError(NodeError {
-                    node_id: self.site.node_id.to_owned(),
-                    instance_id: Some(self.instance_id.to_string()),
-                    error,
-                    held_ms: Some(0.0),
-                    extra: Extra::new(),
-                }),
+                self.site.node_id,
+                &self.instance_id,
+                error,
+                0.0,
             );
         }
         let now = Instant::now();
@@ -117,6 +115,7 @@ impl QuickNode {
                 output: outcome.output,
                 held_ms: 0.0,
             },
+            None,
             extra,
             now,
         );
