@@ -46,22 +46,16 @@ impl Streak {
 pub(crate) fn fingerprint(node_id: &str, input: &Payload) -> u64 {
     let mut h = std::hash::DefaultHasher::new();
     node_id.hash(&mut h);
-    let value = serde_json::to_value(input).unwrap_or(Value::Null);
-    match &value {
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().filter(|k| *k != "_meta").collect();
-            keys.sort();
-            6u8.hash(&mut h);
-            for k in keys {
-                k.hash(&mut h);
-                hash_value(&map[k.as_str()], &mut h, 1);
-            }
-        }
-        other => hash_value(other, &mut h, 0),
-    }
+    hash_value(
+        &serde_json::to_value(input).unwrap_or(Value::Null),
+        &mut h,
+        0,
+    );
     h.finish()
 }
 
+/// Hashes `v` as canonical JSON (object keys sorted); the input's own `_meta` (depth 0) is
+/// left out.
 fn hash_value(v: &Value, h: &mut impl Hasher, depth: usize) {
     if depth > 64 {
         // Deeper than any sensible input: the rest counts as one opaque value.
@@ -79,7 +73,8 @@ fn hash_value(v: &Value, h: &mut impl Hasher, depth: usize) {
             }
         }
         Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
+            let mut keys: Vec<&String> =
+                map.keys().filter(|k| depth > 0 || *k != "_meta").collect();
             keys.sort();
             (5u8, keys.len()).hash(h);
             for k in keys {
