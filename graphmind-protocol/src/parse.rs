@@ -31,29 +31,38 @@ pub fn parse(text: &str) -> Parsed {
         return Parsed::Invalid(e);
     }
     match serde_json::from_str::<Value>(text) {
-        Ok(v) => parse_value(v),
+        Ok(v) => parse_shallow(v),
         Err(e) => Parsed::Invalid(format!("not JSON: {e}")),
     }
 }
 
-/// Parses an already-decoded JSON value. Values built by serde_json's parser are depth-capped
-/// at 128; a hand-built value deeper than that is still handled without unbounded recursion
-/// here (payloads are decoded by serde, which recurses at most as deep as the value).
+/// Parses an already-decoded JSON value. A value nested deeper than [`MAX_DEPTH`] (possible
+/// when it was built in code rather than parsed) is `Invalid`; it is measured and dropped
+/// without recursion, so no depth can overflow the stack.
 #[must_use]
 pub fn parse_value(v: Value) -> Parsed {
+    if deeper_than(&v, MAX_DEPTH) {
+        dismantle(v);
+        return Parsed::Invalid(format!("nesting deeper than {MAX_DEPTH}"));
+    }
+    parse_shallow(v)
+}
+
+/// [`parse_value`] for a value whose depth is known to be within [`MAX_DEPTH`].
+fn parse_shallow(v: Value) -> Parsed {
     let Value::Object(mut obj) = v else {
         return Parsed::Invalid("frame is not a JSON object".into());
     };
-    let gm = match obj.remove("gm") {
+    let gm = match obj.shift_remove("gm") {
         Some(g) => g,
         None => return Parsed::Invalid("missing gm".into()),
     };
     let (Some(seq), Some(ts), Some(run_id), Some(kind), Some(payload)) = (
-        obj.remove("seq"),
-        obj.remove("ts"),
-        obj.remove("runId"),
-        obj.remove("type"),
-        obj.remove("payload"),
+        obj.shift_remove("seq"),
+        obj.shift_remove("ts"),
+        obj.shift_remove("runId"),
+        obj.shift_remove("type"),
+        obj.shift_remove("payload"),
     ) else {
         return Parsed::Invalid("missing one of seq, ts, runId, type, payload".into());
     };
@@ -136,6 +145,35 @@ fn decode(kind: &str, payload: Value) -> Decoded {
         "hello" => typed(payload, Message::Hello),
         "hello.ack" => typed(payload, Message::HelloAck),
         _ => Decoded::Unknown(payload),
+    }
+}
+
+/// Whether `v` nests objects and arrays more than `max` deep; an explicit stack, no recursion.
+fn deeper_than(v: &Value, max: usize) -> bool {
+    let mut stack: Vec<(&Value, usize)> = vec![(v, 0)];
+    while let Some((v, depth)) = stack.pop() {
+        let children: Box<dyn Iterator<Item = &Value>> = match v {
+            Value::Array(items) => Box::new(items.iter()),
+            Value::Object(map) => Box::new(map.values()),
+            _ => continue,
+        };
+        if depth + 1 > max {
+            return true;
+        }
+        stack.extend(children.map(|c| (c, depth + 1)));
+    }
+    false
+}
+
+/// Drops `v` without recursion (the derived drop of a `Value` recurses once per level).
+fn dismantle(v: Value) {
+    let mut stack = vec![v];
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::Array(items) => stack.extend(items),
+            Value::Object(map) => stack.extend(map.into_iter().map(|(_, c)| c)),
+            _ => {}
+        }
     }
 }
 
