@@ -7,9 +7,9 @@
 //!
 //! | switch | hides |
 //! |---|---|
-//! | inputs | every node's `input`; `tool-args` deltas |
+//! | inputs | every node's `input`; `tool-args` deltas; a loop hold's input `fingerprint` |
 //! | outputs | every node's `output` (also the output an `after` gate holds); every delta |
-//! | tool args | the `input` of tool nodes; `tool-args` deltas |
+//! | tool args | the `input` of tool nodes; `tool-args` deltas; a tool's loop `fingerprint` |
 //! | tool results | the `output` of tool nodes (also at their `after` gate); their deltas |
 //!
 //! A hidden delta keeps its kind and becomes `{"t": …, "v": "", "chars": <UTF-16 length>}`.
@@ -84,12 +84,23 @@ impl Hide {
                 }
                 note(&mut p.extra, count, "deltas");
             }
-            Message::ExecPaused(p) if self.output_of(&p.node_id) => {
-                let mut held = p.extra.remove("output");
-                let count = usize::from(hide(&mut held));
-                note(&mut p.extra, count, "output");
-                if let Some(v) = held {
-                    p.extra.insert("output".into(), v);
+            Message::ExecPaused(p) => {
+                if self.output_of(&p.node_id) {
+                    let mut held = p.extra.remove("output");
+                    let count = usize::from(hide(&mut held));
+                    note(&mut p.extra, count, "output");
+                    if let Some(v) = held {
+                        p.extra.insert("output".into(), v);
+                    }
+                }
+                // A loop hold's fingerprint is a hash of the call's input: with few possible
+                // inputs it gives them away, so it goes where the input goes.
+                let hidden = self.inputs || (self.tool_args && is_tool(&p.node_id));
+                if hidden
+                    && let Some(Value::Object(summary)) = p.extra.get_mut("loop")
+                    && let Some(fp) = summary.get_mut("fingerprint")
+                {
+                    *fp = Value::String(PLACEHOLDER.to_owned());
                 }
             }
             _ => {}
@@ -253,6 +264,40 @@ mod tests {
         let p = redacted(TOOL_RESULTS, paused);
         assert_eq!(p["output"], PLACEHOLDER);
         assert_eq!(p["redaction"], json!({"count": 1, "keys": ["output"]}));
+    }
+
+    #[test]
+    fn a_loop_fingerprint_is_hidden_with_the_input_it_hashes() {
+        let loop_hold = |node: &str| {
+            let mut extra = Extra::new();
+            extra.insert(
+                "loop".into(),
+                json!({"repeats": 3, "firstSeq": 1, "lastSeq": 5, "fingerprint": "00ab", "kind": "repeat"}),
+            );
+            Message::ExecPaused(graphmind_protocol::ExecPaused {
+                pause_id: "p".into(),
+                node_id: node.into(),
+                point: PausePoint::Before,
+                reason: Some(graphmind_protocol::PauseReason::Loop),
+                extra,
+            })
+        };
+        for (hide, node, hidden) in [
+            (TOOL_ARGS, "tool:t", true),
+            (INPUTS, "tool:t", true),
+            (TOOL_RESULTS, "tool:t", false),
+            (OUTPUTS, "tool:t", false),
+            (TOOL_ARGS, "llm:m", false),
+        ] {
+            let p = redacted(hide, loop_hold(node));
+            let expected = if hidden {
+                json!(PLACEHOLDER)
+            } else {
+                json!("00ab")
+            };
+            assert_eq!(p["loop"]["fingerprint"], expected, "{hide:?} {node}");
+            assert_eq!(p["loop"]["repeats"], 3, "the rest of the summary stays");
+        }
     }
 
     #[test]

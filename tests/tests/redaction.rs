@@ -1,6 +1,7 @@
 //! The `hide_*` switches and `GRAPHMIND_HIDE_*`: hidden inputs, outputs and deltas never
 //! reach the debugger — not live, not held at a gate, not in the replay of events recorded
-//! while detached — and every redacted payload says what was hidden.
+//! while detached, not as a loop hold's input fingerprint — and every redacted payload says
+//! what was hidden.
 
 use std::time::Duration;
 
@@ -135,6 +136,36 @@ async fn events_recorded_while_detached_are_redacted_in_the_replay() {
         .map(|f| &f.payload()["output"])
         .collect();
     assert_eq!(outputs, [&json!("4111-12"), &json!("4111-12")]);
+    hub.assert_valid();
+    gm.dispose().await;
+}
+
+#[tokio::test]
+async fn a_loop_hold_does_not_give_away_hidden_arguments_by_their_fingerprint() {
+    let hub = FakeDebugger::start().await;
+    let gm = graphmind::Session::new(hub.config("redaction-loop").hide_tool_args(true));
+    assert!(gm.ready(2 * SECOND).await);
+    let task = tokio::spawn({
+        let gm = gm.clone();
+        async move {
+            gm.run("retrying", async {
+                let mut last = String::new();
+                for _ in 0..3 {
+                    last = lookup_card("Ada Lovelace".into()).await;
+                }
+                last
+            })
+            .await
+        }
+    });
+    let paused = hub.wait_for_kind("exec.paused", 2 * SECOND).await;
+    assert_eq!(paused.payload()["reason"], "loop");
+    let summary = &paused.payload()["loop"];
+    assert_eq!(summary["repeats"], 3, "the hold still says how often");
+    assert_eq!(summary["fingerprint"], HIDDEN);
+    let id = paused.payload()["pauseId"].as_str().expect("id").to_owned();
+    assert!(hub.resume(paused.run_id(), &id, "continue"));
+    assert_eq!(task.await.expect("joined").expect("ok"), "4111-12");
     hub.assert_valid();
     gm.dispose().await;
 }

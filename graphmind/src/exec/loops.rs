@@ -123,16 +123,17 @@ pub(crate) fn check(call: &Call, node: &NodeRun) -> Option<(PauseReason, Extra)>
     if repeats < guard.threshold {
         return None;
     }
-    let fingerprint = format!("{fingerprint:016x}");
     if guard.on == OnLoop::Warn {
+        // No fingerprint here: it hashes the input, which redaction may be hiding.
         if repeats == guard.threshold {
             host.warn(&format!(
-                "loop: {} called {repeats} times in a row with the same input (fingerprint {fingerprint})",
+                "loop: {} called {repeats} times in a row with the same input",
                 node.node_id
             ));
         }
         return None;
     }
+    let fingerprint = format!("{fingerprint:016x}");
     let mut extra = Extra::new();
     extra.insert(
         "loop".into(),
