@@ -24,6 +24,41 @@
 //!   session opens no socket, starts no thread and allocates no buffer. With the cargo
 //!   feature `enabled` off, the whole API stays but does nothing.
 //!
+//! # Gates, seen from the app
+//! An instrumented call (`#[tool]`, `#[model_step]`, or a [`node`] handle) has three gates:
+//! `before` it runs, `after` it returns, and `error` when it returns `Err`. A gate holds only
+//! while a debugger is attached and one of its breakpoints (or step mode, or the loop guard)
+//! matches; the call's future simply stays pending meanwhile, so other tasks go on. What the
+//! caller gets back depends on how the debugger releases it:
+//!
+//! | action | at `before` | at `after` | at `error` |
+//! |---|---|---|---|
+//! | continue | the call runs | the real result | the real error |
+//! | retry | the call runs | the call runs again (from `before`) | the call runs again |
+//! | inject | the value, without running the call | the value instead | the value instead of the error |
+//! | abort | the run's future is dropped; the run scope returns [`Err(Aborted)`](Aborted) | same | same |
+//!
+//! An injected value is deserialized into the function's return type (its `Ok` type for a
+//! `Result`, returned as `Ok`); one that does not fit is refused back to the debugger and the
+//! gate stays held, so the app never sees a value of the wrong shape. Retry runs the body
+//! again with fresh clones of its arguments; where it cannot (a `&mut` argument, `self` by
+//! value, or `retry = false` on the attribute) it is refused the same way. A held gate continues by itself when
+//! the debugger disconnects, stops answering pings (3 s by default), when
+//! [`Config::pause_timeout`] runs out, on [`Session::dispose`], or when the caller drops the
+//! call's future. Timeouts around held calls should use [`time::timeout`], whose clock stops
+//! while a gate inside it is held.
+//!
+//! # Where things are
+//! - [`Config`]: every setting (debugger URL, meta, ring limits, token interval, timeouts,
+//!   redaction with `hide_*`, the loop guard with `on_loop`), each with its environment
+//!   variable where one exists.
+//! - [`run()`], [`run_result`], [`in_current_run`] and [`run!`]: run scopes.
+//! - [`model`]: the traits that let a model SDK's request, response and stream chunks show up
+//!   in a model step.
+//! - [`node`], [`tee`], [`Session::emit`]: the low-level API the macros are built on, for
+//!   adapters and hand-written instrumentation.
+//! - [`Session::stats`]: what is buffered, dropped, held and sent.
+//!
 //! ```no_run
 //! use std::time::Duration;
 //!
