@@ -16,6 +16,9 @@ step "clippy (all features, and feature enabled off)"
 cargo clippy --workspace --all-targets --all-features -- -D warnings
 cargo clippy -p graphmind-compiled-out --all-targets -- -D warnings
 
+step "rustdoc (warnings are errors, e.g. broken links)"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --lib --exclude graphmind-compiled-out
+
 step "tests (unit, integration, ui, benches in test mode)"
 # graphmind-compiled-out must be built alone: in a workspace build, cargo unifies features and
 # another member turns graphmind's `enabled` back on.
