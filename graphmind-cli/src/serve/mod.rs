@@ -194,7 +194,8 @@ async fn housekeeping(hub: Arc<Hub>) {
 }
 
 /// Applies the retention rule every `interval` (the first time one interval after the start,
-/// which applied it already); the runs it deleted leave memory too.
+/// which applied it already); the runs it deleted leave memory too, and the viewers are told
+/// (`removed` frames of /ws/ui).
 async fn retain_periodically(hub: Arc<Hub>, retention: Retention, interval: Duration) {
     loop {
         tokio::time::sleep(interval).await;

@@ -132,7 +132,18 @@ pub enum ViewerOut {
         /// The stored envelope.
         body: Arc<str>,
     },
+    /// A `removed` frame: these runs were deleted by the retention rule. The viewer's
+    /// connection ends its subscription if it is to one of them.
+    Removed {
+        /// The ready feed frame.
+        frame: Arc<str>,
+        /// The runs it names.
+        runs: Arc<HashSet<String>>,
+    },
 }
+
+/// Run ids per `removed` feed frame at most (a large retention pass sends several).
+pub const REMOVED_BATCH: usize = 500;
 
 /// The answer to a resume request.
 #[derive(Debug, Clone, PartialEq)]
@@ -1512,19 +1523,32 @@ impl Hub {
 
     /// Drops runs the retention pass that started at `since` (epoch ms) deleted from memory.
     /// A run that became active again meanwhile stays; its returned row is to be stored again.
+    /// The others are announced to every viewer in `removed` frames (at most
+    /// [`REMOVED_BATCH`] ids each); a viewer subscribed to one of them is unsubscribed, and a
+    /// viewer whose queue has no room for the frame is dropped (it reconnects, and its new
+    /// `hello` no longer lists them).
     pub fn forget_deleted(&self, ids: &[String], since: u64) -> Vec<RunRow> {
         let mut guard = self.lock();
         let st = &mut *guard;
         let paused: HashSet<String> = paused_runs(st).into_iter().map(str::to_owned).collect();
         let mut rows = Vec::new();
+        let mut removed = Vec::with_capacity(ids.len());
         for id in ids {
-            let Some(r) = st.runs.get(id) else { continue };
-            if r.status == "running" || paused.contains(id) || r.touched >= since {
-                rows.push(r.row(id));
-            } else {
-                st.runs.remove(id);
-                st.dirty.remove(id);
+            match st.runs.get(id) {
+                Some(r) if r.status == "running" || paused.contains(id) || r.touched >= since => {
+                    rows.push(r.row(id));
+                }
+                Some(_) => {
+                    st.runs.remove(id);
+                    st.dirty.remove(id);
+                    removed.push(id.clone());
+                }
+                // Evicted from memory earlier: only storage had it.
+                None => removed.push(id.clone()),
             }
+        }
+        if !removed.is_empty() {
+            announce_removed(st, &self.subscribed, &removed);
         }
         self.stats
             .runs_deleted
@@ -1635,6 +1659,35 @@ fn broadcast(st: &State, frame: &Arc<str>) {
         // A viewer whose queue is full is dropped on its next live event; a missed list
         // update is repaired by the next one.
         let _ = v.tx.try_send(ViewerOut::Frame(Arc::clone(frame)));
+    }
+}
+
+/// Sends `removed` frames naming `removed` to every viewer, ends the subscriptions to those
+/// runs, and drops the viewers that cannot take a frame.
+fn announce_removed(st: &mut State, subscribed: &AtomicUsize, removed: &[String]) {
+    if st.viewers.is_empty() {
+        return;
+    }
+    let gone: HashSet<&str> = removed.iter().map(String::as_str).collect();
+    let batches: Vec<ViewerOut> = removed
+        .chunks(REMOVED_BATCH)
+        .map(|ids| ViewerOut::Removed {
+            frame: Arc::from(json!({"type": "removed", "runIds": ids}).to_string()),
+            runs: Arc::new(ids.iter().cloned().collect()),
+        })
+        .collect();
+    let mut dead = Vec::new();
+    for (id, v) in &mut st.viewers {
+        if v.sub.as_deref().is_some_and(|s| gone.contains(s)) {
+            v.sub = None;
+            subscribed.fetch_sub(1, Ordering::Relaxed);
+        }
+        if batches.iter().any(|b| v.tx.try_send(b.clone()).is_err()) {
+            dead.push(*id);
+        }
+    }
+    for id in dead {
+        drop_viewer(st, subscribed, id);
     }
 }
 

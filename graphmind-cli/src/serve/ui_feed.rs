@@ -119,16 +119,20 @@ async fn forward(sink: &mut Sink, sub: &mut Option<Sub>, items: Vec<ViewerOut>) 
     for item in items {
         match item {
             ViewerOut::Frame(f) => {
-                if let Some(s) = sub.as_ref()
-                    && !batch.is_empty()
+                if !flush(sink, sub.as_ref(), &mut batch).await || !send(sink, f.to_string()).await
                 {
-                    if !send(sink, events_frame(&s.run, &batch, false)).await {
-                        return false;
-                    }
-                    batch.clear();
-                }
-                if !send(sink, f.to_string()).await {
                     return false;
+                }
+            }
+            ViewerOut::Removed { frame, runs } => {
+                if !flush(sink, sub.as_ref(), &mut batch).await
+                    || !send(sink, frame.to_string()).await
+                {
+                    return false;
+                }
+                // The hub ended the subscription already; nothing more of it is forwarded.
+                if sub.as_ref().is_some_and(|s| runs.contains(&*s.run)) {
+                    *sub = None;
                 }
             }
             ViewerOut::Event { run_id, seq, body } => {
@@ -141,8 +145,17 @@ async fn forward(sink: &mut Sink, sub: &mut Option<Sub>, items: Vec<ViewerOut>) 
             }
         }
     }
-    match sub.as_ref() {
-        Some(s) if !batch.is_empty() => send(sink, events_frame(&s.run, &batch, false)).await,
+    flush(sink, sub.as_ref(), &mut batch).await
+}
+
+/// Sends the live events batched so far (of the subscribed run).
+async fn flush(sink: &mut Sink, sub: Option<&Sub>, batch: &mut Vec<Arc<str>>) -> bool {
+    match sub {
+        Some(s) if !batch.is_empty() => {
+            let ok = send(sink, events_frame(&s.run, batch, false)).await;
+            batch.clear();
+            ok
+        }
         _ => true,
     }
 }
