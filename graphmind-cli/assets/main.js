@@ -51,6 +51,9 @@ const state = {
   selectedNode: deep.node || null,
   subscribedAt: 0,
   hubVersion: null,
+  // the run on screen was deleted by the retention rule (a `removed` frame): its loaded graph
+  // stays, read-only, until another run is selected
+  selectedRemoved: false,
 };
 
 const metrics = { replayMs: null, renderMs: null, renderedAt: null, events: 0, nodes: 0, runId: null };
@@ -82,9 +85,15 @@ function onFrame(f) {
       state.pauses = Array.isArray(f.pauses) ? f.pauses : [];
       if (!state.selectedRun || (!state.runs.has(state.selectedRun) && state.follow)) {
         const newest = newestRun();
-        if (newest) state.selectedRun = newest.runId;
+        if (newest && newest.runId !== state.selectedRun) {
+          state.selectedRun = newest.runId;
+          state.selectedRemoved = false;
+        }
       }
-      if (state.selectedRun) subscribe(state.selectedRun, true);
+      if (state.selectedRemoved && state.runs.has(state.selectedRun)) state.selectedRemoved = false;
+      // a deleted run's graph stays as loaded: a replay would find nothing
+      if (state.selectedRun && !state.selectedRemoved) subscribe(state.selectedRun, true);
+      renderRemoved();
       scheduleRuns();
       renderDebug();
       scheduleCanvas();
@@ -94,6 +103,12 @@ function onFrame(f) {
       if (!r || !r.runId) break;
       const isNew = !state.runs.has(r.runId);
       state.runs.set(r.runId, r);
+      if (state.selectedRemoved && r.runId === state.selectedRun) {
+        // an app reported to the deleted run's id again: a new run under that id
+        state.selectedRemoved = false;
+        renderRemoved();
+        subscribe(r.runId, true);
+      }
       if (isNew && state.follow && r.runId !== state.selectedRun) {
         const cur = state.runs.get(state.selectedRun);
         if (!cur || (r.startedAt ?? 0) >= (cur.startedAt ?? 0)) selectRun(r.runId, false);
@@ -102,6 +117,9 @@ function onFrame(f) {
       scheduleRuns();
       break;
     }
+    case 'removed':
+      onRemoved(Array.isArray(f.runIds) ? f.runIds : []);
+      break;
     case 'debug':
       setDebug(f);
       renderDebug();
@@ -139,6 +157,43 @@ function onFrame(f) {
   }
 }
 
+// The retention rule deleted runs while the hub runs: they leave the list. The run on screen
+// keeps its loaded graph with a notice (the hub ended its subscription), unless the page
+// follows the newest run, which it then shows instead.
+function onRemoved(ids) {
+  const gone = new Set(ids.filter((id) => typeof id === 'string'));
+  for (const id of gone) state.runs.delete(id);
+  // (the hub never deletes a run holding a pause; a stale entry must not offer controls)
+  state.pauses = state.pauses.filter((p) => !gone.has(p.runId));
+  if (state.selectedRun && gone.has(state.selectedRun)) {
+    const newest = state.follow ? newestRun() : null;
+    if (newest) {
+      selectRun(newest.runId, false);
+    } else {
+      state.selectedRemoved = true;
+      renderRemoved();
+    }
+  }
+  scheduleRuns();
+  scheduleCanvas();
+}
+
+const removedNote = el('div', 'note run-removed');
+removedNote.dataset.testid = 'run-removed';
+removedNote.setAttribute('role', 'status');
+removedNote.hidden = true;
+$('#viewport').before(removedNote);
+
+function renderRemoved() {
+  const on = state.selectedRemoved && Boolean(state.selectedRun);
+  removedNote.hidden = !on;
+  removedNote.dataset.runId = on ? state.selectedRun : '';
+  removedNote.textContent = on
+    ? `This run was deleted by the retention rule (--keep / 30 days). The graph shows what this page had loaded; it cannot be replayed or controlled any more.`
+    : '';
+  $('#viewport').dataset.removed = String(on);
+}
+
 function setDebug(d) {
   state.debug = { breakpoints: Array.isArray(d.breakpoints) ? d.breakpoints : [], mode: d.mode === 'step' ? 'step' : 'run' };
 }
@@ -166,8 +221,10 @@ function subscribe(runId, fresh) {
 function selectRun(runId, byUser) {
   if (byUser) state.follow = false;
   $('#follow').checked = state.follow;
-  if (runId === state.selectedRun && state.model) return;
+  if (runId === state.selectedRun && state.model && !state.selectedRemoved) return;
   state.selectedRun = runId;
+  state.selectedRemoved = false;
+  renderRemoved();
   state.selectedNode = null;
   $('[data-testid="fold-all"]').textContent = 'Fold groups';
   history.replaceState(null, '', `${location.pathname}#run=${encodeURIComponent(runId)}`);
@@ -287,10 +344,14 @@ function scheduleRuns() {
   });
 }
 
+/** Open pauses of the run on screen (none for a deleted run: nothing is left to control). */
+function selectedPauses() {
+  return state.selectedRemoved ? [] : state.pauses.filter((p) => p.runId === state.selectedRun);
+}
+
 function heldMap() {
   const m = new Map();
-  for (const p of state.pauses) {
-    if (p.runId !== state.selectedRun) continue;
+  for (const p of selectedPauses()) {
     if (!m.has(p.nodeId)) m.set(p.nodeId, []);
     m.get(p.nodeId).push(p);
   }
@@ -300,7 +361,7 @@ function heldMap() {
 function renderNow() {
   const model = state.model;
   const empty = $('#empty');
-  const runPauses = state.pauses.filter((p) => p.runId === state.selectedRun);
+  const runPauses = selectedPauses();
   if (!model) {
     empty.hidden = false;
     empty.textContent = state.runs.size ? 'Select a run.' : 'No runs yet. Start an instrumented app, or run `graphmind demo`.';
@@ -309,15 +370,17 @@ function renderNow() {
     return;
   }
   const run = state.runs.get(model.runId);
-  const ended = run ? run.status !== 'running' : model.status !== 'running';
+  const ended = state.selectedRemoved || (run ? run.status !== 'running' : model.status !== 'running');
   const ctx = { held: heldMap(), breakpoints: state.debug.breakpoints, selected: state.selectedNode, ended, runStatus: run?.status ?? model.status };
   canvas.render(model, ctx);
   empty.hidden = model.nodes.size > 0;
-  empty.textContent = !state.replayed
-    ? 'Loading…'
-    : model.eventCount === 0 && !state.runs.has(model.runId)
-      ? `No run ${model.runId} on this hub (it may have been removed by retention).`
-      : 'This run has no nodes yet.';
+  empty.textContent = state.selectedRemoved
+    ? 'This run was deleted by the retention rule.'
+    : !state.replayed
+      ? 'Loading…'
+      : model.eventCount === 0 && !state.runs.has(model.runId)
+        ? `No run ${model.runId} on this hub (it may have been removed by retention).`
+        : 'This run has no nodes yet.';
   const fresh = gates.update(runPauses);
   gates.position(canvas);
   if (fresh.length) {
@@ -373,6 +436,11 @@ function renderTitle() {
     ' ',
     Object.assign(el('span', `pill st-${status}`, status), { title: 'run status' }),
   );
+  if (state.selectedRemoved) {
+    const d = Object.assign(el('span', 'pill st-aborted', 'deleted'), { title: 'deleted by the retention rule' });
+    d.dataset.testid = 'run-deleted';
+    t.append(' ', d);
+  }
   t.dataset.status = status;
 }
 
