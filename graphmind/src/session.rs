@@ -174,6 +174,10 @@ impl Session {
     /// Ends the session: every held gate continues (each emits `exec.resumed`), queued frames
     /// are flushed for a short while (200 ms at most), the socket is closed (code 1000) and
     /// pending `ready` calls return `false`. Idempotent; later events are ignored.
+    ///
+    /// A connection still being set up (a short program that disposes right after its run)
+    /// gets 200 ms more to finish first, so what was recorded still reaches the debugger; a
+    /// debugger that is down costs nothing, one that never answers at most that grace.
     pub async fn dispose(&self) {
         self.inner().dispose().await;
     }

@@ -51,6 +51,10 @@ const FAST_RETRIES: [Duration; 3] = [
 ];
 /// How long `dispose` lets queued frames drain.
 const FLUSH_BUDGET: Duration = Duration::from_millis(200);
+/// How long a shutdown lets a connection attempt already under way finish, so the events
+/// recorded before it are still delivered (a local debugger answers in milliseconds; a hung
+/// one costs `dispose` this much, not the whole handshake budget).
+pub(crate) const SHUTDOWN_GRACE: Duration = Duration::from_millis(200);
 /// Events taken per lock of the ring (small ones are serialized while it is held).
 const BATCH: usize = 32;
 /// About this many estimated bytes per batch.
@@ -180,18 +184,33 @@ async fn run(inner: &Inner, link: &watch::Sender<Link>, failures: &watch::Sender
     let mut token: Option<String> = None;
     let mut delay = Duration::ZERO;
     let mut fast: Option<usize> = None;
+    let mut tried = false;
     loop {
-        if inner.shutdown.load(Relaxed) {
+        // A session disposed before its first attempt still makes that one (under the
+        // shutdown grace): the events that started the transport are on their way out.
+        if inner.shutdown.load(Relaxed) && tried {
             break;
         }
+        tried = true;
         if !delay.is_zero() && !wait_or_kick(inner, delay).await {
             break;
         }
         inner.attempting.store(true, Relaxed);
         inner.kick.store(false, Relaxed);
-        let outcome = tokio::select! {
-            outcome = attempt(inner, &mut token) => outcome,
-            () = until_shutdown(inner) => break,
+        let outcome = {
+            let mut pending = std::pin::pin!(attempt(inner, &mut token));
+            tokio::select! {
+                outcome = &mut pending => outcome,
+                () = until_shutdown(inner) => {
+                    // A connection on its way still carries what was recorded before the
+                    // shutdown (a short program disposes right after its run): let it finish
+                    // within a short grace, then flush and close as usual.
+                    match timeout(SHUTDOWN_GRACE, pending).await {
+                        Ok(outcome @ Attempt::Attached(_)) => outcome,
+                        _ => break,
+                    }
+                }
+            }
         };
         inner.attempting.store(false, Relaxed);
         if !matches!(outcome, Attempt::Attached(_)) {
@@ -199,7 +218,10 @@ async fn run(inner: &Inner, link: &watch::Sender<Link>, failures: &watch::Sender
         }
         match outcome {
             Attempt::Attached(ws) => {
-                link.send_replace(Link::Attached);
+                if !inner.shutdown.load(Relaxed) {
+                    // Attached only to flush on the way out is not attached for `ready`.
+                    link.send_replace(Link::Attached);
+                }
                 let end = connected(inner, *ws).await;
                 // Detach first so no new gate is registered behind release_all.
                 inner.set_attached(false);
