@@ -309,12 +309,32 @@ async fn attempt(inner: &Inner, token: &mut Option<String>) -> Attempt {
     let ws_config = WebSocketConfig::default()
         .max_message_size(Some(MAX_FRAME))
         .max_frame_size(Some(MAX_FRAME));
+    if !is_websocket_url(&inner.url) {
+        // Said before connecting: whether anything listens there is beside the point.
+        inner.warn_once(
+            "bad-url",
+            &bad_url_message(&inner.url, "not a ws:// or wss:// URL"),
+        );
+        return Attempt::Failed;
+    }
     let connect =
         tokio_tungstenite::connect_async_with_config(inner.url.as_str(), Some(ws_config), true);
     let mut ws = match timeout(cfg.connect_timeout, connect).await {
         Ok(Ok((ws, _))) => ws,
         Ok(Err(tokio_tungstenite::tungstenite::Error::Url(e))) => {
-            inner.warn_once("bad-url", &format!("cannot use {}: {e}", inner.url));
+            inner.warn_once("bad-url", &bad_url_message(&inner.url, &e.to_string()));
+            return Attempt::Failed;
+        }
+        Ok(Err(tokio_tungstenite::tungstenite::Error::Http(answer))) => {
+            inner.warn_once(
+                "not-websocket",
+                &format!(
+                    "{} answered HTTP {} instead of a WebSocket upgrade: is it a GraphMind debugger, \
+                     and is the path right (`graphmind serve` listens on ws://127.0.0.1:4747/ingest)?",
+                    inner.url,
+                    answer.status()
+                ),
+            );
             return Attempt::Failed;
         }
         _ => return Attempt::Failed,
@@ -376,6 +396,26 @@ async fn attempt(inner: &Inner, token: &mut Option<String>) -> Attempt {
                 return Attempt::Attached(Box::new(ws));
             }
         }
+    }
+}
+
+/// Whether `url` has a WebSocket scheme (any case).
+fn is_websocket_url(url: &str) -> bool {
+    url.split_once("://")
+        .is_some_and(|(s, _)| s.eq_ignore_ascii_case("ws") || s.eq_ignore_ascii_case("wss"))
+}
+
+/// The warning for a debugger URL that cannot be used, with what to write instead.
+fn bad_url_message(url: &str, error: &str) -> String {
+    let scheme = url.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
+    match scheme.as_deref() {
+        Some("http" | "https") => format!(
+            "cannot use {url}: a GraphMind debugger is reached over WebSocket — use ws:// \
+             (wss://) and the ingest path, e.g. ws://127.0.0.1:4747/ingest"
+        ),
+        _ => format!(
+            "cannot use {url}: {error} (a debugger URL looks like ws://127.0.0.1:4747/ingest)"
+        ),
     }
 }
 
