@@ -6,7 +6,7 @@ use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{Ident, ItemFn, LitStr};
 
-use crate::args::{Args, Kind};
+use crate::args::{Args, Kind, ToolRef};
 use crate::sig::{Analysis, Ret, Shape};
 
 pub(crate) fn expand(kind: Kind, args: &Args, item: ItemFn, an: &Analysis) -> TokenStream {
@@ -44,7 +44,7 @@ pub(crate) fn expand(kind: Kind, args: &Args, item: ItemFn, an: &Analysis) -> To
                 .map(|t| LitStr::new(&t.name(), Span::call_site()));
             (
                 quote!(#p::StepSite { name: #fn_name, tools: &[#(#tools),*], retry: #retry }),
-                TokenStream::new(),
+                tool_paths_exist(&args.tools),
             )
         }
     };
@@ -167,4 +167,31 @@ pub(crate) fn expand(kind: Kind, args: &Args, item: ItemFn, an: &Analysis) -> To
     );
     outer.set_span(block.brace_token.span.join());
     quote!(#(#attrs)* #vis #sig #outer)
+}
+
+/// Makes a misspelt `tools = [...]` entry a compile error at the entry: each path that names
+/// a fn of a module (not an associated fn of a type, which `use` cannot name) is imported as
+/// `_` in a block of its own. A `use` resolves the path without naming its generic
+/// parameters, so generic tools pass too.
+fn tool_paths_exist(tools: &[ToolRef]) -> TokenStream {
+    let checks = tools.iter().filter_map(|tool| match tool {
+        ToolRef::Path(path) if names_a_module_item(path) => {
+            Some(quote_spanned!(path.span()=> #[allow(unused_imports)] use #path as _;))
+        }
+        _ => None,
+    });
+    quote!(#({ #checks })*)
+}
+
+/// Whether every segment before the last is a module (`crate`, `self`, `super` or a
+/// lowercase name) and none has generic arguments.
+fn names_a_module_item(path: &syn::Path) -> bool {
+    let n = path.segments.len();
+    path.segments.iter().enumerate().all(|(i, seg)| {
+        let name = seg.ident.to_string();
+        seg.arguments.is_none()
+            && (i + 1 == n
+                || matches!(name.as_str(), "crate" | "self" | "super")
+                || name.starts_with(|c: char| c.is_lowercase() || c == '_'))
+    }) && path.segments.first().is_some_and(|s| s.ident != "Self")
 }

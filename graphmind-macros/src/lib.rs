@@ -74,8 +74,10 @@ pub fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// - The invocation's first step sends `graph.hint`: the agent, `llm:step`, every
 ///   `#[graphmind::tool]` in the binary and the names in `tools = [...]`.
 ///
-/// Arguments: `skip(arg, …)`, `retry = false`, `tools = [tool_fn, "tool name", …]`,
-/// `invocation = <expr>` (any `Display`), `result = true` (as for [`macro@tool`]). With
+/// Arguments: `skip(arg, …)`, `retry = false`, `tools = [tool_fn, "tool name", …]` (a path
+/// to a fn must resolve — a misspelt one is a compile error; name a tool renamed with
+/// `name = "…"` by that string), `invocation = <expr>` (any `Display`), `result = true` (as
+/// for [`macro@tool`]). With
 /// feature `enabled` off, the arguments are checked and the fn is returned untouched.
 #[proc_macro_attribute]
 pub fn model_step(attr: TokenStream, item: TokenStream) -> TokenStream {
