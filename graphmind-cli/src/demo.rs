@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 
 use crate::paths;
 use crate::serve::{self, AllowControl, ServeArgs};
+use crate::signals::StopSignals;
 
 /// The demo agent's app name, as its runs show in the viewer.
 const APP: &str = "support-agent";
@@ -91,6 +92,9 @@ macro_rules! say {
 }
 
 async fn run(args: DemoArgs) -> ExitCode {
+    // Listen before the hub exists: SIGTERM or SIGHUP at any moment must stop the demo as
+    // cleanly as Ctrl-C does (its hub's run file removed), never by the default action.
+    let mut stop = StopSignals::install();
     let json_out = args.serve.json;
     let mut serve_args = args.serve.clone();
     if args.auto && serve_args.allow_control != AllowControl::Inject {
@@ -177,27 +181,32 @@ async fn run(args: DemoArgs) -> ExitCode {
 
     let mut failure = None;
     let mut agent = agent;
-    let outcome = if let Some(token) = token {
-        let deadline = Instant::now() + Duration::from_secs(args.timeout);
-        if let Err(e) = drive(port, &token, &agent, started_ms, deadline, json_out).await {
-            failure = Some(e);
-            agent.abort();
-        }
-        agent.await
-    } else {
-        // Ctrl-C while the run is held stops the demo cleanly (run file removed)
-        tokio::select! {
-            r = &mut agent => r,
-            _ = tokio::signal::ctrl_c() => {
-                eprintln!("graphmind demo: interrupted");
-                agent.abort();
-                let _ = agent.await;
-                gm.dispose().await;
-                if let Hub::Own(running) = hub {
-                    running.shutdown().await;
+    let played = tokio::select! {
+        outcome = async {
+            if let Some(token) = token {
+                let deadline = Instant::now() + Duration::from_secs(args.timeout);
+                if let Err(e) = drive(port, &token, &agent, started_ms, deadline, json_out).await {
+                    failure = Some(e);
+                    agent.abort();
                 }
-                return ExitCode::from(130);
             }
+            (&mut agent).await
+        } => Ok(outcome),
+        signal = stop.recv() => Err(signal),
+    };
+    let outcome = match played {
+        Ok(outcome) => outcome,
+        Err(signal) => {
+            // A stop signal while the run is held (or --auto drives it) ends the demo
+            // cleanly: the agent stops, the client says goodbye, the run file goes.
+            eprintln!("graphmind demo: interrupted ({})", signal.name());
+            agent.abort();
+            let _ = agent.await;
+            gm.dispose().await;
+            if let Hub::Own(running) = hub {
+                running.shutdown().await;
+            }
+            return ExitCode::from(signal.exit_code());
         }
     };
     match &outcome {
@@ -229,7 +238,7 @@ async fn run(args: DemoArgs) -> ExitCode {
                 json_out,
                 "graphmind demo: the viewer stays up at {link}; Ctrl-C to stop"
             );
-            let _ = tokio::signal::ctrl_c().await;
+            let _ = stop.recv().await;
         }
         ExitCode::SUCCESS
     };

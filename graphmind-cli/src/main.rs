@@ -4,6 +4,7 @@ mod control;
 mod demo;
 mod paths;
 mod serve;
+mod signals;
 mod viewer;
 
 use std::process::ExitCode;
