@@ -22,6 +22,11 @@ macro_rules! run {
     ($name:expr, $future:expr $(,)?) => {
         $crate::run($name, $future)
     };
+    ($($future:tt)*) => {
+        ::core::compile_error!(
+            "graphmind::run! takes the run's name first: `graphmind::run!(\"name\", async { … })`"
+        )
+    };
 }
 
 /// Runs a future as one graphmind run (compiled out: the block itself, wrapped in `Ok`).
@@ -33,4 +38,9 @@ macro_rules! run {
         let __graphmind_future = $future;
         async move { ::core::result::Result::<_, $crate::Aborted>::Ok(__graphmind_future.await) }
     }};
+    ($($future:tt)*) => {
+        ::core::compile_error!(
+            "graphmind::run! takes the run's name first: `graphmind::run!(\"name\", async { … })`"
+        )
+    };
 }
