@@ -21,6 +21,67 @@ pub struct Hub {
     token: Option<String>,
     /// Why there is no token (for the unauthorized message).
     token_problem: Option<String>,
+    /// What the agent token may do (`allowControl` of the run file: off, resume or inject).
+    pub allow_control: Option<String>,
+}
+
+/// The port the control commands talk to without `--port`.
+pub const DEFAULT_PORT: u16 = 4747;
+
+/// [`DEFAULT_PORT`], or `GRAPHMIND_DEFAULT_PORT` (a hidden knob: tests point it at a port
+/// nothing listens on, whatever runs on 4747 on the machine).
+pub fn default_port() -> u16 {
+    std::env::var("GRAPHMIND_DEFAULT_PORT")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(DEFAULT_PORT)
+}
+
+/// A hub named by a run file that answers as that hub: `/health` on its port reports the
+/// same port and the same pid. A run file left by a hub that died (nothing listens, or
+/// another process got the port since) is not one.
+fn live_hub(file: &std::path::Path) -> Option<u16> {
+    let name = file.file_name()?.to_str()?;
+    let named: u16 = name
+        .strip_prefix("serve-")?
+        .strip_suffix(".json")?
+        .parse()
+        .ok()?;
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(file).ok()?).ok()?;
+    let port = doc.get("port").and_then(Value::as_u64)?;
+    let pid = doc.get("pid").and_then(Value::as_u64)?;
+    if port != u64::from(named) || named == 0 {
+        return None;
+    }
+    let probe = Hub {
+        port: named,
+        token: None,
+        token_problem: None,
+        allow_control: None,
+    };
+    let addr = probe.addr();
+    TcpStream::connect_timeout(&addr, Duration::from_millis(500)).ok()?;
+    let health = probe.get("/health", Duration::from_secs(2)).ok()?;
+    let h = health.json();
+    (health.status == 200
+        && h.get("ok") == Some(&Value::Bool(true))
+        && h.get("port").and_then(Value::as_u64) == Some(port)
+        && h.get("pid").and_then(Value::as_u64) == Some(pid))
+    .then_some(named)
+}
+
+/// The ports of the live hubs whose run files are in `$GRAPHMIND_HOME/run`, ascending.
+pub fn live_hubs() -> Vec<u16> {
+    let Ok(dir) = std::fs::read_dir(paths::run_dir()) else {
+        return Vec::new();
+    };
+    let mut ports: Vec<u16> = dir
+        .filter_map(Result::ok)
+        .filter_map(|e| live_hub(&e.path()))
+        .collect();
+    ports.sort_unstable();
+    ports.dedup();
+    ports
 }
 
 /// An HTTP answer.
@@ -58,17 +119,62 @@ impl Answer {
 }
 
 impl Hub {
+    /// The hub a command talks to: the one on `port`; without `--port` the one on the
+    /// default port, or, when nothing listens there, the one live hub of the run files (it
+    /// says so on stderr). Several live hubs and none on the default port: exit 3 naming
+    /// their ports, as choosing one would be a guess.
+    pub fn locate(port: Option<u16>) -> Result<Self, Fail> {
+        if let Some(p) = port {
+            return Ok(Self::find(p));
+        }
+        let default = Self::find(default_port());
+        if TcpStream::connect_timeout(&default.addr(), Duration::from_secs(2)).is_ok() {
+            return Ok(default);
+        }
+        match live_hubs().as_slice() {
+            [] => Ok(default),
+            [one] => {
+                eprintln!(
+                    "graphmind: nothing on port {}; using the graphmind serve on port {one} \
+                     (its run file is in {})",
+                    default.port,
+                    paths::run_dir().display()
+                );
+                Ok(Self::find(*one))
+            }
+            several => Err(Fail::new(
+                Exit::Unreachable,
+                format!(
+                    "no debugger on port {}, but graphmind serve runs on ports {}: pass --port N",
+                    default.port,
+                    several
+                        .iter()
+                        .map(u16::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )),
+        }
+    }
+
     /// Reads `$GRAPHMIND_HOME/run/serve-<port>.json`. A missing or unreadable run file is not
     /// an error yet: reads need no token, and whether anything listens is found out on the
     /// first request.
     pub fn find(port: u16) -> Self {
         let file = paths::run_file(port);
+        let mut allow_control = None;
         let (token, token_problem) = match std::fs::read_to_string(&file) {
             Ok(text) => match serde_json::from_str::<Value>(&text) {
-                Ok(v) => match v.get("token").and_then(Value::as_str) {
-                    Some(t) if !t.is_empty() => (Some(t.to_owned()), None),
-                    _ => (None, Some(format!("{} holds no token", file.display()))),
-                },
+                Ok(v) => {
+                    allow_control = v
+                        .get("allowControl")
+                        .and_then(Value::as_str)
+                        .map(str::to_owned);
+                    match v.get("token").and_then(Value::as_str) {
+                        Some(t) if !t.is_empty() => (Some(t.to_owned()), None),
+                        _ => (None, Some(format!("{} holds no token", file.display()))),
+                    }
+                }
                 Err(_) => (None, Some(format!("{} is not JSON", file.display()))),
             },
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => (
@@ -84,6 +190,16 @@ impl Hub {
             port,
             token,
             token_problem,
+            allow_control,
+        }
+    }
+
+    /// Why `resume` cannot work from here (no agent token), if it cannot.
+    pub fn token_problem(&self) -> Option<&str> {
+        if self.token.is_some() {
+            None
+        } else {
+            Some(self.token_problem.as_deref().unwrap_or("no run file"))
         }
     }
 

@@ -2,7 +2,8 @@
 //! talk to a running `graphmind serve` over its HTTP API (`docs/http-api.md`).
 //!
 //! Exit codes: 0 ok, 1 usage, 2 timeout, 3 unreachable, 4 gone, 5 unauthorized, 6 refused,
-//! 7 taken.
+//! 7 taken. Without `--port` a command talks to 4747, or, when nothing answers there, to the one
+//! live hub of the run files (3 when there are several: it names their ports).
 
 mod http;
 
@@ -15,14 +16,15 @@ use std::time::{Duration, Instant};
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 
-use http::{Answer, Hub};
+use http::{Answer, DEFAULT_PORT, Hub};
 
 /// Which hub to talk to.
 #[derive(Args, Debug, Clone)]
 pub struct HubArgs {
-    /// Port of the running `graphmind serve`.
-    #[arg(long, default_value_t = 4747)]
-    pub port: u16,
+    /// Port of the running `graphmind serve` [default: 4747; when nothing answers there, the
+    /// one live hub whose run file is in $GRAPHMIND_HOME/run].
+    #[arg(long)]
+    pub port: Option<u16>,
 }
 
 /// The control subcommands.
@@ -204,19 +206,19 @@ const RESUME_TIMEOUT: Duration = Duration::from_secs(15);
 
 fn run(cmd: ControlCommand) -> Result<(), Fail> {
     match cmd {
-        ControlCommand::Runs { hub, json } => runs(&Hub::find(hub.port), json),
+        ControlCommand::Runs { hub, json } => runs(&Hub::locate(hub.port)?, json),
         ControlCommand::Record { hub, run_id, out } => {
-            record(&Hub::find(hub.port), &run_id, out.as_deref())
+            record(&Hub::locate(hub.port)?, &run_id, out.as_deref())
         }
         ControlCommand::Pauses { hub, run, json } => {
-            pauses(&Hub::find(hub.port), run.as_deref(), json)
+            pauses(&Hub::locate(hub.port)?, run.as_deref(), json)
         }
         ControlCommand::Wait {
             hub,
             timeout,
             run,
             json,
-        } => wait(&Hub::find(hub.port), timeout, run.as_deref(), json),
+        } => wait(&Hub::locate(hub.port)?, timeout, run.as_deref(), json),
         ControlCommand::Resume {
             hub,
             pause_id,
@@ -225,7 +227,7 @@ fn run(cmd: ControlCommand) -> Result<(), Fail> {
             output,
             json,
         } => resume(
-            &Hub::find(hub.port),
+            &Hub::locate(hub.port)?,
             &pause_id,
             &run,
             &action,
@@ -239,9 +241,9 @@ fn run(cmd: ControlCommand) -> Result<(), Fail> {
             name,
             point,
             json,
-        } => breakpoints(&Hub::find(hub.port), &op, kind, name, point, json),
+        } => breakpoints(&Hub::locate(hub.port)?, &op, kind, name, point, json),
         ControlCommand::Mode { hub, mode, json } => {
-            let h = Hub::find(hub.port);
+            let h = Hub::locate(hub.port)?;
             let a = h.post("/api/debug/mode", &json!({"mode": mode}), READ_TIMEOUT)?;
             print_debug(&expect_ok(a)?, json)
         }
@@ -470,9 +472,9 @@ fn sh(word: &str) -> String {
     }
 }
 
-/// The commands that release `p`, one per action.
-fn resume_commands(p: &Value, port: u16) -> Vec<String> {
-    let port = if port == 4747 {
+/// The commands that release `p`, one per action of `actions`.
+fn resume_commands(p: &Value, port: u16, actions: &[&str]) -> Vec<String> {
+    let port = if port == DEFAULT_PORT {
         String::new()
     } else {
         format!(" --port {port}")
@@ -491,12 +493,57 @@ fn resume_commands(p: &Value, port: u16) -> Vec<String> {
     } else {
         example
     };
-    vec![
-        format!("{base} --action continue"),
-        format!("{base} --action retry"),
-        format!("{base} --action inject --output {}", sh(&example)),
-        format!("{base} --action abort"),
-    ]
+    actions
+        .iter()
+        .map(|&a| {
+            if a == "inject" {
+                format!("{base} --action inject --output {}", sh(&example))
+            } else {
+                format!("{base} --action {a}")
+            }
+        })
+        .collect()
+}
+
+/// How `p` can be released from here: the `graphmind resume` commands that the hub lets the
+/// agent token run (its `allowControl`), and a note when some or all of them are not allowed.
+fn resume_advice(
+    p: &Value,
+    port: u16,
+    allow_control: Option<&str>,
+    token_problem: Option<&str>,
+) -> (Vec<String>, Option<String>) {
+    if let Some(problem) = token_problem {
+        return (
+            Vec::new(),
+            Some(format!(
+                "resume it in the viewer: `graphmind resume` needs the hub's agent token \
+                 ({problem})"
+            )),
+        );
+    }
+    match allow_control {
+        Some("off") => (
+            Vec::new(),
+            Some(format!(
+                "resume it in the viewer, or restart serve with --allow-control resume (or \
+                 inject): the hub on port {port} runs with --allow-control off, so \
+                 `graphmind resume` would be refused"
+            )),
+        ),
+        Some("resume") => (
+            resume_commands(p, port, &["continue", "retry", "abort"]),
+            Some(
+                "inject it in the viewer, or restart serve with --allow-control inject: the hub \
+                 runs with --allow-control resume"
+                    .to_owned(),
+            ),
+        ),
+        _ => (
+            resume_commands(p, port, &["continue", "retry", "inject", "abort"]),
+            None,
+        ),
+    }
 }
 
 fn shown(v: Option<&Value>) -> String {
@@ -548,11 +595,19 @@ fn wait(h: &Hub, timeout: Option<f64>, run: Option<&str>, as_json: bool) -> Resu
             ));
         }
     };
-    let commands = resume_commands(&pause, h.port);
+    let (commands, note) = resume_advice(
+        &pause,
+        h.port,
+        h.allow_control.as_deref(),
+        h.token_problem(),
+    );
     if as_json {
         let mut o = pause.clone();
         if let Some(m) = o.as_object_mut() {
             m.insert("resume".into(), json!(commands));
+            if let Some(n) = &note {
+                m.insert("resumeNote".into(), json!(n));
+            }
         }
         return print_json(&o);
     }
@@ -569,9 +624,14 @@ fn wait(h: &Hub, timeout: Option<f64>, run: Option<&str>, as_json: bool) -> Resu
     let _ = writeln!(out, "  input   {}", shown(pause.get("input")));
     let _ = writeln!(out, "  output  {}", shown(pause.get("output")));
     let _ = writeln!(out, "  error   {}", shown(pause.get("error")));
-    out.push_str("resume it with one of:\n");
-    for c in &commands {
-        let _ = writeln!(out, "  {c}");
+    if !commands.is_empty() {
+        out.push_str("resume it with one of:\n");
+        for c in &commands {
+            let _ = writeln!(out, "  {c}");
+        }
+    }
+    if let Some(n) = &note {
+        let _ = writeln!(out, "{n}");
     }
     std::io::stdout()
         .lock()
@@ -803,7 +863,8 @@ mod tests {
     #[test]
     fn resume_commands_name_the_port_only_when_not_default() {
         let p = json!({"pauseId": "pause_x_1", "runId": "run_1", "output": {"v": 2}});
-        let c = resume_commands(&p, 4747);
+        let all = ["continue", "retry", "inject", "abort"];
+        let c = resume_commands(&p, 4747, &all);
         assert_eq!(
             c[0],
             "graphmind resume pause_x_1 --run run_1 --action continue"
@@ -812,7 +873,28 @@ mod tests {
             c[2],
             r#"graphmind resume pause_x_1 --run run_1 --action inject --output '{"v":2}'"#
         );
-        assert!(resume_commands(&p, 5000)[3].ends_with("--port 5000 --action abort"));
+        assert!(resume_commands(&p, 5000, &all)[3].ends_with("--port 5000 --action abort"));
+    }
+
+    #[test]
+    fn resume_advice_offers_only_what_allow_control_permits() {
+        let p = json!({"pauseId": "pause_x_1", "runId": "run_1"});
+        let (c, note) = resume_advice(&p, 4747, Some("off"), None);
+        assert!(c.is_empty());
+        let note = note.expect("a note for off");
+        assert!(note.contains("viewer") && note.contains("--allow-control resume"));
+        let (c, note) = resume_advice(&p, 4747, Some("resume"), None);
+        assert_eq!(c.len(), 3);
+        assert!(c.iter().all(|c| !c.contains("inject")));
+        assert!(
+            note.expect("a note for resume")
+                .contains("--allow-control inject")
+        );
+        let (c, note) = resume_advice(&p, 4747, Some("inject"), None);
+        assert_eq!((c.len(), note), (4, None));
+        let (c, note) = resume_advice(&p, 4747, Some("inject"), Some("no run file"));
+        assert!(c.is_empty());
+        assert!(note.expect("a note without token").contains("no run file"));
     }
 
     #[test]

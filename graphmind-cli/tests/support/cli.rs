@@ -53,8 +53,14 @@ impl Out {
 
 /// Runs `graphmind <args>` with `GRAPHMIND_HOME=home`; killed after 30 s.
 pub fn gm(home: &Path, args: &[&str]) -> Out {
+    gm_env(home, &[], args)
+}
+
+/// [`gm`] with extra environment variables.
+pub fn gm_env(home: &Path, env: &[(&str, &str)], args: &[&str]) -> Out {
     let start = Instant::now();
     let mut child = super::graphmind_in(home)
+        .envs(env.iter().copied())
         .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -1,0 +1,121 @@
+//! A control command without `--port`, when nothing answers on the default port: it finds the
+//! one live hub by the run files of `$GRAPHMIND_HOME/run` (a `serve --port 0`), never a stale
+//! run file (its hub died, or another process has its port now), and names the ports when
+//! several hubs run. Before, it only said "no debugger on port 4747" and exited 3.
+//! `GRAPHMIND_DEFAULT_PORT` stands in for 4747, which may be busy on the test machine.
+
+mod support;
+
+use std::path::Path;
+
+use serde_json::json;
+use support::*;
+
+/// A port nothing listens on, as the default port of the command.
+fn nothing_on_default() -> String {
+    free_port().to_string()
+}
+
+/// `graphmind <args>` in `home`, the default port being `default`.
+fn gm_default(home: &Path, default: &str, a: &[&str]) -> Out {
+    gm_env(home, &[("GRAPHMIND_DEFAULT_PORT", default)], a)
+}
+
+/// A run file in `home` for `port` with `pid`, as a hub writes it.
+fn plant_run_file(home: &Path, port: u16, pid: u64) {
+    let dir = home.join("run");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join(format!("serve-{port}.json")),
+        json!({"port": port, "pid": pid, "url": format!("http://127.0.0.1:{port}"),
+               "token": "00112233445566778899aabbccddeeff", "allowControl": "inject",
+               "version": "0.1.0"})
+        .to_string(),
+    )
+    .unwrap();
+}
+
+#[test]
+fn runs_without_port_uses_the_one_live_hub_and_skips_stale_run_files() {
+    let h = hub(&[]);
+    // A hub that died without cleaning up: nothing listens on its port.
+    plant_run_file(&h.home, free_port(), 999_999);
+    // A hub of another home now listens on the port a dead hub's run file names.
+    let other = hub(&[]);
+    plant_run_file(&h.home, other.port, 999_998);
+    let default = nothing_on_default();
+    block_on(async {
+        let _app = App::running(h.port, "run_f1d000000001", "found").await;
+        wait_async(5, "the run listed", {
+            let port = h.port;
+            move || {
+                let r = http(port, "GET", "/api/runs", &[], None);
+                (r.body.contains("run_f1d000000001")).then_some(())
+            }
+        })
+        .await;
+        let out = gm_default(&h.home, &default, &["runs", "--json"]).expect(0);
+        let runs = out.json()["runs"].as_array().cloned().unwrap_or_default();
+        assert_eq!(runs.len(), 1, "{}", out.stdout);
+        assert_eq!(runs[0]["runId"], json!("run_f1d000000001"));
+        assert!(
+            out.stderr
+                .contains(&format!("using the graphmind serve on port {}", h.port)),
+            "{}",
+            out.stderr
+        );
+        assert!(out.stderr.contains(&format!("nothing on port {default}")));
+    });
+    // A mutation goes to the same hub, with its run file's agent token.
+    gm_default(&h.home, &default, &["mode", "step"]).expect(0);
+    assert_eq!(h.get_json("/api/debug")["mode"], json!("step"));
+    assert_eq!(other.get_json("/api/debug")["mode"], json!("run"));
+}
+
+#[test]
+fn without_port_several_live_hubs_are_named_and_none_is_picked() {
+    let h = hub(&[]);
+    let db = h.home.join("second.db");
+    let second = Serve::start_in(&h.home, &["--db", db.to_str().unwrap()]);
+    let default = nothing_on_default();
+    let out = gm_default(&h.home, &default, &["mode", "step"]).expect(3);
+    let line = out.one_line_error();
+    let (lo, hi) = (h.port.min(second.port), h.port.max(second.port));
+    assert_eq!(
+        line,
+        format!(
+            "graphmind: no debugger on port {default}, but graphmind serve runs on ports \
+             {lo}, {hi}: pass --port N"
+        )
+    );
+    assert_eq!(h.get_json("/api/debug")["mode"], json!("run"));
+    assert_eq!(second.get_json("/api/debug")["mode"], json!("run"));
+}
+
+#[test]
+fn without_port_and_only_stale_run_files_nothing_is_picked() {
+    let dir = TempDir::new("find-stale");
+    plant_run_file(&dir.0, free_port(), 999_999);
+    // A live hub's port, but the run file is not that hub's (another pid).
+    let other = hub(&[]);
+    plant_run_file(&dir.0, other.port, 999_998);
+    let default = nothing_on_default();
+    let out = gm_default(&dir.0, &default, &["runs"]).expect(3);
+    assert_eq!(
+        out.one_line_error(),
+        format!("graphmind: no debugger on port {default} (start one with `graphmind serve`)")
+    );
+    assert!(out.took.as_secs() < 5, "took {:?}", out.took);
+}
+
+#[test]
+fn an_explicit_port_is_never_swapped_for_a_live_hub() {
+    let h = hub(&[]);
+    let dead = free_port().to_string();
+    let out = gm_default(&h.home, &dead, &["runs", "--port", &dead]).expect(3);
+    assert!(
+        out.stderr.contains(&format!("no debugger on port {dead}")),
+        "{}",
+        out.stderr
+    );
+}
