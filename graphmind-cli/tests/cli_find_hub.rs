@@ -90,6 +90,15 @@ fn without_port_several_live_hubs_are_named_and_none_is_picked() {
     );
     assert_eq!(h.get_json("/api/debug")["mode"], json!("run"));
     assert_eq!(second.get_json("/api/debug")["mode"], json!("run"));
+    // A usage error stays a usage error, whichever hub would have answered.
+    for a in [
+        vec!["resume", "p", "--run", "r", "--action", "inject"],
+        vec!["break", "set"],
+        vec!["wait", "--timeout", "-1"],
+    ] {
+        let out = gm_default(&h.home, &default, &a).expect(1);
+        assert!(!out.stderr.contains("pass --port"), "{a:?}: {}", out.stderr);
+    }
 }
 
 #[test]

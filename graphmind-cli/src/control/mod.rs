@@ -218,7 +218,7 @@ fn run(cmd: ControlCommand) -> Result<(), Fail> {
             timeout,
             run,
             json,
-        } => wait(&Hub::locate(hub.port)?, timeout, run.as_deref(), json),
+        } => wait(hub.port, timeout, run.as_deref(), json),
         ControlCommand::Resume {
             hub,
             pause_id,
@@ -226,14 +226,7 @@ fn run(cmd: ControlCommand) -> Result<(), Fail> {
             action,
             output,
             json,
-        } => resume(
-            &Hub::locate(hub.port)?,
-            &pause_id,
-            &run,
-            &action,
-            output.as_deref(),
-            json,
-        ),
+        } => resume(hub.port, &pause_id, &run, &action, output.as_deref(), json),
         ControlCommand::Break {
             hub,
             op,
@@ -241,7 +234,7 @@ fn run(cmd: ControlCommand) -> Result<(), Fail> {
             name,
             point,
             json,
-        } => breakpoints(&Hub::locate(hub.port)?, &op, kind, name, point, json),
+        } => breakpoints(hub.port, &op, kind, name, point, json),
         ControlCommand::Mode { hub, mode, json } => {
             let h = Hub::locate(hub.port)?;
             let a = h.post("/api/debug/mode", &json!({"mode": mode}), READ_TIMEOUT)?;
@@ -561,7 +554,12 @@ fn shown(v: Option<&Value>) -> String {
     }
 }
 
-fn wait(h: &Hub, timeout: Option<f64>, run: Option<&str>, as_json: bool) -> Result<(), Fail> {
+fn wait(
+    port: Option<u16>,
+    timeout: Option<f64>,
+    run: Option<&str>,
+    as_json: bool,
+) -> Result<(), Fail> {
     if let Some(t) = timeout
         && !(t.is_finite() && t >= 0.0)
     {
@@ -570,6 +568,8 @@ fn wait(h: &Hub, timeout: Option<f64>, run: Option<&str>, as_json: bool) -> Resu
             "--timeout takes a number of seconds >= 0",
         ));
     }
+    // Usage errors first: they are the same whichever hub would have answered.
+    let h = &Hub::locate(port)?;
     let deadline = timeout.map(|t| Instant::now() + Duration::from_secs_f64(t.min(1e9)));
     let pause = loop {
         let chunk = match deadline {
@@ -658,7 +658,7 @@ fn output_arg(raw: &str) -> Result<Value, Fail> {
 }
 
 fn resume(
-    h: &Hub,
+    port: Option<u16>,
     pause_id: &str,
     run_id: &str,
     action: &str,
@@ -682,6 +682,7 @@ fn resume(
         }
         _ => {}
     }
+    let h = &Hub::locate(port)?;
     let path = format!("/api/runs/{}/pauses/{}/resume", enc(run_id), enc(pause_id));
     let a = h.post(&path, &body, RESUME_TIMEOUT)?;
     let v = a.json();
@@ -751,7 +752,7 @@ fn print_debug(state: &Value, as_json: bool) -> Result<(), Fail> {
 }
 
 fn breakpoints(
-    h: &Hub,
+    port: Option<u16>,
     op: &str,
     kind: Option<String>,
     name: Option<String>,
@@ -764,29 +765,26 @@ fn breakpoints(
             matcher.insert(k.into(), Value::String(v));
         }
     }
+    if op == "list" && !matcher.is_empty() {
+        return Err(Fail::new(
+            Exit::Usage,
+            "break list takes no --kind, --name or --point",
+        ));
+    }
+    if op == "set" && matcher.is_empty() {
+        return Err(Fail::new(
+            Exit::Usage,
+            "break set needs --kind, --name and/or --point",
+        ));
+    }
+    let h = Hub::locate(port)?;
     let state = match op {
-        "list" => {
-            if !matcher.is_empty() {
-                return Err(Fail::new(
-                    Exit::Usage,
-                    "break list takes no --kind, --name or --point",
-                ));
-            }
-            expect_ok(h.get("/api/debug", READ_TIMEOUT)?)?
-        }
-        "set" => {
-            if matcher.is_empty() {
-                return Err(Fail::new(
-                    Exit::Usage,
-                    "break set needs --kind, --name and/or --point",
-                ));
-            }
-            expect_ok(h.post(
-                "/api/debug/breakpoints/set",
-                &json!({"matcher": matcher}),
-                READ_TIMEOUT,
-            )?)?
-        }
+        "list" => expect_ok(h.get("/api/debug", READ_TIMEOUT)?)?,
+        "set" => expect_ok(h.post(
+            "/api/debug/breakpoints/set",
+            &json!({"matcher": matcher}),
+            READ_TIMEOUT,
+        )?)?,
         _ => {
             let body = if matcher.is_empty() {
                 json!({"all": true})
