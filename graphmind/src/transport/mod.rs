@@ -55,6 +55,8 @@ const FLUSH_BUDGET: Duration = Duration::from_millis(200);
 /// recorded before it are still delivered (a local debugger answers in milliseconds; a hung
 /// one costs `dispose` this much, not the whole handshake budget).
 pub(crate) const SHUTDOWN_GRACE: Duration = Duration::from_millis(200);
+/// How long a wake-up by new events waits for more before sending (see `connected`).
+const COALESCE: Duration = Duration::from_micros(200);
 /// Events taken per lock of the ring (small ones are serialized while it is held).
 const BATCH: usize = 32;
 /// About this many estimated bytes per batch.
@@ -537,7 +539,14 @@ async fn connected(inner: &Inner, ws: Socket) -> End {
                 }
                 None | Some(Err(_)) => return End::Lost,
             },
-            () = inner.wake.notified() => {}
+            () = inner.wake.notified() => {
+                // Woken by the first of what is often a burst of events: let the burst gather
+                // for a moment and send it as one batch, instead of waking this thread (a
+                // syscall on the app's side) and writing to the socket once per event.
+                if inner.ring().has_pending() {
+                    std::thread::sleep(COALESCE);
+                }
+            }
             _ = ping.tick() => {
                 if last_heard.elapsed() >= cfg.pong_timeout {
                     return End::Lost;

@@ -376,6 +376,11 @@ impl Ring {
         (batch, last)
     }
 
+    /// Whether an event waits to be sent (one at or after the cursor).
+    pub(crate) fn has_pending(&self) -> bool {
+        self.events.back().is_some_and(|e| e.seq >= self.cursor)
+    }
+
     /// Records that every event below `seq` reached a connection.
     pub(crate) fn delivered(&mut self, below: u64) {
         self.delivered_below = self.delivered_below.max(below);
@@ -549,6 +554,11 @@ mod tests {
             (1, Some(4)),
             "at least one event per batch"
         );
+        assert!(r.has_pending());
+        let _ = r.take_batch(100, usize::MAX);
+        assert!(!r.has_pending(), "everything taken");
+        r.rewind();
+        assert!(r.has_pending(), "a replay sends them again");
     }
 
     #[test]
