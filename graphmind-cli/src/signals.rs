@@ -2,6 +2,7 @@
 //! service managers) and SIGHUP (the terminal went away). A command that owns a hub must
 //! shut it down on any of them, so its run file does not outlive it.
 
+#[cfg(unix)]
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
 /// Which stop signal arrived.
@@ -39,23 +40,39 @@ impl Stop {
 /// before [`StopSignals::recv`] is awaited is kept, not lost, and no longer ends the process
 /// uncleanly.
 pub struct StopSignals {
+    #[cfg(unix)]
     int: Option<Signal>,
+    #[cfg(unix)]
     term: Option<Signal>,
+    #[cfg(unix)]
     hup: Option<Signal>,
 }
 
 impl StopSignals {
     /// Starts listening (inside a tokio runtime). A signal whose handler cannot be installed
-    /// keeps its default action.
+    /// keeps its default action. Elsewhere than on Unix, only Ctrl-C is listened to.
     pub fn install() -> Self {
         Self {
+            #[cfg(unix)]
             int: signal(SignalKind::interrupt()).ok(),
+            #[cfg(unix)]
             term: signal(SignalKind::terminate()).ok(),
+            #[cfg(unix)]
             hup: signal(SignalKind::hangup()).ok(),
         }
     }
 
+    /// Waits for Ctrl-C (where there are no Unix signals).
+    #[cfg(not(unix))]
+    pub async fn recv(&mut self) -> Stop {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+        Stop::Interrupt
+    }
+
     /// Waits for the next stop signal (forever when no handler could be installed).
+    #[cfg(unix)]
     pub async fn recv(&mut self) -> Stop {
         async fn next(s: Option<&mut Signal>) {
             match s {

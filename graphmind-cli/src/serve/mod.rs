@@ -382,31 +382,6 @@ pub(crate) fn open_browser(url: &str) -> bool {
     }
 }
 
-async fn stop_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        let term = signal(SignalKind::terminate());
-        let hup = signal(SignalKind::hangup());
-        match (term, hup) {
-            (Ok(mut term), Ok(mut hup)) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
-                    _ = hup.recv() => {}
-                }
-            }
-            _ => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-    }
-}
-
 /// `graphmind serve`.
 pub fn main(args: ServeArgs) -> ExitCode {
     let rt = match tokio::runtime::Builder::new_multi_thread()
@@ -420,6 +395,8 @@ pub fn main(args: ServeArgs) -> ExitCode {
         }
     };
     let code = rt.block_on(async {
+        // Listening before the run file exists: a stop signal at any point removes it.
+        let mut stop = crate::signals::StopSignals::install();
         let running = match start(&args).await {
             Ok(r) => r,
             Err(e) => {
@@ -451,7 +428,7 @@ pub fn main(args: ServeArgs) -> ExitCode {
         if !args.no_open {
             let _ = open_browser(&running.viewer_url);
         }
-        stop_signal().await;
+        let _ = stop.recv().await;
         eprintln!("graphmind: shutting down");
         running.shutdown().await;
         ExitCode::SUCCESS
