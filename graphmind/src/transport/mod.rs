@@ -54,7 +54,7 @@ const FLUSH_BUDGET: Duration = Duration::from_millis(200);
 /// How long a shutdown lets a connection attempt already under way finish, so the events
 /// recorded before it are still delivered (a local debugger answers in milliseconds; a hung
 /// one costs `dispose` this much, not the whole handshake budget).
-pub(crate) const SHUTDOWN_GRACE: Duration = Duration::from_millis(200);
+const SHUTDOWN_GRACE: Duration = Duration::from_millis(200);
 /// How long a wake-up by new events waits for more before sending (see `connected`).
 const COALESCE: Duration = Duration::from_micros(200);
 /// Events taken per lock of the ring (small ones are serialized while it is held).
