@@ -49,12 +49,17 @@ struct Agent {
 
 impl Agent {
     fn spawn(port: u16, mode: &str) -> Self {
+        Self::spawn_with_loop_guard(port, mode, "off")
+    }
+
+    /// `GRAPHMIND_ON_LOOP` set to `on_loop` (the client's default is `pause`).
+    fn spawn_with_loop_guard(port: u16, mode: &str, on_loop: &str) -> Self {
         let mut cmd = Command::new("python3");
         cmd.arg(script())
             .arg(mode)
             .env("GRAPHMIND_URL", format!("ws://127.0.0.1:{port}/ingest"))
             .env("NO_PROXY", "127.0.0.1,localhost")
-            .env("GRAPHMIND_ON_LOOP", "off")
+            .env("GRAPHMIND_ON_LOOP", on_loop)
             .env("PYTHONUNBUFFERED", "1")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -369,4 +374,57 @@ fn replay_after_the_python_client_reconnects_stores_no_duplicate() {
     assert_eq!(seqs.len(), 6);
     // The client's seqs go on across the reconnect (one counter per session).
     assert!(seqs[0] > 6, "{seqs:?}");
+}
+
+#[test]
+fn the_python_loop_guard_holds_at_the_hub_and_the_cli_continues_it() {
+    require_python_client();
+    let h = hub(&["--allow-control", "resume"]);
+    let port = h.port.to_string();
+    let mut agent = Agent::spawn_with_loop_guard(h.port, "loop", "pause");
+    let out = gm(
+        &h.home,
+        &["wait", "--json", "--timeout", "20", "--port", &port],
+    )
+    .expect(0);
+    let p = out.json();
+    assert_eq!(p["nodeId"], json!("tool:add"));
+    assert_eq!(p["point"], json!("before"));
+    assert_eq!(p["reason"], json!("loop"), "{p}");
+    assert_eq!(p["loop"]["repeats"], json!(3), "{p}");
+    assert!(p["loop"]["fingerprint"].is_string(), "{p}");
+    let pause = p["pauseId"].as_str().unwrap().to_owned();
+    let run = p["runId"].as_str().unwrap().to_owned();
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(agent.is_running(), "the third call ran past the loop hold");
+
+    gm(
+        &h.home,
+        &[
+            "resume", &pause, "--run", &run, "--action", "continue", "--port", &port,
+        ],
+    )
+    .expect(0);
+    assert_eq!(
+        agent.next(10),
+        json!({"run": "py-loop", "attached": true, "result": [3, 3, 3]})
+    );
+    agent.finish(10);
+    let events = wait_for(10, "the run stored", || {
+        let ev = h.events(&run);
+        ev.iter().any(|e| e["type"] == "run.finished").then_some(ev)
+    });
+    let paused: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "exec.paused")
+        .collect();
+    assert_eq!(paused.len(), 1, "{events:?}");
+    assert_eq!(paused[0]["payload"]["reason"], json!("loop"));
+    let started: Vec<u64> = events
+        .iter()
+        .filter(|e| e["type"] == "node.started" && e["payload"]["nodeId"] == "tool:add")
+        .filter_map(|e| e["seq"].as_u64())
+        .collect();
+    assert_eq!(started.len(), 3);
+    assert_eq!(paused[0]["payload"]["loop"]["lastSeq"], json!(started[2]));
 }

@@ -6,6 +6,8 @@ Modes (argv[1]):
   once   one run "py-run" calling add(1, 2)
   twice  run "first", then print {"waiting": true}, read one line from stdin (the test
          restarts the hub meanwhile), reconnect with ready(), then run "second"
+  loop   one run "py-loop" calling add(1, 2) three times in a row (the loop guard's
+         third call holds unless GRAPHMIND_ON_LOOP=off); prints the list of results
 """
 import json
 import os
@@ -36,6 +38,10 @@ def main() -> int:
     attached = gm.ready(5.0)
     if mode == "once":
         one_run("py-run", attached)
+    elif mode == "loop":
+        with gm.run("py-loop"):
+            results = [add(1, 2) for _ in range(3)]
+        say({"run": "py-loop", "attached": attached, "result": results})
     elif mode == "twice":
         one_run("first", attached)
         say({"waiting": True, "stats": gm.stats()})
