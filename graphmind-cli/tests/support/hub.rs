@@ -89,15 +89,25 @@ impl Serve {
 
     /// Sends SIGINT and waits for the exit (at most 10 s).
     pub fn interrupt(&mut self) -> std::process::ExitStatus {
+        self.stop_with("INT")
+    }
+
+    /// Sends SIGTERM (a clean stop, as `kill` does) and waits for the exit (at most 10 s).
+    pub fn terminate(&mut self) -> std::process::ExitStatus {
+        self.stop_with("TERM")
+    }
+
+    /// Sends the signal `sig` (`INT`, `TERM`, …) and waits for the exit (at most 10 s).
+    fn stop_with(&mut self, sig: &str) -> std::process::ExitStatus {
         let _ = Command::new("kill")
-            .args(["-INT", &self.child.id().to_string()])
+            .args([&format!("-{sig}"), &self.child.id().to_string()])
             .status();
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             if let Some(s) = self.child.try_wait().expect("wait") {
                 return s;
             }
-            assert!(Instant::now() < deadline, "serve did not exit on SIGINT");
+            assert!(Instant::now() < deadline, "serve did not exit on SIG{sig}");
             std::thread::sleep(Duration::from_millis(20));
         }
     }

@@ -1,0 +1,438 @@
+//! The hub crashes (SIGKILL) and comes back on the same port and database three times, and
+//! stops cleanly (SIGTERM) and comes back once, while four Rust-client apps make eight runs at
+//! once. Every run ends up stored exactly as its app made it — each event once, none lost,
+//! none duplicated, every node execution finished — and finished `ok` in the API, in the
+//! stored row and in `graphmind record`; the hub holds exactly those eight runs.
+
+mod support;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use support::{
+    Serve, TempDir, block_on, config, gm, kill_hard, labels, restart_on, run_named,
+    serve_on_free_port, wait_async,
+};
+use tokio::sync::watch;
+
+/// Apps (one session each), runs per app, tool calls per run.
+const APPS: i64 = 4;
+const RUNS: i64 = 2;
+const CALLS: i64 = 150;
+/// The events of one run: run.started, the agent node's start and finish, two per tool call,
+/// run.finished.
+const EVENTS: usize = 4 + 2 * CALLS as usize;
+/// The call of each run that waits until the last restart is done, so every run spans every
+/// stop and ends on the last hub.
+const HOLD_AT: i64 = CALLS - 10;
+
+/// How the hub goes down.
+#[derive(Debug, Clone, Copy)]
+enum Stop {
+    /// SIGKILL: no close frame, no flush, no cleanup.
+    Kill,
+    /// SIGTERM: the clean shutdown.
+    Term,
+}
+
+/// The stops: once this share (percent) of all tool calls was made, the hub goes down this
+/// way and stays down this long (ms) before it is started again. After each restart the hub
+/// stays up at least `UP_MS`.
+const STOPS: [(u64, Stop, u64); 4] = [
+    (10, Stop::Kill, 0),
+    (30, Stop::Kill, 250),
+    (50, Stop::Term, 100),
+    (70, Stop::Kill, 450),
+];
+const UP_MS: u64 = 400;
+
+#[graphmind::tool]
+async fn crunch(app: i64, run: i64, n: i64) -> i64 {
+    tokio::time::sleep(Duration::from_millis(15)).await;
+    value(app, run, n)
+}
+
+fn value(app: i64, run: i64, n: i64) -> i64 {
+    app * 1_000_000 + run * 1_000 + n
+}
+
+fn run_name(app: i64, run: i64) -> String {
+    format!("app{app}-run{run}")
+}
+
+/// One run of `app`: `CALLS` calls of `crunch` with distinct arguments, one after the other;
+/// the call `HOLD_AT` first waits for `go`.
+async fn one_run(
+    gm: graphmind::Session,
+    app: i64,
+    run: i64,
+    made: Arc<AtomicU64>,
+    mut go: watch::Receiver<bool>,
+) -> Result<i64, graphmind::Aborted> {
+    gm.run(run_name(app, run), async move {
+        let mut sum = 0;
+        for n in 0..CALLS {
+            if n == HOLD_AT {
+                let _ = go.wait_for(|g| *g).await;
+            }
+            let out = crunch(app, run, n).await;
+            assert_eq!(out, value(app, run, n));
+            sum += out;
+            made.fetch_add(1, Relaxed);
+        }
+        sum
+    })
+    .await
+}
+
+#[test]
+fn hub_crashes_and_restarts_lose_and_duplicate_no_event_of_live_rust_runs() {
+    let started = Instant::now();
+    let dir = TempDir::new("hub-crashes");
+    // The default path, where `Serve::open_db` reads the stored rows.
+    let db = dir.0.join("graphmind.db");
+    let first = serve_on_free_port(&dir.0, &db, &[]);
+    let port = first.port;
+    let home = dir.0.clone();
+    let (hub, sessions, last_seqs, stops) = block_on(async move {
+        let sessions: Vec<graphmind::Session> = (0..APPS)
+            .map(|a| {
+                graphmind::Session::new(
+                    config(port, &format!("chaos-{a}"))
+                        .retry_interval(Duration::from_millis(200))
+                        .on_loop(graphmind::OnLoop::Off),
+                )
+            })
+            .collect();
+        for gm in &sessions {
+            assert!(gm.ready(Duration::from_secs(5)).await, "attached");
+        }
+        let made = Arc::new(AtomicU64::new(0));
+        let (go_tx, go_rx) = watch::channel(false);
+        let mut runs = Vec::new();
+        for (a, gm) in (0..APPS).zip(&sessions) {
+            for r in 0..RUNS {
+                let fut = one_run(gm.clone(), a, r, Arc::clone(&made), go_rx.clone());
+                runs.push((a, r, tokio::spawn(fut)));
+            }
+        }
+
+        let total = (APPS * RUNS * CALLS) as u64;
+        let mut hub = first;
+        let mut stops = Vec::new();
+        for (pct, how, down_ms) in STOPS {
+            let at = total * pct / 100;
+            let m = Arc::clone(&made);
+            wait_async(30, "the apps' progress", move || {
+                (m.load(Relaxed) >= at).then_some(())
+            })
+            .await;
+            let calls_then = made.load(Relaxed);
+            let t = Instant::now();
+            match how {
+                Stop::Kill => kill_hard(&mut hub),
+                Stop::Term => {
+                    let status = tokio::task::spawn_blocking(move || {
+                        let s = hub.terminate();
+                        (s, hub)
+                    })
+                    .await
+                    .expect("join");
+                    assert!(status.0.success(), "SIGTERM: {:?}", status.0);
+                    hub = status.1;
+                }
+            }
+            drop(hub);
+            tokio::time::sleep(Duration::from_millis(down_ms)).await;
+            hub = restart_on(&home, port, &db).await;
+            stops.push((how, calls_then, t.elapsed()));
+            tokio::time::sleep(Duration::from_millis(UP_MS)).await;
+        }
+        go_tx.send(true).expect("the runs wait");
+
+        for (a, r, handle) in runs {
+            let out = tokio::time::timeout(Duration::from_secs(30), handle)
+                .await
+                .unwrap_or_else(|_| panic!("{} did not end", run_name(a, r)))
+                .expect("joined");
+            let want: i64 = (0..CALLS).map(|n| value(a, r, n)).sum();
+            assert_eq!(out, Ok(want), "{}", run_name(a, r));
+        }
+        let mut last_seqs = Vec::new();
+        for (a, gm) in (0..APPS).zip(&sessions) {
+            assert!(
+                gm.ready(Duration::from_secs(10)).await,
+                "app {a} is attached to the last hub"
+            );
+            let s = gm.stats();
+            assert_eq!(s.dropped, 0, "app {a}: {s:?}");
+            assert_eq!(s.buffered, RUNS as usize * EVENTS, "app {a}: {s:?}");
+            last_seqs.push(s.last_seq.expect("seqs handed out"));
+        }
+        (hub, sessions, last_seqs, stops)
+    });
+    let crash_took = started.elapsed();
+
+    // Every app replays its ring to the last hub: wait (bounded) until each run is stored
+    // whole and finished, then check everything.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while Instant::now() < deadline && !all_stored(&hub) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let report = diagnosis(&hub);
+    let mut problems = Vec::new();
+    for a in 0..APPS {
+        let mut seqs_of_app: Vec<u64> = Vec::new();
+        for r in 0..RUNS {
+            let (events, errs) = check_run(&hub, a, r);
+            problems.extend(errs);
+            seqs_of_app.extend(events.iter().filter_map(|e| e["seq"].as_u64()));
+        }
+        seqs_of_app.sort_unstable();
+        let n = seqs_of_app.len();
+        seqs_of_app.dedup();
+        if seqs_of_app.len() != n {
+            problems.push(format!("app {a}: a seq is stored in both its runs"));
+        }
+        let idx = usize::try_from(a).expect("index");
+        if seqs_of_app.last().is_some_and(|s| *s > last_seqs[idx]) {
+            problems.push(format!(
+                "app {a}: a stored seq is beyond the last one it handed out ({})",
+                last_seqs[idx]
+            ));
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "{} problem(s):\n{}\n\nper run:\n{report}\nstops (how, calls made, down for): {stops:?}",
+        problems.len(),
+        problems.join("\n")
+    );
+
+    let runs = hub.runs();
+    assert_eq!(runs.len(), (APPS * RUNS) as usize, "{report}");
+    // `graphmind record` gives the same envelopes.
+    for s in &runs {
+        let id = s["runId"].as_str().expect("runId");
+        let out = gm(&hub.home, &["record", id, "--port", &port.to_string()]).expect(0);
+        let recorded: Vec<Value> = out
+            .stdout
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("NDJSON"))
+            .collect();
+        assert_eq!(recorded, hub.events(id), "graphmind record {id}");
+    }
+    let health = hub.health();
+    assert_eq!(health["runs"], json!(APPS * RUNS), "{health}");
+    let stats = &health["stats"];
+    assert_eq!(stats["invalidFrames"], json!(0), "{health}");
+    assert_eq!(stats["clientDropped"], json!(0), "{health}");
+    // Each app's whole ring reached this hub at least once (replayed or live).
+    let seen =
+        stats["eventsAccepted"].as_u64().unwrap_or(0) + stats["duplicates"].as_u64().unwrap_or(0);
+    assert!(
+        seen >= (APPS * RUNS) as u64 * EVENTS as u64,
+        "the last hub saw {seen} events: {health}"
+    );
+    // Every stop happened while all eight runs were under way.
+    assert_eq!(stops.len(), STOPS.len());
+    for (how, calls_then, _) in &stops {
+        assert!(
+            *calls_then < (APPS * RUNS * HOLD_AT) as u64,
+            "{how:?} after the runs were held: {stops:?}"
+        );
+    }
+    block_on(async move {
+        for gm in sessions {
+            gm.dispose().await;
+        }
+    });
+    eprintln!(
+        "4 apps × 2 runs × {CALLS} calls across {} stops: runs {crash_took:?}, all {:?}; stops {stops:?}",
+        STOPS.len(),
+        started.elapsed()
+    );
+}
+
+/// Whether all eight runs are listed `ok` with all their events, and stored `ok`.
+fn all_stored(hub: &Serve) -> bool {
+    let runs = hub.runs();
+    runs.len() == (APPS * RUNS) as usize
+        && (0..APPS).all(|a| {
+            (0..RUNS).all(|r| {
+                run_named(&runs, &run_name(a, r)).is_some_and(|s| {
+                    s["status"] == json!("ok")
+                        && s["eventCount"] == json!(EVENTS)
+                        && s["runId"]
+                            .as_str()
+                            .is_some_and(|id| hub.stored_status(id) == "ok")
+                })
+            })
+        })
+}
+
+/// A line per listed run: name, status, stored status, events stored per type, seq range.
+fn diagnosis(hub: &Serve) -> String {
+    let mut out = String::new();
+    for s in hub.runs() {
+        let id = s["runId"].as_str().unwrap_or("?");
+        let events = hub.events(id);
+        let mut per_type: BTreeMap<String, usize> = BTreeMap::new();
+        for t in support::types(&events) {
+            *per_type.entry(t).or_default() += 1;
+        }
+        let seqs: Vec<u64> = events.iter().filter_map(|e| e["seq"].as_u64()).collect();
+        out.push_str(&format!(
+            "{} {id}: listed {} ({} events, live {}), stored {}, {per_type:?}, seqs {:?}..{:?}\n",
+            s["name"],
+            s["status"],
+            s["eventCount"],
+            s["live"],
+            hub.stored_status(id),
+            seqs.first(),
+            seqs.last(),
+        ));
+    }
+    out
+}
+
+/// The stored events of run `r` of app `a`, and what is wrong with them: anything else than
+/// exactly the events the app made, in order, once each.
+fn check_run(hub: &Serve, a: i64, r: i64) -> (Vec<Value>, Vec<String>) {
+    let name = run_name(a, r);
+    let mut errs = Vec::new();
+    let runs = hub.runs();
+    let Some(summary) = run_named(&runs, &name) else {
+        return (Vec::new(), vec![format!("{name}: not listed")]);
+    };
+    let id = summary["runId"].as_str().expect("runId").to_owned();
+    let events = hub.events(&id);
+    let mut bad = |what: String| errs.push(format!("{name} ({id}): {what}"));
+
+    if summary["status"] != json!("ok") || summary["eventCount"] != json!(EVENTS) {
+        bad(format!("listed as {summary}"));
+    }
+    if summary["app"] != json!(format!("chaos-{a}")) {
+        bad(format!("app {}", summary["app"]));
+    }
+    let stored = hub.stored_status(&id);
+    if stored != "ok" {
+        bad(format!("stored status {stored}"));
+    }
+
+    // Seqs: strictly increasing, so each stored once.
+    let seqs: Vec<u64> = events.iter().filter_map(|e| e["seq"].as_u64()).collect();
+    let mut dup: Vec<u64> = seqs
+        .windows(2)
+        .filter(|w| w[0] >= w[1])
+        .map(|w| w[1])
+        .collect();
+    dup.dedup();
+    if !dup.is_empty() {
+        bad(format!("seqs out of order or repeated: {dup:?}"));
+    }
+
+    // The exact sequence the app made.
+    let mut want = vec![
+        "run.started".to_owned(),
+        format!("node.started agent:{name}"),
+    ];
+    for _ in 0..CALLS {
+        want.push("node.started tool:crunch".to_owned());
+        want.push("node.finished tool:crunch".to_owned());
+    }
+    want.push(format!("node.finished agent:{name}"));
+    want.push("run.finished".to_owned());
+    let got = labels(&events);
+    if got != want {
+        let first_diff = got.iter().zip(&want).position(|(g, w)| g != w);
+        bad(format!(
+            "{} events stored, {} made; first difference at {first_diff:?} (seq {:?})",
+            got.len(),
+            want.len(),
+            first_diff.and_then(|i| seqs.get(i))
+        ));
+    }
+    // Each call once, in order, with its own arguments and result.
+    let calls: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "node.started" && e["payload"]["nodeId"] == "tool:crunch")
+        .collect();
+    let ns: Vec<i64> = calls
+        .iter()
+        .filter_map(|e| e["payload"]["input"]["n"].as_i64())
+        .collect();
+    if ns != (0..CALLS).collect::<Vec<_>>() {
+        let missing: Vec<i64> = (0..CALLS).filter(|n| !ns.contains(n)).collect();
+        let mut sorted = ns.clone();
+        sorted.sort_unstable();
+        let repeated: Vec<i64> = sorted
+            .windows(2)
+            .filter(|w| w[0] == w[1])
+            .map(|w| w[0])
+            .collect();
+        bad(format!(
+            "calls stored {}: missing n {missing:?}, repeated n {repeated:?}",
+            ns.len()
+        ));
+    }
+    for c in &calls {
+        let input = &c["payload"]["input"];
+        if input["app"] != json!(a) || input["run"] != json!(r) {
+            bad(format!("a call of another run: {input}"));
+        }
+    }
+    // Every node execution that started finished once, ok, with the tool's result.
+    let mut finished: HashMap<String, Vec<&Value>> = HashMap::new();
+    for e in events.iter().filter(|e| e["type"] == "node.finished") {
+        let inst = e["payload"]["instanceId"]
+            .as_str()
+            .unwrap_or("?")
+            .to_owned();
+        finished.entry(inst).or_default().push(e);
+    }
+    let starts: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "node.started")
+        .collect();
+    for s in &starts {
+        let inst = s["payload"]["instanceId"].as_str().unwrap_or("?");
+        match finished.get(inst).map(Vec::as_slice) {
+            Some([f]) => {
+                if f["payload"]["status"] != json!("ok") {
+                    bad(format!("{inst} finished {}", f["payload"]["status"]));
+                }
+                if let Some(n) = s["payload"]["input"]["n"].as_i64()
+                    && f["payload"]["output"] != json!(value(a, r, n))
+                {
+                    bad(format!(
+                        "{inst} (n {n}) returned {}",
+                        f["payload"]["output"]
+                    ));
+                }
+            }
+            other => bad(format!(
+                "{inst} finished {} times",
+                other.map_or(0, <[&Value]>::len)
+            )),
+        }
+    }
+    if finished.len() != starts.len() {
+        bad(format!(
+            "{} executions started, {} finished",
+            starts.len(),
+            finished.len()
+        ));
+    }
+    let ends: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "run.finished")
+        .collect();
+    if ends.len() != 1 || ends[0]["payload"]["status"] != json!("ok") {
+        bad(format!("run.finished: {ends:?}"));
+    }
+    (events, errs)
+}
