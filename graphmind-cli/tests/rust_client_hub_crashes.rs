@@ -1,6 +1,8 @@
-//! The hub crashes (SIGKILL) and comes back on the same port and database three times, and
-//! stops cleanly (SIGTERM) and comes back once, while four Rust-client apps make eight runs at
-//! once. Every run ends up stored exactly as its app made it — each event once, none lost,
+//! The hub crashes (SIGKILL) and comes back on the same port and database three times (once
+//! right as the apps' replays come in, before its writer surely committed them), and stops
+//! cleanly (SIGTERM) and comes back once, while four Rust-client apps make eight runs at once:
+//! one run of each app ends somewhere between the stops, the other goes on across all of
+//! them. Every run ends up stored exactly as its app made it — each event once, none lost,
 //! none duplicated, every node execution finished — and finished `ok` in the API, in the
 //! stored row and in `graphmind record`; the hub holds exactly those eight runs.
 
@@ -13,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use support::{
-    Serve, TempDir, block_on, config, gm, kill_hard, labels, restart_on, run_named,
+    Serve, TempDir, block_on, config, gm, http, kill_hard, labels, restart_on, run_named,
     serve_on_free_port, wait_async,
 };
 use tokio::sync::watch;
@@ -25,9 +27,12 @@ const CALLS: i64 = 150;
 /// The events of one run: run.started, the agent node's start and finish, two per tool call,
 /// run.finished.
 const EVENTS: usize = 4 + 2 * CALLS as usize;
-/// The call of each run that waits until the last restart is done, so every run spans every
-/// stop and ends on the last hub.
+/// The call of the held runs (run 1 of each app) that waits until the last restart is done,
+/// so they span every stop and end on the last hub.
 const HOLD_AT: i64 = CALLS - 10;
+/// Milliseconds each call of run 1 takes; run 0 of app `a` takes `4 + 4a` per call, so those
+/// runs end at different moments between the stops.
+const HELD_CALL_MS: u64 = 15;
 
 /// How the hub goes down.
 #[derive(Debug, Clone, Copy)]
@@ -38,20 +43,44 @@ enum Stop {
     Term,
 }
 
-/// The stops: once this share (percent) of all tool calls was made, the hub goes down this
-/// way and stays down this long (ms) before it is started again. After each restart the hub
-/// stays up at least `UP_MS`.
-const STOPS: [(u64, Stop, u64); 4] = [
-    (10, Stop::Kill, 0),
-    (30, Stop::Kill, 250),
-    (50, Stop::Term, 100),
-    (70, Stop::Kill, 450),
+/// When a hub goes down.
+#[derive(Debug, Clone, Copy)]
+enum When {
+    /// This many milliseconds after it was started, once an app is attached.
+    UpFor(u64),
+    /// As soon as it took in this many frames: right as the apps reconnect and replay (a
+    /// replay takes a few ms, so it is mostly in, but maybe not yet committed).
+    FramesIn(u64),
+}
+
+/// The stops, in order: when the hub goes down, how, and how long (ms) it stays down before
+/// it is started again on the same port and database.
+const STOPS: [(When, Stop, u64); 4] = [
+    (When::UpFor(300), Stop::Kill, 0),
+    (When::UpFor(550), Stop::Kill, 250),
+    (When::FramesIn(60), Stop::Kill, 0),
+    (When::UpFor(550), Stop::Term, 100),
 ];
-const UP_MS: u64 = 400;
+
+/// What the hub had seen when it went down (for the failure message).
+#[derive(Debug, Clone, Copy)]
+#[allow(dead_code)] // read through Debug
+struct StopLog {
+    how: Stop,
+    up_for: Duration,
+    calls_made: u64,
+    runs_done: usize,
+    apps: u64,
+    frames_in: u64,
+    accepted: u64,
+    duplicates: u64,
+    /// From the stop until the next hub listened.
+    down_for: Duration,
+}
 
 #[graphmind::tool]
-async fn crunch(app: i64, run: i64, n: i64) -> i64 {
-    tokio::time::sleep(Duration::from_millis(15)).await;
+async fn crunch(app: i64, run: i64, n: i64, ms: u64) -> i64 {
+    tokio::time::sleep(Duration::from_millis(ms)).await;
     value(app, run, n)
 }
 
@@ -63,8 +92,17 @@ fn run_name(app: i64, run: i64) -> String {
     format!("app{app}-run{run}")
 }
 
+/// Milliseconds each call of run `run` of app `app` takes.
+fn call_ms(app: i64, run: i64) -> u64 {
+    if run == 1 {
+        HELD_CALL_MS
+    } else {
+        4 + 4 * u64::try_from(app).expect("app index")
+    }
+}
+
 /// One run of `app`: `CALLS` calls of `crunch` with distinct arguments, one after the other;
-/// the call `HOLD_AT` first waits for `go`.
+/// in run 1 the call `HOLD_AT` first waits for `go`. Counts the calls made in `made`.
 async fn one_run(
     gm: graphmind::Session,
     app: i64,
@@ -72,13 +110,14 @@ async fn one_run(
     made: Arc<AtomicU64>,
     mut go: watch::Receiver<bool>,
 ) -> Result<i64, graphmind::Aborted> {
+    let ms = call_ms(app, run);
     gm.run(run_name(app, run), async move {
         let mut sum = 0;
         for n in 0..CALLS {
-            if n == HOLD_AT {
+            if run == 1 && n == HOLD_AT {
                 let _ = go.wait_for(|g| *g).await;
             }
-            let out = crunch(app, run, n).await;
+            let out = crunch(app, run, n, ms).await;
             assert_eq!(out, value(app, run, n));
             sum += out;
             made.fetch_add(1, Relaxed);
@@ -120,17 +159,46 @@ fn hub_crashes_and_restarts_lose_and_duplicate_no_event_of_live_rust_runs() {
             }
         }
 
-        let total = (APPS * RUNS * CALLS) as u64;
         let mut hub = first;
+        let mut up_since = Instant::now();
         let mut stops = Vec::new();
-        for (pct, how, down_ms) in STOPS {
-            let at = total * pct / 100;
-            let m = Arc::clone(&made);
-            wait_async(30, "the apps' progress", move || {
-                (m.load(Relaxed) >= at).then_some(())
-            })
-            .await;
-            let calls_then = made.load(Relaxed);
+        for (when, how, down_ms) in STOPS {
+            let health = match when {
+                When::UpFor(ms) => {
+                    tokio::time::sleep_until((up_since + Duration::from_millis(ms)).into()).await;
+                    // A crash of a hub no app reached yet would prove nothing.
+                    wait_async(10, "an app attached", move || {
+                        let h = http(port, "GET", "/health", &[], None).json();
+                        (h["apps"].as_u64() >= Some(1)).then_some(h)
+                    })
+                    .await
+                }
+                // Polled closely (not `wait_async`'s 20 ms): a replay takes only a few ms.
+                When::FramesIn(n) => tokio::task::spawn_blocking(move || {
+                    let deadline = Instant::now() + Duration::from_secs(10);
+                    loop {
+                        let h = http(port, "GET", "/health", &[], None).json();
+                        if h["stats"]["framesIn"].as_u64() >= Some(n) {
+                            return h;
+                        }
+                        assert!(Instant::now() < deadline, "no replay within 10 s");
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                })
+                .await
+                .expect("join"),
+            };
+            let log = StopLog {
+                how,
+                up_for: up_since.elapsed(),
+                calls_made: made.load(Relaxed),
+                runs_done: runs.iter().filter(|(_, _, h)| h.is_finished()).count(),
+                apps: health["apps"].as_u64().unwrap_or(0),
+                frames_in: health["stats"]["framesIn"].as_u64().unwrap_or(0),
+                accepted: health["stats"]["eventsAccepted"].as_u64().unwrap_or(0),
+                duplicates: health["stats"]["duplicates"].as_u64().unwrap_or(0),
+                down_for: Duration::ZERO,
+            };
             let t = Instant::now();
             match how {
                 Stop::Kill => kill_hard(&mut hub),
@@ -148,8 +216,11 @@ fn hub_crashes_and_restarts_lose_and_duplicate_no_event_of_live_rust_runs() {
             drop(hub);
             tokio::time::sleep(Duration::from_millis(down_ms)).await;
             hub = restart_on(&home, port, &db).await;
-            stops.push((how, calls_then, t.elapsed()));
-            tokio::time::sleep(Duration::from_millis(UP_MS)).await;
+            up_since = Instant::now();
+            stops.push(StopLog {
+                down_for: t.elapsed(),
+                ..log
+            });
         }
         go_tx.send(true).expect("the runs wait");
 
@@ -207,7 +278,7 @@ fn hub_crashes_and_restarts_lose_and_duplicate_no_event_of_live_rust_runs() {
     }
     assert!(
         problems.is_empty(),
-        "{} problem(s):\n{}\n\nper run:\n{report}\nstops (how, calls made, down for): {stops:?}",
+        "{} problem(s):\n{}\n\nper run:\n{report}\nstops: {stops:#?}",
         problems.len(),
         problems.join("\n")
     );
@@ -237,21 +308,13 @@ fn hub_crashes_and_restarts_lose_and_duplicate_no_event_of_live_rust_runs() {
         seen >= (APPS * RUNS) as u64 * EVENTS as u64,
         "the last hub saw {seen} events: {health}"
     );
-    // Every stop happened while all eight runs were under way.
-    assert_eq!(stops.len(), STOPS.len());
-    for (how, calls_then, _) in &stops {
-        assert!(
-            *calls_then < (APPS * RUNS * HOLD_AT) as u64,
-            "{how:?} after the runs were held: {stops:?}"
-        );
-    }
     block_on(async move {
         for gm in sessions {
             gm.dispose().await;
         }
     });
     eprintln!(
-        "4 apps × 2 runs × {CALLS} calls across {} stops: runs {crash_took:?}, all {:?}; stops {stops:?}",
+        "{APPS} apps × {RUNS} runs × {CALLS} calls across {} stops: runs {crash_took:?}, all {:?}; stops {stops:#?}",
         STOPS.len(),
         started.elapsed()
     );
