@@ -9,13 +9,14 @@
 mod support;
 
 use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use support::{
-    Serve, TempDir, block_on, config, gm, http, kill_hard, labels, restart_on, run_named,
+    Serve, TempDir, block_on, config, gm, http, kill_hard, labels, run_named, serve_on,
     serve_on_free_port, wait_async,
 };
 use tokio::sync::watch;
@@ -55,12 +56,26 @@ enum When {
 
 /// The stops, in order: when the hub goes down, how, and how long (ms) it stays down before
 /// it is started again on the same port and database.
+type Stops = [(When, Stop, u64)];
+
+/// Three crashes and a clean stop, with the hub down for no time up to a quarter second.
 const STOPS: [(When, Stop, u64); 4] = [
     (When::UpFor(300), Stop::Kill, 0),
     (When::UpFor(550), Stop::Kill, 250),
     (When::FramesIn(60), Stop::Kill, 0),
     (When::UpFor(550), Stop::Term, 100),
 ];
+
+/// Stops after which the hub stays down 300 ms: the apps' next attempt comes 600 ms after
+/// they lost it (their back-off), so a hub with a grace of `SHORT_GRACE_MS` abandons their
+/// runs before they are back.
+const LONG_STOPS: [(When, Stop, u64); 4] = [
+    (When::UpFor(300), Stop::Kill, 300),
+    (When::UpFor(400), Stop::Kill, 300),
+    (When::UpFor(400), Stop::Term, 300),
+    (When::UpFor(400), Stop::Kill, 300),
+];
+const SHORT_GRACE_MS: u64 = 100;
 
 /// What the hub had seen when it went down (for the failure message).
 #[derive(Debug, Clone, Copy)]
@@ -76,6 +91,12 @@ struct StopLog {
     duplicates: u64,
     /// From the stop until the next hub listened.
     down_for: Duration,
+    /// Runs listed `abandoned` right before the stop (only watched with a short abandon
+    /// grace).
+    abandoned: usize,
+    /// Runs the next hub listed `abandoned` before their apps were back (only watched with
+    /// a short abandon grace).
+    abandoned_next: usize,
 }
 
 #[graphmind::tool]
@@ -129,11 +150,41 @@ async fn one_run(
 
 #[test]
 fn hub_crashes_and_restarts_lose_and_duplicate_no_event_of_live_rust_runs() {
+    let stops = chaos(&STOPS, None);
+    assert_eq!(stops.len(), STOPS.len());
+}
+
+#[test]
+fn runs_abandoned_while_the_hub_was_down_are_reclaimed_by_the_replay_and_end_ok() {
+    let stops = chaos(&LONG_STOPS, Some(SHORT_GRACE_MS));
+    // Every hub after a stop abandoned unfinished runs before their apps were back (at least
+    // the four held ones) — and the runs still ended `ok`, checked by `chaos`.
+    for s in &stops {
+        assert!(s.abandoned_next >= APPS as usize, "{stops:#?}");
+        // With every app back (and 400 ms to replay), none of their runs is abandoned.
+        if s.apps == APPS as u64 {
+            assert_eq!(s.abandoned, 0, "{stops:#?}");
+        }
+    }
+}
+
+/// Four apps make their eight runs while the hub goes through `stops` (hubs started with
+/// `--abandon-grace-ms grace` when given); then checks that every run is stored exactly as
+/// made, finished `ok`. Returns what each stop saw.
+fn chaos(stops_plan: &Stops, grace: Option<u64>) -> Vec<StopLog> {
     let started = Instant::now();
     let dir = TempDir::new("hub-crashes");
     // The default path, where `Serve::open_db` reads the stored rows.
     let db = dir.0.join("graphmind.db");
-    let first = serve_on_free_port(&dir.0, &db, &[]);
+    let grace_ms = grace.map(|g| g.to_string());
+    let extra: Vec<String> = grace_ms
+        .iter()
+        .flat_map(|g| ["--abandon-grace-ms".to_owned(), g.clone()])
+        .collect();
+    let first = {
+        let e: Vec<&str> = extra.iter().map(String::as_str).collect();
+        serve_on_free_port(&dir.0, &db, &e)
+    };
     let port = first.port;
     let home = dir.0.clone();
     let (hub, sessions, last_seqs, stops) = block_on(async move {
@@ -162,7 +213,7 @@ fn hub_crashes_and_restarts_lose_and_duplicate_no_event_of_live_rust_runs() {
         let mut hub = first;
         let mut up_since = Instant::now();
         let mut stops = Vec::new();
-        for (when, how, down_ms) in STOPS {
+        for &(when, how, down_ms) in stops_plan {
             let health = match when {
                 When::UpFor(ms) => {
                     tokio::time::sleep_until((up_since + Duration::from_millis(ms)).into()).await;
@@ -198,6 +249,12 @@ fn hub_crashes_and_restarts_lose_and_duplicate_no_event_of_live_rust_runs() {
                 accepted: health["stats"]["eventsAccepted"].as_u64().unwrap_or(0),
                 duplicates: health["stats"]["duplicates"].as_u64().unwrap_or(0),
                 down_for: Duration::ZERO,
+                abandoned: if grace.is_some() {
+                    abandoned_now(port).await
+                } else {
+                    0
+                },
+                abandoned_next: 0,
             };
             let t = Instant::now();
             match how {
@@ -215,10 +272,17 @@ fn hub_crashes_and_restarts_lose_and_duplicate_no_event_of_live_rust_runs() {
             }
             drop(hub);
             tokio::time::sleep(Duration::from_millis(down_ms)).await;
-            hub = restart_on(&home, port, &db).await;
+            hub = restart(&home, port, &db, &extra).await;
             up_since = Instant::now();
+            let down_for = t.elapsed();
+            let abandoned_next = if grace.is_some() {
+                abandoned_before_the_apps_are_back(port).await
+            } else {
+                0
+            };
             stops.push(StopLog {
-                down_for: t.elapsed(),
+                down_for,
+                abandoned_next,
                 ..log
             });
         }
@@ -298,6 +362,7 @@ fn hub_crashes_and_restarts_lose_and_duplicate_no_event_of_live_rust_runs() {
     }
     let health = hub.health();
     assert_eq!(health["runs"], json!(APPS * RUNS), "{health}");
+    assert_eq!(health["pauses"], json!(0), "{health}");
     let stats = &health["stats"];
     assert_eq!(stats["invalidFrames"], json!(0), "{health}");
     assert_eq!(stats["clientDropped"], json!(0), "{health}");
@@ -315,9 +380,47 @@ fn hub_crashes_and_restarts_lose_and_duplicate_no_event_of_live_rust_runs() {
     });
     eprintln!(
         "{APPS} apps × {RUNS} runs × {CALLS} calls across {} stops: runs {crash_took:?}, all {:?}; stops {stops:#?}",
-        STOPS.len(),
+        stops_plan.len(),
         started.elapsed()
     );
+    stops
+}
+
+/// The hub started again on `port` with the same home and database, off the runtime.
+async fn restart(home: &Path, port: u16, db: &Path, extra: &[String]) -> Serve {
+    let (home, db, extra) = (home.to_path_buf(), db.to_path_buf(), extra.to_vec());
+    tokio::task::spawn_blocking(move || {
+        let e: Vec<&str> = extra.iter().map(String::as_str).collect();
+        serve_on(&home, port, &db, &e).expect("restart on the same port")
+    })
+    .await
+    .expect("join")
+}
+
+/// How many runs the hub on `port` lists `abandoned`, off the runtime.
+async fn abandoned_now(port: u16) -> usize {
+    tokio::task::spawn_blocking(move || abandoned_of(port))
+        .await
+        .expect("join")
+}
+
+fn abandoned_of(port: u16) -> usize {
+    http(port, "GET", "/api/runs", &[], None).json()["runs"]
+        .as_array()
+        .map_or(0, |runs| {
+            runs.iter().filter(|r| r["status"] == "abandoned").count()
+        })
+}
+
+/// How many runs the hub on `port` lists `abandoned` once it has any (within 5 s); 0 if an
+/// app came back first.
+async fn abandoned_before_the_apps_are_back(port: u16) -> usize {
+    wait_async(5, "runs abandoned or an app back", move || {
+        let h = http(port, "GET", "/health", &[], None).json();
+        let n = abandoned_of(port);
+        (n > 0 || h["apps"].as_u64() > Some(0)).then_some(n)
+    })
+    .await
 }
 
 /// Whether all eight runs are listed `ok` with all their events, and stored `ok`.
