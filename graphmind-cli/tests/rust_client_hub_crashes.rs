@@ -29,8 +29,12 @@ const CALLS: i64 = 150;
 /// run.finished.
 const EVENTS: usize = 4 + 2 * CALLS as usize;
 /// The call of the held runs (run 1 of each app) that waits until the last restart is done,
-/// so they span every stop and end on the last hub.
-const HOLD_AT: i64 = CALLS - 10;
+/// so they span every stop and end on the last hub: near their end, so they send events
+/// through most stops…
+const HOLD_LATE: i64 = CALLS - 10;
+/// …or early, so they are quiet through every stop and only their apps' replays can reclaim
+/// them.
+const HOLD_EARLY: i64 = 15;
 /// Milliseconds each call of run 1 takes; run 0 of app `a` takes `4 + 4a` per call, so those
 /// runs end at different moments between the stops.
 const HELD_CALL_MS: u64 = 15;
@@ -123,11 +127,10 @@ fn call_ms(app: i64, run: i64) -> u64 {
 }
 
 /// One run of `app`: `CALLS` calls of `crunch` with distinct arguments, one after the other;
-/// in run 1 the call `HOLD_AT` first waits for `go`. Counts the calls made in `made`.
+/// in run 1 the call `hold_at` first waits for `go`. Counts the calls made in `made`.
 async fn one_run(
     gm: graphmind::Session,
-    app: i64,
-    run: i64,
+    (app, run, hold_at): (i64, i64, i64),
     made: Arc<AtomicU64>,
     mut go: watch::Receiver<bool>,
 ) -> Result<i64, graphmind::Aborted> {
@@ -135,7 +138,7 @@ async fn one_run(
     gm.run(run_name(app, run), async move {
         let mut sum = 0;
         for n in 0..CALLS {
-            if run == 1 && n == HOLD_AT {
+            if run == 1 && n == hold_at {
                 let _ = go.wait_for(|g| *g).await;
             }
             let out = crunch(app, run, n, ms).await;
@@ -150,18 +153,19 @@ async fn one_run(
 
 #[test]
 fn hub_crashes_and_restarts_lose_and_duplicate_no_event_of_live_rust_runs() {
-    let stops = chaos(&STOPS, None);
+    let stops = chaos(&STOPS, None, HOLD_LATE);
     assert_eq!(stops.len(), STOPS.len());
 }
 
 #[test]
 fn runs_abandoned_while_the_hub_was_down_are_reclaimed_by_the_replay_and_end_ok() {
-    let stops = chaos(&LONG_STOPS, Some(SHORT_GRACE_MS));
+    let stops = chaos(&LONG_STOPS, Some(SHORT_GRACE_MS), HOLD_EARLY);
     // Every hub after a stop abandoned unfinished runs before their apps were back (at least
     // the four held ones) — and the runs still ended `ok`, checked by `chaos`.
     for s in &stops {
         assert!(s.abandoned_next >= APPS as usize, "{stops:#?}");
-        // With every app back (and 400 ms to replay), none of their runs is abandoned.
+        // With every app back (and 400 ms to replay), none of their runs is abandoned: not
+        // even the held ones, which sent nothing new since.
         if s.apps == APPS as u64 {
             assert_eq!(s.abandoned, 0, "{stops:#?}");
         }
@@ -169,9 +173,10 @@ fn runs_abandoned_while_the_hub_was_down_are_reclaimed_by_the_replay_and_end_ok(
 }
 
 /// Four apps make their eight runs while the hub goes through `stops` (hubs started with
-/// `--abandon-grace-ms grace` when given); then checks that every run is stored exactly as
-/// made, finished `ok`. Returns what each stop saw.
-fn chaos(stops_plan: &Stops, grace: Option<u64>) -> Vec<StopLog> {
+/// `--abandon-grace-ms grace` when given; the held runs wait at call `hold_at` until the last
+/// restart); then checks that every run is stored exactly as made, finished `ok`. Returns
+/// what each stop saw.
+fn chaos(stops_plan: &Stops, grace: Option<u64>, hold_at: i64) -> Vec<StopLog> {
     let started = Instant::now();
     let dir = TempDir::new("hub-crashes");
     // The default path, where `Serve::open_db` reads the stored rows.
@@ -205,7 +210,12 @@ fn chaos(stops_plan: &Stops, grace: Option<u64>) -> Vec<StopLog> {
         let mut runs = Vec::new();
         for (a, gm) in (0..APPS).zip(&sessions) {
             for r in 0..RUNS {
-                let fut = one_run(gm.clone(), a, r, Arc::clone(&made), go_rx.clone());
+                let fut = one_run(
+                    gm.clone(),
+                    (a, r, hold_at),
+                    Arc::clone(&made),
+                    go_rx.clone(),
+                );
                 runs.push((a, r, tokio::spawn(fut)));
             }
         }
