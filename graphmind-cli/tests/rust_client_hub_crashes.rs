@@ -156,7 +156,8 @@ async fn one_run(
 #[test]
 fn hub_crashes_and_restarts_lose_and_duplicate_no_event_of_live_rust_runs() {
     let stops = chaos(&STOPS, None, HOLD_LATE);
-    assert_eq!(stops.len(), STOPS.len());
+    // The hubs after the first took in the apps' replays, deduplicated, before going down.
+    assert!(stops[1..].iter().any(|s| s.duplicates > 0), "{stops:#?}");
 }
 
 #[test]
