@@ -1,0 +1,58 @@
+//! The tokens of the HTTP API and of viewer control.
+
+use graphmind_protocol::ResumeAction;
+
+use super::{Hub, Need, Outcome};
+use crate::serve::AllowControl;
+
+impl Hub {
+    /// Checks a bearer token of the HTTP API for `need`.
+    pub fn authorize_agent(&self, bearer: Option<&str>, need: Need) -> Result<(), Outcome> {
+        let Some(token) = bearer else {
+            return Err(Outcome::Unauthorized(
+                "missing Authorization: Bearer <agent token> (the token is in the run file)".into(),
+            ));
+        };
+        if self.cfg.viewer_token.matches(token) {
+            return Err(Outcome::Unauthorized(
+                "this is the viewer token; the HTTP API takes the agent token from the run file"
+                    .into(),
+            ));
+        }
+        if !self.cfg.agent_token.matches(token) {
+            return Err(Outcome::Unauthorized("wrong token".into()));
+        }
+        let allowed = match need {
+            Need::Debug => true,
+            Need::Resume(ResumeAction::Inject) => self.cfg.allow_control == AllowControl::Inject,
+            Need::Resume(_) => self.cfg.allow_control != AllowControl::Off,
+        };
+        if allowed {
+            Ok(())
+        } else {
+            let (what, flag) = match need {
+                Need::Resume(ResumeAction::Inject) => ("inject", "inject"),
+                _ => ("resume gates", "resume"),
+            };
+            Err(Outcome::Forbidden(format!(
+                "the agent token may not {what}: start graphmind serve with --allow-control {flag}"
+            )))
+        }
+    }
+
+    /// Checks the viewer token of a `/ws/ui` control frame.
+    pub fn authorize_viewer(&self, token: Option<&str>) -> Result<(), Outcome> {
+        match token {
+            Some(t) if self.cfg.viewer_token.matches(t) => Ok(()),
+            Some(t) if self.cfg.agent_token.matches(t) => Err(Outcome::Unauthorized(
+                "this is the agent token; viewer control takes the token of the viewer link".into(),
+            )),
+            Some(_) => Err(Outcome::Unauthorized(
+                "wrong token; open the link graphmind serve printed".into(),
+            )),
+            None => Err(Outcome::Unauthorized(
+                "control needs the viewer token: open the link graphmind serve printed".into(),
+            )),
+        }
+    }
+}

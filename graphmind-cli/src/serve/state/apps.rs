@@ -1,0 +1,273 @@
+//! App connections: their identities and session tokens (run ownership), and the runs that
+//! become abandoned when an app goes away.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use graphmind_protocol::{Extra, HelloAck, HubVersions, Message, RUN_ANY};
+use tokio::sync::mpsc;
+
+use super::{
+    AppConn, AppOut, CLOSED_MEMORY, Closed, Hub, MAX_SESSION_TOKENS, Outcome, PauseKey,
+    SessionToken, TOKENS_PER_IDENTITY,
+};
+use crate::serve::now_ms;
+use crate::serve::storage::RunRow;
+use crate::serve::tokens::random_id;
+
+impl Hub {
+    /// Registers an app connection after its hello and builds the `hello.ack`. Returns the
+    /// connection id, its identity, the ack frame and the run rows to store again (runs the
+    /// identity reclaimed from `abandoned`).
+    pub fn app_hello(
+        &self,
+        tx: mpsc::UnboundedSender<AppOut>,
+        app: Option<String>,
+        capabilities: Vec<String>,
+        resume_token: Option<&str>,
+    ) -> (u64, u64, String, Vec<RunRow>) {
+        let conn = self.next_id();
+        let session_token = random_id("sess");
+        let issued = self.next_id();
+        let mut st = self.lock();
+        let identity = resume_token
+            .and_then(|t| st.tokens.get(t).map(|s| s.identity))
+            .unwrap_or_else(|| self.next_id());
+        st.tokens
+            .insert(session_token.clone(), SessionToken { identity, issued });
+        st.live.insert(identity, conn);
+        st.left.remove(&identity);
+        st.gone.remove(&identity);
+        st.apps.insert(conn, AppConn { identity, tx, app });
+        // The identity's runs are live again; a reclaimed abandoned run is running again in
+        // storage too.
+        let st = &mut *st;
+        let mut rows = Vec::new();
+        for (id, run) in &mut st.runs {
+            if run.owner == Some(identity) {
+                if run.status == "abandoned" {
+                    run.status = "running".into();
+                    rows.push(run.row(id));
+                }
+                st.dirty.insert(id.clone());
+            }
+        }
+        let ack = HelloAck {
+            versions: HubVersions {
+                protocol: graphmind_protocol::PROTOCOL_VERSION,
+                viewer: self.cfg.version.to_owned(),
+                extra: Extra::new(),
+            },
+            capabilities,
+            breakpoints: st.breakpoints.clone(),
+            mode: st.mode,
+            session_token: Some(session_token),
+            hub_capabilities: Some(
+                [
+                    "run-claim",
+                    "dedupe",
+                    "shrink",
+                    "request-id",
+                    "pause-registry",
+                ]
+                .map(String::from)
+                .to_vec(),
+            ),
+            extra: Extra::new(),
+        };
+        let frame = self.frame(RUN_ANY, Message::HelloAck(ack));
+        (conn, identity, frame, rows)
+    }
+
+    /// Handles an app connection going away: its pauses close (the app already continued),
+    /// and its unfinished runs become abandoned unless it comes back within the grace.
+    pub fn app_disconnected(self: &Arc<Self>, conn: u64) {
+        let mut orphaned = false;
+        let identity;
+        {
+            let mut st = self.lock();
+            let Some(app) = st.apps.remove(&conn) else {
+                return;
+            };
+            identity = app.identity;
+            if st.live.get(&identity) != Some(&conn) {
+                return; // the identity already moved to a newer connection
+            }
+            st.live.remove(&identity);
+            st.gone.insert(identity, Instant::now());
+            let st = &mut *st;
+            let keys: Vec<PauseKey> = st
+                .pauses
+                .iter()
+                .filter(|(_, p)| p.identity == Some(identity))
+                .map(|(k, _)| k.clone())
+                .collect();
+            for k in keys {
+                if let Some(mut p) = st.pauses.remove(&k) {
+                    if let Some(w) = p.inflight.take().and_then(|f| f.waiter) {
+                        let _ = w.send(Outcome::Gone(
+                            "the app disconnected; its held gates continued".into(),
+                        ));
+                    }
+                    st.closed.insert(
+                        k,
+                        Closed {
+                            at: Instant::now(),
+                            action: Some("continue".into()),
+                            by: "disconnect",
+                        },
+                    );
+                }
+            }
+            for (id, run) in &st.runs {
+                if run.owner == Some(identity) && !run.finished() {
+                    orphaned = true;
+                    st.dirty.insert(id.clone());
+                }
+            }
+            if orphaned {
+                st.left.insert(identity, Instant::now());
+            }
+        }
+        self.pauses_changed();
+        if orphaned {
+            let hub = Arc::clone(self);
+            tokio::spawn(async move {
+                tokio::time::sleep(hub.cfg.abandon_grace).await;
+                hub.abandon(identity).await;
+            });
+        }
+    }
+
+    async fn abandon(&self, identity: u64) {
+        let rows: Vec<RunRow> = {
+            let mut st = self.lock();
+            if st.live.contains_key(&identity) {
+                return;
+            }
+            // The identity came back and left again since this timer started: the timer of
+            // its latest departure decides.
+            if st
+                .left
+                .get(&identity)
+                .is_some_and(|t| t.elapsed() < self.cfg.abandon_grace)
+            {
+                return;
+            }
+            st.left.remove(&identity);
+            let st = &mut *st;
+            let mut rows = Vec::new();
+            let now = now_ms();
+            for (id, run) in &mut st.runs {
+                if run.owner == Some(identity) && run.status == "running" {
+                    run.status = "abandoned".into();
+                    run.touched = now;
+                    st.dirty.insert(id.clone());
+                    rows.push(run.row(id));
+                }
+            }
+            rows
+        };
+        for r in rows {
+            self.writer.run(r).await;
+        }
+    }
+
+    /// Marks the runs an earlier start left `running` that no app has claimed since this
+    /// start as `abandoned` (called once, the abandon grace after the start).
+    pub async fn abandon_unclaimed(&self) {
+        let rows: Vec<RunRow> = {
+            let mut st = self.lock();
+            let st = &mut *st;
+            let mut rows = Vec::new();
+            let now = now_ms();
+            for (id, run) in &mut st.runs {
+                if run.owner.is_none() && run.status == "running" {
+                    run.status = "abandoned".into();
+                    run.touched = now;
+                    st.dirty.insert(id.clone());
+                    rows.push(run.row(id));
+                }
+            }
+            rows
+        };
+        for r in rows {
+            self.writer.run(r).await;
+        }
+    }
+
+    /// Forgets what a long-lived hub no longer needs: session tokens of apps that went away
+    /// more than the abandon grace ago and own no unfinished run (at most
+    /// [`TOKENS_PER_IDENTITY`] per app, [`MAX_SESSION_TOKENS`] in all), and closed pauses
+    /// older than their memory.
+    pub fn sweep(&self) {
+        let mut guard = self.lock();
+        let st = &mut *guard;
+        let grace = self.cfg.abandon_grace;
+        st.gone.retain(|_, t| t.elapsed() < grace);
+        st.closed.retain(|_, c| c.at.elapsed() < CLOSED_MEMORY);
+        let mut keep: HashSet<u64> = st.live.keys().copied().collect();
+        keep.extend(st.left.keys().copied());
+        keep.extend(st.gone.keys().copied());
+        keep.extend(
+            st.runs
+                .values()
+                .filter(|r| !r.finished())
+                .filter_map(|r| r.owner),
+        );
+        let before = st.tokens.len();
+        st.tokens.retain(|_, t| keep.contains(&t.identity));
+        // The newest few per identity.
+        let mut per: HashMap<u64, Vec<u64>> = HashMap::new();
+        for t in st.tokens.values() {
+            per.entry(t.identity).or_default().push(t.issued);
+        }
+        let mut oldest_kept: HashMap<u64, u64> = HashMap::new();
+        for (identity, mut issued) in per {
+            if issued.len() > TOKENS_PER_IDENTITY {
+                issued.sort_unstable_by(|a, b| b.cmp(a));
+                oldest_kept.insert(identity, issued[TOKENS_PER_IDENTITY - 1]);
+            }
+        }
+        if !oldest_kept.is_empty() {
+            st.tokens.retain(|_, t| {
+                oldest_kept
+                    .get(&t.identity)
+                    .is_none_or(|&min| t.issued >= min)
+            });
+        }
+        // A hard cap: those of disconnected apps go first, oldest first.
+        if st.tokens.len() > MAX_SESSION_TOKENS {
+            let mut idle: Vec<(u64, String)> = st
+                .tokens
+                .iter()
+                .filter(|(_, t)| !st.live.contains_key(&t.identity))
+                .map(|(k, t)| (t.issued, k.clone()))
+                .collect();
+            idle.sort_unstable();
+            let excess = st.tokens.len() - MAX_SESSION_TOKENS;
+            for (_, k) in idle.into_iter().take(excess) {
+                st.tokens.remove(&k);
+            }
+        }
+        let expired = before - st.tokens.len();
+        if expired > 0 {
+            self.stats
+                .tokens_expired
+                .fetch_add(expired as u64, Ordering::Relaxed);
+        }
+    }
+
+    /// Closes every app connection (shutdown).
+    pub fn close_apps(&self) {
+        let st = self.lock();
+        for app in st.apps.values() {
+            let _ = app.tx.send(AppOut::Close(
+                1001,
+                "graphmind serve is shutting down".into(),
+            ));
+        }
+    }
+}

@@ -1,0 +1,126 @@
+//! The debug state: breakpoints and mode, pushed to apps and viewers when they change.
+
+use std::sync::Arc;
+
+use graphmind_protocol::{
+    BreakpointChange, BreakpointMatcher, Extra, Message, Mode, ModeSet, RUN_ANY,
+};
+use serde_json::{Value, json};
+
+use super::viewers::broadcast;
+use super::{AppOut, Hub, State};
+
+fn matcher_json(m: &BreakpointMatcher) -> Value {
+    serde_json::to_value(m).unwrap_or(Value::Null)
+}
+
+impl Hub {
+    /// The debug state as JSON.
+    pub fn debug_json(&self) -> Value {
+        let st = self.lock();
+        debug_json(&st)
+    }
+
+    fn push_debug(&self, st: &State, frames: &[String]) {
+        for app in st.apps.values() {
+            for f in frames {
+                let _ = app.tx.send(AppOut::Text(f.clone()));
+            }
+        }
+        let mut feed = debug_json(st);
+        feed["type"] = json!("debug");
+        broadcast(st, &Arc::from(feed.to_string()));
+    }
+
+    /// Adds a breakpoint unless an equal one exists.
+    pub fn set_breakpoint(&self, m: BreakpointMatcher) -> Value {
+        let m = BreakpointMatcher {
+            extra: Extra::new(),
+            ..m
+        };
+        let mut st = self.lock();
+        if !st.breakpoints.iter().any(|b| b.same_rule(&m)) {
+            st.breakpoints.push(m.clone());
+            let f = self.frame(
+                RUN_ANY,
+                Message::BreakpointSet(BreakpointChange {
+                    matcher: m,
+                    extra: Extra::new(),
+                }),
+            );
+            self.push_debug(&st, &[f]);
+        }
+        debug_json(&st)
+    }
+
+    /// Removes breakpoints equal to `m`, or all of them.
+    pub fn clear_breakpoints(&self, m: Option<BreakpointMatcher>) -> Value {
+        let mut st = self.lock();
+        let (gone, keep): (Vec<_>, Vec<_>) = std::mem::take(&mut st.breakpoints)
+            .into_iter()
+            .partition(|b| m.as_ref().is_none_or(|m| b.same_rule(m)));
+        st.breakpoints = keep;
+        let mut frames = Vec::new();
+        let mut sent: Vec<BreakpointMatcher> = Vec::new();
+        for g in gone {
+            if !sent.iter().any(|s| s.same_rule(&g)) {
+                frames.push(self.frame(
+                    RUN_ANY,
+                    Message::BreakpointClear(BreakpointChange {
+                        matcher: g.clone(),
+                        extra: Extra::new(),
+                    }),
+                ));
+                sent.push(g);
+            }
+        }
+        if !frames.is_empty() {
+            self.push_debug(&st, &frames);
+        }
+        debug_json(&st)
+    }
+
+    /// Switches the mode.
+    pub fn set_mode(&self, mode: Mode) -> Value {
+        let mut st = self.lock();
+        if st.mode != mode {
+            st.mode = mode;
+            let f = self.frame(
+                RUN_ANY,
+                Message::ModeSet(ModeSet {
+                    mode,
+                    extra: Extra::new(),
+                }),
+            );
+            self.push_debug(&st, &[f]);
+        }
+        debug_json(&st)
+    }
+
+    /// Replaces the breakpoints (when given) and the mode (when given).
+    pub fn replace_debug(&self, bps: Option<Vec<BreakpointMatcher>>, mode: Option<Mode>) -> Value {
+        if let Some(bps) = bps {
+            let current: Vec<BreakpointMatcher> = self.lock().breakpoints.clone();
+            for c in current
+                .iter()
+                .filter(|c| !bps.iter().any(|b| b.same_rule(c)))
+            {
+                self.clear_breakpoints(Some(c.clone()));
+            }
+            for b in bps {
+                self.set_breakpoint(b);
+            }
+        }
+        if let Some(m) = mode {
+            self.set_mode(m);
+        }
+        self.debug_json()
+    }
+}
+
+pub(super) fn debug_json(st: &State) -> Value {
+    json!({
+        "breakpoints": st.breakpoints.iter().map(matcher_json).collect::<Vec<_>>(),
+        "mode": st.mode.as_str(),
+    })
+}

@@ -1,0 +1,359 @@
+//! Taking in an app's events: dedupe, run claims, run and pause bookkeeping, storage, and
+//! the fan-out to subscribed viewers.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use graphmind_protocol::{Envelope, Message, Mode, PausePoint};
+use serde_json::Value;
+
+use super::viewers::drop_viewer;
+use super::{
+    CLOSED_MEMORY, Closed, Hub, InFlight, Load, Outcome, Pause, PauseKey, RunState, ViewerOut,
+};
+use crate::serve::now_ms;
+use crate::serve::storage::{EventRow, RunRow};
+
+impl Hub {
+    /// What must be read from storage before an event of `run_id` is taken in.
+    pub fn needs_load(&self, run_id: &str) -> Load {
+        let mut st = self.lock();
+        let evicted = st.evicted;
+        match st.runs.get_mut(run_id) {
+            Some(r) => {
+                // An event is on its way in: the run must not leave memory meanwhile.
+                if r.settled() {
+                    r.touched = now_ms();
+                }
+                if r.seqs.is_none() {
+                    Load::Seqs
+                } else {
+                    Load::Nothing
+                }
+            }
+            None if evicted => Load::Run,
+            None => Load::Nothing,
+        }
+    }
+
+    /// Installs the stored seqs of a run (of an earlier start, or a finished one), and the
+    /// stored run itself if it is not in memory (it was evicted).
+    pub fn install_seqs(&self, run_id: &str, stored: Option<RunRow>, seqs: HashSet<u64>) {
+        let mut st = self.lock();
+        if let Some(r) = st.runs.get_mut(run_id) {
+            if r.seqs.is_none() {
+                r.seqs = Some(seqs);
+            }
+        } else if let Some(row) = stored {
+            let (id, mut r) = RunState::from_row(row);
+            r.seqs = Some(seqs);
+            r.touched = now_ms();
+            st.runs.insert(id, r);
+        }
+    }
+
+    /// Takes in one event of an app: dedupe, run and pause bookkeeping, storage, fan-out.
+    /// `body` is the envelope text to store (already shrunk). Returns whether the event was
+    /// new (not a duplicate, and its app still connected).
+    pub async fn app_event(&self, conn: u64, env: &Envelope, body: Arc<str>) -> bool {
+        let run_id = env.run_id.as_str();
+        let mut rows = Vec::new();
+        let mut pauses_changed = false;
+        let mut duplicate = false;
+        'locked: {
+            let mut guard = self.lock();
+            let st = &mut *guard;
+            let Some(app) = st.apps.get(&conn) else {
+                return false;
+            };
+            let identity = app.identity;
+            let app_name = app.app.clone();
+            let now = now_ms();
+            let run = st.runs.entry(run_id.to_owned()).or_insert_with(|| {
+                let r = RunState {
+                    app: app_name,
+                    name: None,
+                    status: "running".into(),
+                    started_at: None,
+                    ended_at: None,
+                    sdk: None,
+                    created_at: now,
+                    event_count: 0,
+                    owner: Some(identity),
+                    seqs: Some(HashSet::new()),
+                    nodes: HashMap::new(),
+                    touched: now,
+                };
+                rows.push(r.row(run_id));
+                r
+            });
+            run.touched = now;
+            if let Some(seqs) = &mut run.seqs
+                && !seqs.insert(env.seq)
+            {
+                self.stats.duplicates.fetch_add(1, Ordering::Relaxed);
+                duplicate = true;
+                // A replay of an unfinished run whose owner is not connected: its app is back
+                // (e.g. after a hub restart, where its old session token means nothing).
+                if !run.finished() && !run.owner.is_some_and(|o| st.live.contains_key(&o)) {
+                    run.owner = Some(identity);
+                    if run.status == "abandoned" {
+                        run.status = "running".into();
+                        rows.push(run.row(run_id));
+                    }
+                    st.dirty.insert(run_id.to_owned());
+                }
+                // The replay comes oldest first, so it leaves the nodes as the app last
+                // reported them (a hub of a new start knows nothing of them yet).
+                if !run.finished() {
+                    run.track_node(&env.message);
+                }
+                break 'locked;
+            }
+            self.stats.events_accepted.fetch_add(1, Ordering::Relaxed);
+            // Ownership: the identity that claimed the run keeps it while it is connected;
+            // a run whose owner is gone goes to whoever reports it now.
+            let owner_live = run.owner.is_some_and(|o| st.live.contains_key(&o));
+            if run.owner != Some(identity) && !owner_live {
+                run.owner = Some(identity);
+            }
+            run.event_count += 1;
+            if run.status == "abandoned" {
+                run.status = "running".into();
+                rows.push(run.row(run_id));
+            }
+            st.dirty.insert(run_id.to_owned());
+            match &env.message {
+                Message::RunStarted(p) => {
+                    // The app that starts a run owns it.
+                    run.owner = Some(identity);
+                    run.app = Some(p.app.clone());
+                    run.sdk = serde_json::to_value(&p.sdk).ok();
+                    run.name = p
+                        .meta
+                        .as_ref()
+                        .and_then(|m| m.get("name"))
+                        .and_then(Value::as_str)
+                        .map(str::to_owned);
+                    run.started_at = Some(env.ts);
+                    rows.push(run.row(run_id));
+                }
+                Message::RunFinished(p) => {
+                    run.status = p.status.as_str().to_owned();
+                    run.ended_at = Some(env.ts);
+                    run.nodes.clear();
+                    // A long-lived hub must not keep every seq of every run it ever saw: a
+                    // finished run forgets them, and loads them from storage again if more of
+                    // it arrives (a replay).
+                    run.seqs = None;
+                    rows.push(run.row(run_id));
+                    // A finished run holds no gate any more.
+                    let stale: Vec<PauseKey> = st
+                        .pauses
+                        .keys()
+                        .filter(|(r, _)| r == run_id)
+                        .cloned()
+                        .collect();
+                    for k in stale {
+                        if let Some(mut pause) = st.pauses.remove(&k) {
+                            if let Some(w) = pause.inflight.take().and_then(|f| f.waiter) {
+                                let _ = w.send(Outcome::Gone("the run finished".into()));
+                            }
+                            st.closed.insert(
+                                k,
+                                Closed {
+                                    at: Instant::now(),
+                                    action: None,
+                                    by: "app",
+                                },
+                            );
+                            pauses_changed = true;
+                        }
+                    }
+                }
+                Message::NodeStarted(_) | Message::NodeFinished(_) | Message::NodeError(_) => {
+                    run.track_node(&env.message);
+                }
+                Message::ExecPaused(p) => {
+                    let seen = run.nodes.get(&p.node_id);
+                    let reason = p.reason.map_or_else(
+                        || {
+                            if p.point == PausePoint::Error {
+                                "error"
+                            } else if st.mode == Mode::Step && p.point != PausePoint::After {
+                                "step"
+                            } else {
+                                "breakpoint"
+                            }
+                        },
+                        |r| r.as_str(),
+                    );
+                    let node_kind = seen
+                        .and_then(|n| n.kind.clone())
+                        .or_else(|| p.node_id.split_once(':').map(|(k, _)| k.to_owned()));
+                    let node_name = seen
+                        .and_then(|n| n.name.clone())
+                        .or_else(|| p.node_id.split_once(':').map(|(_, n)| n.to_owned()));
+                    let key = (run_id.to_owned(), p.pause_id.clone());
+                    st.closed.remove(&key);
+                    st.pauses.insert(
+                        key,
+                        Pause {
+                            run_id: run_id.to_owned(),
+                            pause_id: p.pause_id.clone(),
+                            node_id: p.node_id.clone(),
+                            point: p.point.as_str().to_owned(),
+                            reason: reason.to_owned(),
+                            instance_id: p
+                                .extra
+                                .get("instanceId")
+                                .and_then(Value::as_str)
+                                .map(str::to_owned)
+                                .or_else(|| seen.and_then(|n| n.instance_id.clone())),
+                            since: now,
+                            kind: node_kind,
+                            name: node_name,
+                            // A client may say what is held in the pause itself (at an
+                            // `after` gate the result is not in any earlier event).
+                            input: p
+                                .extra
+                                .get("input")
+                                .cloned()
+                                .or_else(|| seen.and_then(|n| n.input.clone())),
+                            output: p
+                                .extra
+                                .get("output")
+                                .cloned()
+                                .or_else(|| seen.and_then(|n| n.output.clone())),
+                            error: p
+                                .extra
+                                .get("error")
+                                .cloned()
+                                .or_else(|| seen.and_then(|n| n.error.clone())),
+                            loop_info: p.extra.get("loop").cloned(),
+                            // The gate is held by the app that reported it.
+                            identity: Some(identity),
+                            inflight: None,
+                        },
+                    );
+                    pauses_changed = true;
+                }
+                Message::ExecResumed(p) => {
+                    let key = find_pause(&st.pauses, run_id, &p.pause_id, identity);
+                    if let Some(mut pause) = key.as_ref().and_then(|k| st.pauses.remove(k)) {
+                        let by = match pause.inflight.take().and_then(|f| f.waiter) {
+                            Some(w) => {
+                                let _ = w.send(Outcome::Resumed {
+                                    action: p.action.as_str().to_owned(),
+                                });
+                                "hub"
+                            }
+                            None => "app",
+                        };
+                        prune_closed(&mut st.closed);
+                        st.closed.insert(
+                            (pause.run_id, pause.pause_id),
+                            Closed {
+                                at: Instant::now(),
+                                action: Some(p.action.as_str().to_owned()),
+                                by,
+                            },
+                        );
+                        pauses_changed = true;
+                    }
+                }
+                Message::ExecRefused(p) => {
+                    let key = find_pause(&st.pauses, run_id, &p.pause_id, identity);
+                    // A refusal that names another request (a late answer to one that timed
+                    // out) does not answer the one in flight.
+                    let answers = |f: &InFlight| {
+                        p.extra
+                            .get("requestId")
+                            .and_then(Value::as_str)
+                            .is_none_or(|r| r == f.request_id)
+                    };
+                    if let Some(pause) = key.as_ref().and_then(|k| st.pauses.get_mut(k))
+                        && pause.inflight.as_ref().is_some_and(answers)
+                        && let Some(f) = pause.inflight.take()
+                    {
+                        if let Some(w) = f.waiter {
+                            let _ = w.send(Outcome::Refused {
+                                code: p.code.as_str().to_owned(),
+                                message: p.message.clone(),
+                            });
+                        }
+                        pauses_changed = true;
+                    }
+                }
+                _ => {}
+            }
+        }
+        for r in rows {
+            self.writer.run(r).await;
+        }
+        if duplicate {
+            return false;
+        }
+        let run_arc: Arc<str> = Arc::from(run_id);
+        self.writer
+            .event(EventRow {
+                run_id: Arc::clone(&run_arc),
+                seq: env.seq,
+                ts: env.ts,
+                kind: env.message.type_name().to_owned(),
+                body: Arc::clone(&body),
+            })
+            .await;
+        if pauses_changed {
+            self.pauses_changed();
+        }
+        // Fan-out after the event is queued for storage: a viewer that subscribes later
+        // finds it in the database, one that subscribed earlier gets it here.
+        if self.subscribed.load(Ordering::Relaxed) > 0 {
+            let mut st = self.lock();
+            let mut dead = Vec::new();
+            for (id, v) in &st.viewers {
+                if v.sub.as_deref() == Some(run_id)
+                    && v.tx
+                        .try_send(ViewerOut::Event {
+                            run_id: Arc::clone(&run_arc),
+                            seq: env.seq,
+                            body: Arc::clone(&body),
+                        })
+                        .is_err()
+                {
+                    dead.push(*id);
+                }
+            }
+            for id in dead {
+                drop_viewer(&mut st, &self.subscribed, id);
+            }
+        }
+        true
+    }
+}
+
+fn find_pause(
+    pauses: &HashMap<PauseKey, Pause>,
+    run_id: &str,
+    pause_id: &str,
+    identity: u64,
+) -> Option<PauseKey> {
+    let key = (run_id.to_owned(), pause_id.to_owned());
+    if pauses.contains_key(&key) {
+        return Some(key);
+    }
+    // Some clients report exec.resumed outside the run's id; pause ids are unique per app.
+    pauses
+        .iter()
+        .find(|(_, p)| p.pause_id == pause_id && p.identity == Some(identity))
+        .map(|(k, _)| k.clone())
+}
+
+fn prune_closed(closed: &mut HashMap<PauseKey, Closed>) {
+    if closed.len() > 1024 {
+        closed.retain(|_, c| c.at.elapsed() < CLOSED_MEMORY);
+    }
+}

@@ -1,0 +1,456 @@
+//! The hub's live state: debug state, connected apps and their identities (run ownership),
+//! runs, the pause registry and connected viewers. One mutex guards it; nothing awaits while
+//! holding it.
+//!
+//! This module holds the shared types and [`Hub`] itself; each submodule adds the methods
+//! of one topic:
+//! - `access`: the tokens of the HTTP API and of viewer control.
+//! - `apps`: app connections, their identities and session tokens, abandoned runs.
+//! - `intake`: taking in an app's events (dedupe, run claims, pause bookkeeping, storage,
+//!   fan-out to subscribed viewers).
+//! - `runs`: run state, reads of runs (memory and storage), eviction and retention.
+//! - `pauses`: the pause registry, resume routing and its outcomes.
+//! - `debug`: breakpoints and mode.
+//! - `viewers`: viewer connections, subscriptions, broadcasts and `removed` frames.
+
+mod access;
+mod apps;
+mod debug;
+mod intake;
+mod pauses;
+mod runs;
+mod viewers;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use graphmind_protocol::{BreakpointMatcher, Envelope, Message, Mode, ResumeAction};
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, oneshot, watch};
+
+use super::storage::{Reader, RunRow, Writer};
+use super::tokens::Token;
+use super::{AllowControl, now_ms};
+
+/// How long a closed pause is remembered (to tell "taken" from "gone").
+const CLOSED_MEMORY: Duration = Duration::from_secs(600);
+/// A finished run stays in memory at least this long after its latest event, whatever the cap
+/// (its last `run` frame reaches the viewers, and an event being taken in finds it).
+const EVICT_IDLE_MS: u64 = 1000;
+/// Session tokens kept per app identity (the newest; an app resumes with the latest it got).
+const TOKENS_PER_IDENTITY: usize = 4;
+/// Most session tokens kept in all; beyond it those of disconnected apps go, oldest first.
+pub const MAX_SESSION_TOKENS: usize = 16_384;
+/// Capacity of a viewer's outgoing queue; a viewer that falls this far behind is dropped
+/// (it reconnects and replays).
+pub const VIEWER_QUEUE: usize = 65_536;
+/// Largest `exec.resume` frame sent to an app (the Python client closes on frames > 1 MiB).
+pub const MAX_CONTROL_FRAME: usize = 1024 * 1024;
+
+/// Fixed settings of one hub start.
+#[derive(Debug)]
+pub struct Config {
+    /// Hub version.
+    pub version: &'static str,
+    /// Port listened on.
+    pub port: u16,
+    /// What the agent token may do.
+    pub allow_control: AllowControl,
+    /// Token of the viewer page (URL fragment).
+    pub viewer_token: Token,
+    /// Token of agents and scripts (run file).
+    pub agent_token: Token,
+    /// Grace before a run whose app went away counts as abandoned.
+    pub abandon_grace: Duration,
+    /// How long a resume waits for the app's `exec.resumed` / `exec.refused` (5 s).
+    pub resume_wait: Duration,
+    /// How long an `/ingest` socket may stay open without sending `hello` (10 s).
+    pub hello_timeout: Duration,
+    /// Most finished (or abandoned) runs kept in memory; older ones are read from storage.
+    pub memory_runs: usize,
+}
+
+/// Counters since start (reported by `/health`).
+#[derive(Debug, Default)]
+pub struct Stats {
+    /// Text frames received on /ingest.
+    pub frames_in: AtomicU64,
+    /// Events accepted (new (runId, seq)).
+    pub events_accepted: AtomicU64,
+    /// Events dropped as duplicates.
+    pub duplicates: AtomicU64,
+    /// Frames that were not valid envelopes.
+    pub invalid_frames: AtomicU64,
+    /// Binary frames (ignored).
+    pub binary_frames: AtomicU64,
+    /// Frames of unknown type (stored opaquely).
+    pub unknown_types: AtomicU64,
+    /// Payloads shrunk to the budget.
+    pub shrunk: AtomicU64,
+    /// Frames before hello (ignored).
+    pub ignored_before_hello: AtomicU64,
+    /// `/ingest` sockets closed for sending no `hello` in time.
+    pub hello_timeouts: AtomicU64,
+    /// Events the apps announced lost (`"dropped": n`: evicted from their replay rings before
+    /// they were sent).
+    pub client_dropped: AtomicU64,
+    /// Finished runs dropped from memory (they stay in storage).
+    pub runs_evicted: AtomicU64,
+    /// Runs deleted by the retention rule while running.
+    pub runs_deleted: AtomicU64,
+    /// Session tokens forgotten (their app gone and nothing left to reclaim).
+    pub tokens_expired: AtomicU64,
+}
+
+impl Stats {
+    fn to_json(&self) -> Value {
+        let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        json!({
+            "framesIn": g(&self.frames_in),
+            "eventsAccepted": g(&self.events_accepted),
+            "duplicates": g(&self.duplicates),
+            "invalidFrames": g(&self.invalid_frames),
+            "binaryFrames": g(&self.binary_frames),
+            "unknownTypes": g(&self.unknown_types),
+            "shrunk": g(&self.shrunk),
+            "ignoredBeforeHello": g(&self.ignored_before_hello),
+            "helloTimeouts": g(&self.hello_timeouts),
+            "clientDropped": g(&self.client_dropped),
+            "runsEvicted": g(&self.runs_evicted),
+            "runsDeleted": g(&self.runs_deleted),
+            "sessionTokensExpired": g(&self.tokens_expired),
+        })
+    }
+}
+
+/// A frame for an app connection's writer.
+#[derive(Debug)]
+pub enum AppOut {
+    /// A text frame.
+    Text(String),
+    /// Close with a code and reason.
+    Close(u16, String),
+}
+
+/// A message for a viewer connection's writer.
+#[derive(Debug, Clone)]
+pub enum ViewerOut {
+    /// A ready feed frame.
+    Frame(Arc<str>),
+    /// A live event of a run (the viewer filters by its subscription).
+    Event {
+        /// The run.
+        run_id: Arc<str>,
+        /// The event's seq.
+        seq: u64,
+        /// The stored envelope.
+        body: Arc<str>,
+    },
+    /// A `removed` frame: these runs were deleted by the retention rule. The viewer's
+    /// connection ends its subscription if it is to one of them.
+    Removed {
+        /// The ready feed frame.
+        frame: Arc<str>,
+        /// The runs it names.
+        runs: Arc<HashSet<String>>,
+    },
+}
+
+/// Run ids per `removed` feed frame at most (a large retention pass sends several).
+pub const REMOVED_BATCH: usize = 500;
+
+/// Runs listed in a viewer's `hello`.
+pub const HELLO_RUNS: usize = 200;
+
+/// The answer to a resume request.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// The app confirmed the release.
+    Resumed {
+        /// The action the app reported.
+        action: String,
+    },
+    /// Sent, not confirmed in time.
+    Sent,
+    /// The app refused; the gate stays held.
+    Refused {
+        /// The app's code.
+        code: String,
+        /// The app's message.
+        message: Option<String>,
+    },
+    /// Another resume won.
+    Taken(String),
+    /// No such open pause.
+    Gone(String),
+    /// Bad request.
+    Invalid(String),
+    /// Missing or wrong token.
+    Unauthorized(String),
+    /// Token valid but not allowed.
+    Forbidden(String),
+}
+
+impl Outcome {
+    /// The wire name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Resumed { .. } => "resumed",
+            Self::Sent => "sent",
+            Self::Refused { .. } => "refused",
+            Self::Taken(_) => "taken",
+            Self::Gone(_) => "gone",
+            Self::Invalid(_) => "invalid",
+            Self::Unauthorized(_) => "unauthorized",
+            Self::Forbidden(_) => "forbidden",
+        }
+    }
+
+    /// Whether the request succeeded.
+    pub fn ok(&self) -> bool {
+        matches!(self, Self::Resumed { .. } | Self::Sent)
+    }
+
+    /// A readable explanation.
+    pub fn message(&self) -> Option<String> {
+        match self {
+            Self::Resumed { .. } => None,
+            Self::Sent => Some("sent to the app; it has not confirmed in time".into()),
+            Self::Refused { message, code } => Some(
+                message
+                    .clone()
+                    .unwrap_or_else(|| format!("the app refused ({code})")),
+            ),
+            Self::Taken(m)
+            | Self::Gone(m)
+            | Self::Invalid(m)
+            | Self::Unauthorized(m)
+            | Self::Forbidden(m) => Some(m.clone()),
+        }
+    }
+}
+
+/// What an event's run needs read from storage before the event is taken in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Load {
+    /// Nothing: the run is in memory with its seqs, or it is new.
+    Nothing,
+    /// The run is in memory without its seqs (a run of an earlier start, or a finished one).
+    Seqs,
+    /// The run is not in memory but may be stored (runs were evicted).
+    Run,
+}
+
+/// What a token is asked to do.
+#[derive(Debug, Clone, Copy)]
+pub enum Need {
+    /// Change breakpoints or mode.
+    Debug,
+    /// Resume a gate with this action.
+    Resume(ResumeAction),
+}
+
+#[derive(Debug, Default)]
+struct NodeSeen {
+    kind: Option<String>,
+    name: Option<String>,
+    instance_id: Option<String>,
+    input: Option<Value>,
+    output: Option<Value>,
+    error: Option<Value>,
+}
+
+#[derive(Debug)]
+struct RunState {
+    app: Option<String>,
+    name: Option<String>,
+    status: String,
+    started_at: Option<u64>,
+    ended_at: Option<u64>,
+    sdk: Option<Value>,
+    created_at: u64,
+    event_count: u64,
+    /// The identity (app session) that owns the run.
+    owner: Option<u64>,
+    /// Seqs stored; `None` until loaded from the database (a run of an earlier start, or a
+    /// finished run that receives more frames).
+    seqs: Option<HashSet<u64>>,
+    nodes: HashMap<String, NodeSeen>,
+    /// When its latest event was taken in (epoch ms; 0 for a run loaded from storage).
+    touched: u64,
+}
+
+#[derive(Debug)]
+struct InFlight {
+    request_id: String,
+    waiter: Option<oneshot::Sender<Outcome>>,
+}
+
+#[derive(Debug)]
+struct Pause {
+    run_id: String,
+    pause_id: String,
+    node_id: String,
+    point: String,
+    reason: String,
+    instance_id: Option<String>,
+    since: u64,
+    kind: Option<String>,
+    name: Option<String>,
+    input: Option<Value>,
+    output: Option<Value>,
+    error: Option<Value>,
+    /// The loop guard's details of a `reason: "loop"` hold.
+    loop_info: Option<Value>,
+    identity: Option<u64>,
+    inflight: Option<InFlight>,
+}
+
+#[derive(Debug)]
+struct Closed {
+    at: Instant,
+    action: Option<String>,
+    by: &'static str,
+}
+
+#[derive(Debug)]
+struct AppConn {
+    identity: u64,
+    tx: mpsc::UnboundedSender<AppOut>,
+    app: Option<String>,
+}
+
+#[derive(Debug)]
+struct ViewerConn {
+    tx: mpsc::Sender<ViewerOut>,
+    sub: Option<Arc<str>>,
+}
+
+type PauseKey = (String, String);
+
+#[derive(Debug, Clone, Copy)]
+struct SessionToken {
+    identity: u64,
+    /// Issue order (newer tokens have larger numbers).
+    issued: u64,
+}
+
+#[derive(Debug)]
+struct State {
+    breakpoints: Vec<BreakpointMatcher>,
+    mode: Mode,
+    apps: HashMap<u64, AppConn>,
+    /// Session token → identity.
+    tokens: HashMap<String, SessionToken>,
+    /// Identity → its live connection.
+    live: HashMap<u64, u64>,
+    /// Identity → when its last connection went away (while it has unfinished runs).
+    left: HashMap<u64, Instant>,
+    /// Identity → when its last connection went away (any identity; forgotten after the
+    /// abandon grace, with its session tokens unless it still owns unfinished runs).
+    gone: HashMap<u64, Instant>,
+    /// Whether runs were dropped from memory since start (then a run missing from memory may
+    /// still be in storage).
+    evicted: bool,
+    runs: HashMap<String, RunState>,
+    pauses: HashMap<PauseKey, Pause>,
+    closed: HashMap<PauseKey, Closed>,
+    viewers: HashMap<u64, ViewerConn>,
+    dirty: HashSet<String>,
+}
+
+/// The hub.
+pub struct Hub {
+    /// Settings of this start.
+    pub cfg: Config,
+    /// Counters.
+    pub stats: Stats,
+    /// The storage writer.
+    pub writer: Writer,
+    /// The storage readers.
+    pub reader: Arc<Reader>,
+    state: Mutex<State>,
+    seq: AtomicU64,
+    ids: AtomicU64,
+    subscribed: AtomicUsize,
+    pauses_version: watch::Sender<u64>,
+}
+
+impl Hub {
+    /// A hub over opened storage with the given initial debug state.
+    pub fn new(
+        cfg: Config,
+        writer: Writer,
+        reader: Arc<Reader>,
+        stored: Vec<RunRow>,
+        breakpoints: Vec<BreakpointMatcher>,
+    ) -> Arc<Self> {
+        let runs = stored.into_iter().map(RunState::from_row).collect();
+        Arc::new(Self {
+            cfg,
+            stats: Stats::default(),
+            writer,
+            reader,
+            state: Mutex::new(State {
+                breakpoints,
+                mode: Mode::Run,
+                apps: HashMap::new(),
+                tokens: HashMap::new(),
+                live: HashMap::new(),
+                left: HashMap::new(),
+                gone: HashMap::new(),
+                evicted: false,
+                runs,
+                pauses: HashMap::new(),
+                closed: HashMap::new(),
+                viewers: HashMap::new(),
+                dirty: HashSet::new(),
+            }),
+            seq: AtomicU64::new(0),
+            ids: AtomicU64::new(1),
+            subscribed: AtomicUsize::new(0),
+            pauses_version: watch::channel(0).0,
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock must not take the whole hub down with it.
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn next_id(&self) -> u64 {
+        self.ids.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// A hub → app frame with runId `*` (or the given run) and the hub's own seq.
+    fn frame(&self, run_id: &str, message: Message) -> String {
+        Envelope::new(
+            self.seq.fetch_add(1, Ordering::Relaxed),
+            now_ms(),
+            run_id,
+            message,
+        )
+        .to_json()
+    }
+
+    /// The `/health` document.
+    pub fn health(&self) -> Value {
+        let st = self.lock();
+        json!({
+            "ok": true,
+            "version": self.cfg.version,
+            "pid": std::process::id(),
+            "port": self.cfg.port,
+            "apps": st.apps.len(),
+            "viewers": st.viewers.len(),
+            "runs": st.runs.len(),
+            "sessionTokens": st.tokens.len(),
+            "pauses": st.pauses.len(),
+            "stats": self.stats.to_json(),
+        })
+    }
+}

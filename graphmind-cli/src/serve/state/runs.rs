@@ -1,0 +1,298 @@
+//! Runs: what the hub keeps of each, reads of runs (memory, else storage), eviction from
+//! memory and retention bookkeeping.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use graphmind_protocol::Message;
+use serde_json::{Value, json};
+
+use super::viewers::announce_removed;
+use super::{EVICT_IDLE_MS, Hub, NodeSeen, RunState, State};
+use crate::serve::now_ms;
+use crate::serve::storage::RunRow;
+
+impl RunState {
+    /// A run as stored (no owner, seqs not loaded).
+    pub(super) fn from_row(r: RunRow) -> (String, Self) {
+        let sdk = r.sdk.as_deref().and_then(|s| serde_json::from_str(s).ok());
+        (
+            r.run_id,
+            Self {
+                app: r.app,
+                name: r.name,
+                status: r.status,
+                started_at: r.started_at,
+                ended_at: r.ended_at,
+                sdk,
+                created_at: r.created_at,
+                event_count: r.event_count,
+                owner: None,
+                seqs: None,
+                nodes: HashMap::new(),
+                touched: 0,
+            },
+        )
+    }
+
+    /// The sort key of run lists (newest first): start, else first sight.
+    fn start_key(&self) -> u64 {
+        self.started_at.unwrap_or(self.created_at)
+    }
+
+    /// Keeps what a pause of a node shows: the latest execution's input, output and error.
+    pub(super) fn track_node(&mut self, message: &Message) {
+        match message {
+            Message::NodeStarted(p) => {
+                self.nodes.insert(
+                    p.node_id.clone(),
+                    NodeSeen {
+                        kind: Some(p.kind.as_str().to_owned()),
+                        name: Some(p.name.clone()),
+                        instance_id: Some(p.instance_id.clone()),
+                        input: p.input.clone(),
+                        output: None,
+                        error: None,
+                    },
+                );
+            }
+            Message::NodeFinished(p) => {
+                let n = self.nodes.entry(p.node_id.clone()).or_default();
+                n.output.clone_from(&p.output);
+            }
+            Message::NodeError(p) => {
+                let n = self.nodes.entry(p.node_id.clone()).or_default();
+                n.error = serde_json::to_value(&p.error).ok();
+            }
+            _ => {}
+        }
+    }
+
+    pub(super) fn finished(&self) -> bool {
+        matches!(self.status.as_str(), "ok" | "error" | "aborted")
+    }
+
+    /// Finished or abandoned: counted against the memory cap.
+    pub(super) fn settled(&self) -> bool {
+        self.finished() || self.status == "abandoned"
+    }
+
+    pub(super) fn row(&self, run_id: &str) -> RunRow {
+        RunRow {
+            run_id: run_id.to_owned(),
+            app: self.app.clone(),
+            name: self.name.clone(),
+            status: self.status.clone(),
+            started_at: self.started_at,
+            ended_at: self.ended_at,
+            sdk: self.sdk.as_ref().map(Value::to_string),
+            created_at: self.created_at,
+            event_count: self.event_count,
+        }
+    }
+}
+
+impl Hub {
+    /// Whether runs were evicted from memory since start: then lists and reads of runs must
+    /// look in storage too.
+    pub fn evicted_any(&self) -> bool {
+        self.lock().evicted
+    }
+
+    /// Runs, newest first: those in memory, merged with `stored` (the newest stored runs, read
+    /// when runs were evicted from memory; memory wins for a run in both).
+    pub fn runs(&self, limit: usize, stored: &[RunRow]) -> Vec<Value> {
+        runs_json(&self.lock(), limit, stored)
+    }
+
+    /// One run's summary, if it is in memory.
+    pub fn run(&self, run_id: &str) -> Option<Value> {
+        let st = self.lock();
+        st.runs.get(run_id).map(|r| run_json(&st, run_id, r))
+    }
+
+    /// One run's summary, from memory or else from storage (an evicted run).
+    pub async fn run_anywhere(&self, run_id: &str) -> Result<Option<Value>, String> {
+        if let Some(r) = self.run(run_id) {
+            return Ok(Some(r));
+        }
+        let reader = Arc::clone(&self.reader);
+        let rid = run_id.to_owned();
+        let row = tokio::task::spawn_blocking(move || reader.run(&rid))
+            .await
+            .map_err(|e| e.to_string())??;
+        // It may have come back into memory meanwhile: memory is newer.
+        if let Some(r) = self.run(run_id) {
+            return Ok(Some(r));
+        }
+        Ok(row.map(|row| {
+            let (id, r) = RunState::from_row(row);
+            run_json(&self.lock(), &id, &r)
+        }))
+    }
+
+    /// The newest `limit` stored runs when runs were evicted from memory (else none: memory
+    /// holds every stored run).
+    pub async fn stored_runs(&self, limit: usize) -> Result<Vec<RunRow>, String> {
+        if !self.evicted_any() {
+            return Ok(Vec::new());
+        }
+        let reader = Arc::clone(&self.reader);
+        tokio::task::spawn_blocking(move || reader.runs(limit))
+            .await
+            .map_err(|e| e.to_string())?
+    }
+
+    /// Finished (or abandoned) runs beyond the memory cap that may leave memory, oldest first:
+    /// not touched in the last second and holding no pause. Evict them with
+    /// [`Hub::evict`] once the writer committed everything queued before.
+    pub fn eviction_candidates(&self) -> Vec<String> {
+        let st = self.lock();
+        let cap = self.cfg.memory_runs;
+        if st.runs.len() <= cap {
+            return Vec::new();
+        }
+        let settled = st.runs.values().filter(|r| r.settled()).count();
+        if settled <= cap {
+            return Vec::new();
+        }
+        let paused = paused_runs(&st);
+        let now = now_ms();
+        let mut c: Vec<(u64, &String)> = st
+            .runs
+            .iter()
+            .filter(|(id, r)| evictable(&st, id, r, &paused, now))
+            .map(|(id, r)| (r.start_key(), id))
+            .collect();
+        c.sort_unstable();
+        c.truncate(settled - cap);
+        c.into_iter().map(|(_, id)| id.clone()).collect()
+    }
+
+    /// Drops the given runs from memory, those still evictable. Returns how many left.
+    pub fn evict(&self, ids: &[String]) -> usize {
+        let mut guard = self.lock();
+        let st = &mut *guard;
+        let paused: HashSet<String> = paused_runs(st).into_iter().map(str::to_owned).collect();
+        let paused: HashSet<&str> = paused.iter().map(String::as_str).collect();
+        let now = now_ms();
+        let mut n = 0;
+        for id in ids {
+            let Some(r) = st.runs.get(id) else { continue };
+            if !evictable(st, id, r, &paused, now) {
+                continue;
+            }
+            st.runs.remove(id);
+            st.dirty.remove(id);
+            n += 1;
+        }
+        if n > 0 {
+            st.evicted = true;
+            self.stats
+                .runs_evicted
+                .fetch_add(n as u64, Ordering::Relaxed);
+        }
+        n
+    }
+
+    /// The runs a retention pass must not delete: those still running or holding a pause.
+    pub fn retention_protect(&self) -> HashSet<String> {
+        let st = self.lock();
+        let paused = paused_runs(&st);
+        st.runs
+            .iter()
+            .filter(|(id, r)| r.status == "running" || paused.contains(id.as_str()))
+            .map(|(id, _)| id.clone())
+            .collect()
+    }
+
+    /// Drops runs the retention pass that started at `since` (epoch ms) deleted from memory.
+    /// A run that became active again meanwhile stays; its returned row is to be stored again.
+    /// The others are announced to every viewer in `removed` frames (at most
+    /// [`REMOVED_BATCH`](super::REMOVED_BATCH) ids each); a viewer subscribed to one of them is unsubscribed, and a
+    /// viewer whose queue has no room for the frame is dropped (it reconnects, and its new
+    /// `hello` no longer lists them).
+    pub fn forget_deleted(&self, ids: &[String], since: u64) -> Vec<RunRow> {
+        let mut guard = self.lock();
+        let st = &mut *guard;
+        let paused: HashSet<String> = paused_runs(st).into_iter().map(str::to_owned).collect();
+        let mut rows = Vec::new();
+        let mut removed = Vec::with_capacity(ids.len());
+        for id in ids {
+            match st.runs.get(id) {
+                Some(r) if r.status == "running" || paused.contains(id) || r.touched >= since => {
+                    rows.push(r.row(id));
+                }
+                Some(_) => {
+                    st.runs.remove(id);
+                    st.dirty.remove(id);
+                    removed.push(id.clone());
+                }
+                // Evicted from memory earlier: only storage had it.
+                None => removed.push(id.clone()),
+            }
+        }
+        if !removed.is_empty() {
+            announce_removed(st, &self.subscribed, &removed);
+        }
+        self.stats
+            .runs_deleted
+            .fetch_add(ids.len() as u64, Ordering::Relaxed);
+        rows
+    }
+}
+
+pub(super) fn run_json(st: &State, run_id: &str, r: &RunState) -> Value {
+    let live = !r.finished() && r.owner.is_some_and(|o| st.live.contains_key(&o));
+    let started = r.started_at.unwrap_or(r.created_at);
+    json!({
+        "runId": run_id,
+        "app": r.app,
+        "name": r.name,
+        "status": r.status,
+        "live": live,
+        "startedAt": started,
+        "endedAt": r.ended_at,
+        "durationMs": r.ended_at.map(|e| e.saturating_sub(started)),
+        "eventCount": r.event_count,
+        "sdk": r.sdk,
+    })
+}
+
+/// The newest `limit` runs of memory and `stored` (memory wins for a run in both).
+pub(super) fn runs_json(st: &State, limit: usize, stored: &[RunRow]) -> Vec<Value> {
+    let extra: Vec<(String, RunState)> = stored
+        .iter()
+        .filter(|r| !st.runs.contains_key(&r.run_id))
+        .map(|r| RunState::from_row(r.clone()))
+        .collect();
+    let mut v: Vec<(&String, &RunState)> = st
+        .runs
+        .iter()
+        .chain(extra.iter().map(|(id, r)| (id, r)))
+        .collect();
+    v.sort_by(|a, b| {
+        b.1.start_key()
+            .cmp(&a.1.start_key())
+            .then_with(|| b.0.cmp(a.0))
+    });
+    v.into_iter()
+        .take(limit)
+        .map(|(id, r)| run_json(st, id, r))
+        .collect()
+}
+
+/// Runs that hold an open pause.
+fn paused_runs(st: &State) -> HashSet<&str> {
+    st.pauses.keys().map(|(r, _)| r.as_str()).collect()
+}
+
+/// Whether a run may leave memory: finished or abandoned, idle for a second, no pause held,
+/// no app reporting it.
+fn evictable(st: &State, id: &str, r: &RunState, paused: &HashSet<&str>, now: u64) -> bool {
+    r.settled()
+        && r.touched.saturating_add(EVICT_IDLE_MS) <= now
+        && !paused.contains(id)
+        && (r.finished() || !r.owner.is_some_and(|o| st.live.contains_key(&o)))
+}

@@ -1,0 +1,123 @@
+//! Viewer connections: their subscriptions, broadcasts to all of them and `removed` frames.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use serde_json::json;
+use tokio::sync::mpsc;
+
+use super::debug::debug_json;
+use super::pauses::pauses_json;
+use super::runs::{run_json, runs_json};
+use super::{HELLO_RUNS, Hub, REMOVED_BATCH, State, ViewerConn, ViewerOut};
+use crate::serve::storage::RunRow;
+
+impl Hub {
+    /// Registers a viewer and builds its `hello` frame, atomically with respect to updates.
+    /// `stored`: the newest stored runs, read before when runs were evicted from memory.
+    pub fn viewer_connected(
+        &self,
+        tx: mpsc::Sender<ViewerOut>,
+        stored: &[RunRow],
+    ) -> (u64, String) {
+        let id = self.next_id();
+        let mut st = self.lock();
+        let hello = json!({
+            "type": "hello",
+            "version": self.cfg.version,
+            "debug": debug_json(&st),
+            "runs": runs_json(&st, HELLO_RUNS, stored),
+            "pauses": pauses_json(&st, None),
+        });
+        st.viewers.insert(id, ViewerConn { tx, sub: None });
+        (id, hello.to_string())
+    }
+
+    /// Sets (or clears) a viewer's subscription.
+    pub fn viewer_subscribe(&self, id: u64, run: Option<Arc<str>>) {
+        let mut st = self.lock();
+        if let Some(v) = st.viewers.get_mut(&id) {
+            match (&v.sub, &run) {
+                (None, Some(_)) => {
+                    self.subscribed.fetch_add(1, Ordering::Relaxed);
+                }
+                (Some(_), None) => {
+                    self.subscribed.fetch_sub(1, Ordering::Relaxed);
+                }
+                _ => {}
+            }
+            v.sub = run;
+        }
+    }
+
+    /// Forgets a viewer.
+    pub fn viewer_disconnected(&self, id: u64) {
+        let mut st = self.lock();
+        drop_viewer(&mut st, &self.subscribed, id);
+    }
+
+    /// Sends `run` frames for runs changed since the last call (called on a short tick so a
+    /// flood of events becomes a few updates).
+    pub fn flush_dirty_runs(&self) {
+        let mut st = self.lock();
+        if st.dirty.is_empty() {
+            return;
+        }
+        let dirty = std::mem::take(&mut st.dirty);
+        if st.viewers.is_empty() {
+            return;
+        }
+        for id in dirty {
+            if let Some(r) = st.runs.get(&id) {
+                let frame = json!({"type": "run", "run": run_json(&st, &id, r)});
+                broadcast(&st, &Arc::from(frame.to_string()));
+            }
+        }
+    }
+}
+
+pub(super) fn drop_viewer(st: &mut State, subscribed: &AtomicUsize, id: u64) {
+    if let Some(v) = st.viewers.remove(&id)
+        && v.sub.is_some()
+    {
+        subscribed.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+pub(super) fn broadcast(st: &State, frame: &Arc<str>) {
+    for v in st.viewers.values() {
+        // A viewer whose queue is full is dropped on its next live event; a missed list
+        // update is repaired by the next one.
+        let _ = v.tx.try_send(ViewerOut::Frame(Arc::clone(frame)));
+    }
+}
+
+/// Sends `removed` frames naming `removed` to every viewer, ends the subscriptions to those
+/// runs, and drops the viewers that cannot take a frame.
+pub(super) fn announce_removed(st: &mut State, subscribed: &AtomicUsize, removed: &[String]) {
+    if st.viewers.is_empty() {
+        return;
+    }
+    let gone: HashSet<&str> = removed.iter().map(String::as_str).collect();
+    let batches: Vec<ViewerOut> = removed
+        .chunks(REMOVED_BATCH)
+        .map(|ids| ViewerOut::Removed {
+            frame: Arc::from(json!({"type": "removed", "runIds": ids}).to_string()),
+            runs: Arc::new(ids.iter().cloned().collect()),
+        })
+        .collect();
+    let mut dead = Vec::new();
+    for (id, v) in &mut st.viewers {
+        if v.sub.as_deref().is_some_and(|s| gone.contains(s)) {
+            v.sub = None;
+            subscribed.fetch_sub(1, Ordering::Relaxed);
+        }
+        if batches.iter().any(|b| v.tx.try_send(b.clone()).is_err()) {
+            dead.push(*id);
+        }
+    }
+    for id in dead {
+        drop_viewer(st, subscribed, id);
+    }
+}
