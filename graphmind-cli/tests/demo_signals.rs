@@ -4,13 +4,12 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
-use support::{TempDir, graphmind_in, http, wait_for};
+use support::{TempDir, first_json_line, graphmind_in, http, wait_for};
 
 /// A `graphmind demo --no-open --port 0 --json` whose run is held on its planted error.
 struct Demo {
@@ -31,19 +30,7 @@ impl Demo {
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn graphmind demo");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut line = String::new();
-            let _ = BufReader::new(stdout).read_line(&mut line);
-            let _ = tx.send(line);
-        });
-        let line = rx.recv_timeout(Duration::from_secs(20)).unwrap_or_default();
-        let Ok(line) = serde_json::from_str::<Value>(line.trim()) else {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("demo printed no JSON line in 20 s: {line:?}");
-        };
+        let line = first_json_line(&mut child, "demo").unwrap_or_else(|e| panic!("{e}"));
         let port = u16::try_from(line["port"].as_u64().expect("port")).expect("port fits");
         let run_file = home.0.join("run").join(format!("serve-{port}.json"));
         let demo = Self {

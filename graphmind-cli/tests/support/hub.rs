@@ -1,7 +1,7 @@
 //! The real `graphmind serve` binary in a private home, and plain HTTP to it.
 
 use std::ffi::OsString;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -41,19 +41,7 @@ impl Serve {
             .stderr(Stdio::null())
             .spawn()
             .map_err(|e| format!("spawn graphmind serve: {e}"))?;
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut line = String::new();
-            let _ = BufReader::new(stdout).read_line(&mut line);
-            let _ = tx.send(line);
-        });
-        let line = rx.recv_timeout(Duration::from_secs(20)).unwrap_or_default();
-        let Ok(line) = serde_json::from_str::<Value>(line.trim()) else {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err("serve printed no JSON line in 20 s".to_owned());
-        };
+        let line = super::first_json_line(&mut child, "serve")?;
         let port = u16::try_from(line["port"].as_u64().expect("port")).expect("port fits");
         let run_file = home.join("run").join(format!("serve-{port}.json"));
         let run: Value =

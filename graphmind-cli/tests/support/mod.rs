@@ -99,6 +99,28 @@ pub fn free_port() -> u16 {
     l.local_addr().expect("addr").port()
 }
 
+/// The first line `child` prints on its (piped) stdout, as JSON, within 20 s; `what` names
+/// the command in the error. On failure the child is killed.
+pub fn first_json_line(
+    child: &mut std::process::Child,
+    what: &str,
+) -> Result<serde_json::Value, String> {
+    use std::io::BufRead;
+    let stdout = child.stdout.take().expect("stdout piped");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = std::io::BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let line = rx.recv_timeout(Duration::from_secs(20)).unwrap_or_default();
+    serde_json::from_str(line.trim()).map_err(|_| {
+        let _ = child.kill();
+        let _ = child.wait();
+        format!("{what} printed no JSON line in 20 s: {line:?}")
+    })
+}
+
 /// The binary under test with `GRAPHMIND_HOME=home` and no stdin.
 pub fn graphmind_in(home: &Path) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_graphmind"));

@@ -10,8 +10,8 @@ use graphmind_protocol::{Extra, HelloAck, HubVersions, Message, RUN_ANY};
 use tokio::sync::mpsc;
 
 use super::{
-    AppConn, AppOut, CLOSED_MEMORY, Closed, Hub, MAX_SESSION_TOKENS, Outcome, PauseKey,
-    SessionToken, TOKENS_PER_IDENTITY,
+    AppConn, AppOut, CLOSED_MEMORY, Closed, Hub, MAX_SESSION_TOKENS, Outcome, PauseKey, RunState,
+    SessionToken, State, TOKENS_PER_IDENTITY,
 };
 use crate::serve::now_ms;
 use crate::serve::storage::RunRow;
@@ -157,18 +157,7 @@ impl Hub {
                 return;
             }
             st.left.remove(&identity);
-            let st = &mut *st;
-            let mut rows = Vec::new();
-            let now = now_ms();
-            for (id, run) in &mut st.runs {
-                if run.owner == Some(identity) && run.status == "running" {
-                    run.status = "abandoned".into();
-                    run.touched = now;
-                    st.dirty.insert(id.clone());
-                    rows.push(run.row(id));
-                }
-            }
-            rows
+            mark_abandoned(&mut st, |run| run.owner == Some(identity))
         };
         for r in rows {
             self.writer.run(r).await;
@@ -178,21 +167,7 @@ impl Hub {
     /// Marks the runs an earlier start left `running` that no app has claimed since this
     /// start as `abandoned` (called once, the abandon grace after the start).
     pub async fn abandon_unclaimed(&self) {
-        let rows: Vec<RunRow> = {
-            let mut st = self.lock();
-            let st = &mut *st;
-            let mut rows = Vec::new();
-            let now = now_ms();
-            for (id, run) in &mut st.runs {
-                if run.owner.is_none() && run.status == "running" {
-                    run.status = "abandoned".into();
-                    run.touched = now;
-                    st.dirty.insert(id.clone());
-                    rows.push(run.row(id));
-                }
-            }
-            rows
-        };
+        let rows = mark_abandoned(&mut self.lock(), |run| run.owner.is_none());
         for r in rows {
             self.writer.run(r).await;
         }
@@ -270,4 +245,20 @@ impl Hub {
             ));
         }
     }
+}
+
+/// Marks the running runs `which` picks `abandoned` (for the viewers and storage); returns
+/// their rows to store.
+fn mark_abandoned(st: &mut State, which: impl Fn(&RunState) -> bool) -> Vec<RunRow> {
+    let now = now_ms();
+    let mut rows = Vec::new();
+    for (id, run) in &mut st.runs {
+        if run.status == "running" && which(run) {
+            run.status = "abandoned".into();
+            run.touched = now;
+            st.dirty.insert(id.clone());
+            rows.push(run.row(id));
+        }
+    }
+    rows
 }
