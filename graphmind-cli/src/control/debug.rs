@@ -1,0 +1,87 @@
+//! `graphmind break` and `graphmind mode`: the hub's breakpoints and step mode.
+
+use super::*;
+
+fn matcher_text(m: &Value) -> String {
+    let mut parts = Vec::new();
+    for k in ["kind", "name", "point"] {
+        if let Some(v) = m.get(k).and_then(Value::as_str) {
+            parts.push(format!("{k}={v}"));
+        }
+    }
+    if m.get("point").is_none() {
+        parts.push("(point before)".into());
+    }
+    parts.join(" ")
+}
+
+pub(super) fn print_debug(state: &Value, as_json: bool) -> Result<(), Fail> {
+    if as_json {
+        return print_json(state);
+    }
+    let mut out = String::new();
+    let _ = writeln!(out, "mode: {}", s(state, "mode"));
+    let bps = state
+        .get("breakpoints")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    if bps.is_empty() {
+        out.push_str("breakpoints: none\n");
+    } else {
+        out.push_str("breakpoints:\n");
+        for b in &bps {
+            let _ = writeln!(out, "  {}", matcher_text(b));
+        }
+    }
+    std::io::stdout()
+        .lock()
+        .write_all(out.as_bytes())
+        .map_err(io_fail)
+}
+
+pub(super) fn breakpoints(
+    port: Option<u16>,
+    op: &str,
+    kind: Option<String>,
+    name: Option<String>,
+    point: Option<String>,
+    as_json: bool,
+) -> Result<(), Fail> {
+    let mut matcher = serde_json::Map::new();
+    for (k, v) in [("kind", kind), ("name", name), ("point", point)] {
+        if let Some(v) = v {
+            matcher.insert(k.into(), Value::String(v));
+        }
+    }
+    if op == "list" && !matcher.is_empty() {
+        return Err(Fail::new(
+            Exit::Usage,
+            "break list takes no --kind, --name or --point",
+        ));
+    }
+    if op == "set" && matcher.is_empty() {
+        return Err(Fail::new(
+            Exit::Usage,
+            "break set needs --kind, --name and/or --point",
+        ));
+    }
+    let h = Hub::locate(port)?;
+    let state = match op {
+        "list" => expect_ok(h.get("/api/debug", READ_TIMEOUT)?)?,
+        "set" => expect_ok(h.post(
+            "/api/debug/breakpoints/set",
+            &json!({"matcher": matcher}),
+            READ_TIMEOUT,
+        )?)?,
+        _ => {
+            let body = if matcher.is_empty() {
+                json!({"all": true})
+            } else {
+                json!({"matcher": matcher})
+            };
+            expect_ok(h.post("/api/debug/breakpoints/clear", &body, READ_TIMEOUT)?)?
+        }
+    };
+    print_debug(&state, as_json)
+}

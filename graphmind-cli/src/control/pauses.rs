@@ -1,0 +1,322 @@
+//! `graphmind pauses`, `wait` and `resume`: the open pauses, waiting for one, and releasing
+//! one — with the resume commands the hub's `allowControl` lets the agent token run.
+
+use super::*;
+
+fn pauses_path(run: Option<&str>, wait: Option<f64>) -> String {
+    let mut q = Vec::new();
+    if let Some(r) = run {
+        q.push(format!("runId={}", enc(r)));
+    }
+    if let Some(w) = wait {
+        q.push(format!("wait={w:.3}"));
+    }
+    if q.is_empty() {
+        "/api/pauses".into()
+    } else {
+        format!("/api/pauses?{}", q.join("&"))
+    }
+}
+
+fn pause_list(v: &Value) -> Vec<Value> {
+    v.get("pauses")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
+}
+
+pub(super) fn pauses(h: &Hub, run: Option<&str>, as_json: bool) -> Result<(), Fail> {
+    let v = expect_ok(h.get(&pauses_path(run, None), READ_TIMEOUT)?)?;
+    if as_json {
+        return print_json(&v);
+    }
+    let list = pause_list(&v);
+    let mut out = String::new();
+    if list.is_empty() {
+        out.push_str("no open pauses\n");
+    } else {
+        let _ = writeln!(
+            out,
+            "{:<22} {:<20} {:<24} {:<6} {:<10} {:<8} SINCE (UTC)",
+            "PAUSE", "RUN", "NODE", "POINT", "REASON", "STATE"
+        );
+        for p in &list {
+            let _ = writeln!(
+                out,
+                "{:<22} {:<20} {:<24} {:<6} {:<10} {:<8} {}",
+                s(p, "pauseId"),
+                s(p, "runId"),
+                s(p, "nodeId"),
+                s(p, "point"),
+                s(p, "reason"),
+                s(p, "state"),
+                time_of(p["since"].as_u64()),
+            );
+        }
+    }
+    std::io::stdout()
+        .lock()
+        .write_all(out.as_bytes())
+        .map_err(io_fail)
+}
+
+/// A shell word: bare when safe, else single-quoted.
+pub(super) fn sh(word: &str) -> String {
+    if !word.is_empty()
+        && word
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.:/@%+=,".contains(&b))
+    {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+/// The commands that release `p`, one per action of `actions`.
+pub(super) fn resume_commands(p: &Value, port: u16, actions: &[&str]) -> Vec<String> {
+    let port = if port == DEFAULT_PORT {
+        String::new()
+    } else {
+        format!(" --port {port}")
+    };
+    let base = format!(
+        "graphmind resume {} --run {}{port}",
+        sh(s(p, "pauseId")),
+        sh(s(p, "runId"))
+    );
+    let example = p
+        .get("output")
+        .filter(|o| !o.is_null())
+        .map_or_else(|| "null".to_owned(), Value::to_string);
+    let example = if example.len() > 200 {
+        "<JSON>".to_owned()
+    } else {
+        example
+    };
+    actions
+        .iter()
+        .map(|&a| {
+            if a == "inject" {
+                format!("{base} --action inject --output {}", sh(&example))
+            } else {
+                format!("{base} --action {a}")
+            }
+        })
+        .collect()
+}
+
+/// How `p` can be released from here: the `graphmind resume` commands that the hub lets the
+/// agent token run (its `allowControl`), and a note when some or all of them are not allowed.
+pub(super) fn resume_advice(
+    p: &Value,
+    port: u16,
+    allow_control: Option<&str>,
+    token_problem: Option<&str>,
+) -> (Vec<String>, Option<String>) {
+    if let Some(problem) = token_problem {
+        return (
+            Vec::new(),
+            Some(format!(
+                "resume it in the viewer: `graphmind resume` needs the hub's agent token \
+                 ({problem})"
+            )),
+        );
+    }
+    match allow_control {
+        Some("off") => (
+            Vec::new(),
+            Some(format!(
+                "resume it in the viewer, or restart serve with --allow-control resume (or \
+                 inject): the hub on port {port} runs with --allow-control off, so \
+                 `graphmind resume` would be refused"
+            )),
+        ),
+        Some("resume") => (
+            resume_commands(p, port, &["continue", "retry", "abort"]),
+            Some(
+                "inject it in the viewer, or restart serve with --allow-control inject: the hub \
+                 runs with --allow-control resume"
+                    .to_owned(),
+            ),
+        ),
+        _ => (
+            resume_commands(p, port, &["continue", "retry", "inject", "abort"]),
+            None,
+        ),
+    }
+}
+
+fn shown(v: Option<&Value>) -> String {
+    match v {
+        None | Some(Value::Null) => "-".into(),
+        Some(v) => {
+            let t = v.to_string();
+            if t.chars().count() > 2000 {
+                let cut: String = t.chars().take(2000).collect();
+                format!("{cut}… ({} bytes)", t.len())
+            } else {
+                t
+            }
+        }
+    }
+}
+
+pub(super) fn wait(
+    port: Option<u16>,
+    timeout: Option<f64>,
+    run: Option<&str>,
+    as_json: bool,
+) -> Result<(), Fail> {
+    if let Some(t) = timeout
+        && !(t.is_finite() && t >= 0.0)
+    {
+        return Err(Fail::new(
+            Exit::Usage,
+            "--timeout takes a number of seconds >= 0",
+        ));
+    }
+    // Usage errors first: they are the same whichever hub would have answered.
+    let h = &Hub::locate(port)?;
+    let deadline = timeout.map(|t| Instant::now() + Duration::from_secs_f64(t.min(1e9)));
+    let pause = loop {
+        let chunk = match deadline {
+            Some(d) => d
+                .saturating_duration_since(Instant::now())
+                .as_secs_f64()
+                .min(600.0),
+            None => 600.0,
+        };
+        // `wait=0` would mean "do not wait"; ask without it for the last look.
+        let path = pauses_path(run, (chunk >= 0.001).then_some(chunk));
+        let v = expect_ok(h.get(&path, Duration::from_secs_f64(chunk + 30.0))?)?;
+        if let Some(p) = pause_list(&v).into_iter().next() {
+            break p;
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return Err(Fail::new(
+                Exit::Timeout,
+                format!(
+                    "no pause opened within {} s",
+                    timeout.map_or_else(String::new, |t| t.to_string())
+                ),
+            ));
+        }
+    };
+    let (commands, note) = resume_advice(
+        &pause,
+        h.port,
+        h.allow_control.as_deref(),
+        h.token_problem(),
+    );
+    if as_json {
+        let mut o = pause.clone();
+        if let Some(m) = o.as_object_mut() {
+            m.insert("resume".into(), json!(commands));
+            if let Some(n) = &note {
+                m.insert("resumeNote".into(), json!(n));
+            }
+        }
+        return print_json(&o);
+    }
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "paused: {} at {} ({}) in run {}",
+        s(&pause, "nodeId"),
+        s(&pause, "point"),
+        s(&pause, "reason"),
+        s(&pause, "runId")
+    );
+    let _ = writeln!(out, "  pause   {}", s(&pause, "pauseId"));
+    let _ = writeln!(out, "  input   {}", shown(pause.get("input")));
+    let _ = writeln!(out, "  output  {}", shown(pause.get("output")));
+    let _ = writeln!(out, "  error   {}", shown(pause.get("error")));
+    if !commands.is_empty() {
+        out.push_str("resume it with one of:\n");
+        for c in &commands {
+            let _ = writeln!(out, "  {c}");
+        }
+    }
+    if let Some(n) = &note {
+        let _ = writeln!(out, "{n}");
+    }
+    std::io::stdout()
+        .lock()
+        .write_all(out.as_bytes())
+        .map_err(io_fail)
+}
+
+/// `--output`: JSON text, or `@file` holding JSON.
+pub(super) fn output_arg(raw: &str) -> Result<Value, Fail> {
+    let (text, from) = match raw.strip_prefix('@') {
+        Some(path) => (
+            std::fs::read_to_string(path)
+                .map_err(|e| Fail::new(Exit::Usage, format!("cannot read {path}: {e}")))?,
+            format!(" in {path}"),
+        ),
+        None => (raw.to_owned(), String::new()),
+    };
+    serde_json::from_str(&text).map_err(|e| {
+        Fail::new(
+            Exit::Usage,
+            format!("--output{from} is not JSON ({e}); quote strings, e.g. --output '\"text\"'"),
+        )
+    })
+}
+
+pub(super) fn resume(
+    port: Option<u16>,
+    pause_id: &str,
+    run_id: &str,
+    action: &str,
+    output: Option<&str>,
+    as_json: bool,
+) -> Result<(), Fail> {
+    let mut body = json!({"action": action});
+    match (action, output) {
+        ("inject", None) => {
+            return Err(Fail::new(
+                Exit::Usage,
+                "--action inject needs --output JSON (or --output @file)",
+            ));
+        }
+        ("inject", Some(o)) => body["output"] = output_arg(o)?,
+        (_, Some(_)) => {
+            return Err(Fail::new(
+                Exit::Usage,
+                "--output goes only with --action inject",
+            ));
+        }
+        _ => {}
+    }
+    let h = &Hub::locate(port)?;
+    let path = format!("/api/runs/{}/pauses/{}/resume", enc(run_id), enc(pause_id));
+    let a = h.post(&path, &body, RESUME_TIMEOUT)?;
+    let v = a.json();
+    if a.status == 200 {
+        if as_json {
+            return print_json(&v);
+        }
+        println!("resumed {pause_id} of run {run_id} ({action})");
+        return Ok(());
+    }
+    if as_json && v.get("outcome").is_some() {
+        print_json(&v)?;
+    }
+    let f = Fail::of(&a);
+    let msg = match a.status {
+        202 => format!("sent {action} to the app, but it did not confirm within 5 s"),
+        422 => format!(
+            "the app refused {action}{}: {} (the gate stays held)",
+            v.get("code")
+                .and_then(Value::as_str)
+                .map_or_else(String::new, |c| format!(" ({c})")),
+            f.msg
+        ),
+        409 => format!("{pause_id} is taken: {}", f.msg),
+        410 => format!("{pause_id} is gone: {}", f.msg),
+        _ => f.msg,
+    };
+    Err(Fail::new(f.code, msg))
+}
