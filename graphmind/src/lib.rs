@@ -40,7 +40,8 @@
 //!
 //! An injected value is deserialized into the function's return type (its `Ok` type for a
 //! `Result`, returned as `Ok`); one that does not fit is refused back to the debugger and the
-//! gate stays held, so the app never sees a value of the wrong shape. Retry runs the body
+//! gate stays held, so the app never sees a value of the wrong shape. A streaming return
+//! (`impl Stream`) has no `after` gate and refuses inject the same way. Retry runs the body
 //! again with fresh clones of its arguments; where it cannot (a `&mut` argument, `self` by
 //! value, or `retry = false` on the attribute) it is refused the same way. A held gate continues by itself when
 //! the debugger disconnects, stops answering pings (3 s by default), when

@@ -505,8 +505,9 @@ impl std::fmt::Debug for Node {
 
 impl Node {
     /// Starts node `<kind>:<name>` in the running task's run (emits `node.started`; the
-    /// parent is the run's agent node). `None` when the session is disabled: call straight
-    /// through then.
+    /// parent is the run's agent node). Outside any run it goes to the session's implicit run
+    /// (named `implicit`, no agent node, so no parent). `None` when the session is disabled:
+    /// call straight through then.
     #[must_use]
     pub fn start(kind: NodeKind, name: &str, input: Option<Value>) -> Option<Self> {
         Self::start_with(kind, name, &format!("{kind}:{name}"), None, input)
@@ -601,7 +602,8 @@ impl Node {
         }
     }
 
-    /// Queues a streamed delta (batched into one `node.token` per 34 ms).
+    /// Queues a streamed delta (batched into one `node.token` per
+    /// [`Config::token_interval`](crate::Config::token_interval), 34 ms by default).
     pub fn token(&mut self, kind: DeltaKind, text: &str) {
         self.run.push_token(kind, text);
     }
@@ -652,7 +654,9 @@ impl Node {
 
     /// Hands the node to a stream: every item is observed by `observe` on its way to the
     /// consumer; the node finishes when the stream ends or is dropped (`streaming: true`,
-    /// `chunks`).
+    /// `chunks`, and `dropped: true` when dropped before its end; the status stays `ok` unless
+    /// `observe` reported an error). `chunks` counts the
+    /// [`Observer::chunk`](crate::tee::Observer::chunk) calls that `observe` makes.
     pub fn tee<S: futures_core::Stream>(
         self,
         stream: S,
