@@ -81,7 +81,14 @@ pub(crate) fn expand(kind: Kind, args: &Args, item: ItemFn, an: &Analysis) -> To
             quote!(#check let __graphmind_input = #p::capture(#build);)
         }
         Kind::ModelStep => {
-            let group = match (&args.invocation, an.params.first()) {
+            // The request: the first argument the input records (a skipped one is a client,
+            // a key, a handle…), else the first argument.
+            let request = an
+                .params
+                .iter()
+                .find(|param| !param.skipped)
+                .or(an.params.first());
+            let group = match (&args.invocation, request) {
                 (Some(expr), _) => quote_spanned!(expr.span()=> #p::Grouping::explicit(#expr)),
                 (None, Some(first)) => {
                     let ident = &first.ident;

@@ -66,7 +66,7 @@ pub fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
 ///   error (retry re-runs the body in the same node; inject substitutes the response). With a
 ///   streaming return, inject is refused at every gate (`exec.refused`, code unsupported).
 /// - Invocations: a step continues the run's current invocation when its request (the first
-///   argument after `self`, even one listed in `skip(…)`) has the same first message and more messages — through
+///   argument after `self` not listed in `skip(…)`) has the same first message and more messages — through
 ///   `graphmind::model::StepRequest` if the request implements it, else through a `messages`
 ///   field of the captured input — or when `invocation = <expr>` gives the same key.
 /// - Streaming returns are teed: every item reaches the caller unchanged and when it would

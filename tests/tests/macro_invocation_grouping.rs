@@ -1,6 +1,7 @@
 //! Model steps inside one run are grouped into invocations: a step continues the previous
 //! invocation when its request has the same first message and has grown (through
-//! `StepRequest`, or the captured `messages` field), or when `invocation = …` says so.
+//! `StepRequest`, or the captured `messages` field), or when `invocation = …` says so. The
+//! request is the first argument the input records (not a skipped client).
 
 mod macro_support;
 
@@ -37,6 +38,30 @@ async fn by_trait(request: Chat) -> String {
 #[graphmind::model_step]
 async fn by_input(request: Plain) -> String {
     request.messages.join("|")
+}
+
+/// A `StepRequest` whose input does not serialize as `messages` (like the Responses API's
+/// `input`), behind a skipped client argument.
+#[derive(Clone, serde::Serialize)]
+struct Responses {
+    input: Vec<String>,
+}
+
+impl graphmind::model::StepRequest for Responses {
+    fn first_message(&self) -> Option<Cow<'_, str>> {
+        self.input.first().map(|m| Cow::Borrowed(m.as_str()))
+    }
+    fn message_count(&self) -> usize {
+        self.input.len()
+    }
+}
+
+struct Client;
+
+#[graphmind::model_step(skip(client))]
+async fn after_a_client(client: &Client, request: Responses) -> String {
+    let _ = client;
+    request.input.join("|")
 }
 
 #[graphmind::model_step(invocation = ticket)]
@@ -159,5 +184,39 @@ async fn an_explicit_invocation_key_groups_by_key() {
     run_finished(&hub).await;
     // Only the run's current invocation can be continued: key 7 after key 8 starts anew.
     assert_eq!(shape(&steps(&hub).0), ["A:s1", "A:s2", "B:s1", "C:s1"]);
+    gm.dispose().await;
+}
+
+#[tokio::test]
+async fn a_skipped_client_argument_is_not_taken_for_the_request() {
+    let hub = FakeDebugger::start().await;
+    let gm = attached(&hub, vec![]).await;
+    gm.run("r", async {
+        after_a_client(
+            &Client,
+            Responses {
+                input: msgs(&["sys", "u1"]),
+            },
+        )
+        .await;
+        after_a_client(
+            &Client,
+            Responses {
+                input: msgs(&["sys", "u1", "a1"]),
+            },
+        )
+        .await;
+        after_a_client(
+            &Client,
+            Responses {
+                input: msgs(&["sys2"]),
+            },
+        )
+        .await;
+    })
+    .await
+    .expect("not aborted");
+    run_finished(&hub).await;
+    assert_eq!(shape(&steps(&hub).0), ["A:s1", "A:s2", "B:s1"]);
     gm.dispose().await;
 }
