@@ -31,6 +31,11 @@ impl StepResponse for &str {}
 impl StepResponse for serde_json::Value {}
 
 /// One item of a streamed model response.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a streamed model chunk graphmind can read",
+    label = "the items of a `#[graphmind::model_step]` stream must implement `graphmind::model::StepChunk`",
+    note = "implement `graphmind::model::StepChunk` for it: `deltas` reports the text, reasoning and tool-argument pieces (see `examples/src/lib.rs`)"
+)]
 pub trait StepChunk {
     /// Reports the chunk's deltas: answer text, reasoning, or tool-call arguments.
     fn deltas(&self, emit: &mut dyn FnMut(DeltaKind, &str));
