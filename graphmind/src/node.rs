@@ -655,7 +655,8 @@ impl Node {
     /// Hands the node to a stream: every item is observed by `observe` on its way to the
     /// consumer; the node finishes when the stream ends or is dropped (`streaming: true`,
     /// `chunks`, and `dropped: true` when dropped before its end; the status stays `ok` unless
-    /// `observe` reported an error). `chunks` counts the
+    /// `observe` reported an error, or the stream was dropped because the debugger aborted its
+    /// run: then `aborted` with `cancelled: true`). `chunks` counts the
     /// [`Observer::chunk`](crate::tee::Observer::chunk) calls that `observe` makes.
     pub fn tee<S: futures_core::Stream>(
         self,

@@ -13,6 +13,9 @@ use crate::node::{Finish, NodeRun};
 /// What a tee has seen so far; finishes its node on drop.
 pub struct Observer {
     pub(crate) node: NodeRun,
+    /// The run the stream was opened in: a stream dropped because that run was aborted
+    /// finishes `aborted`, not `ok`.
+    run: Option<std::sync::Arc<crate::exec::scope::RunCtx>>,
     pub(crate) chunks: u64,
     pub(crate) errors: u64,
     pub(crate) usage: Option<TokenUsage>,
@@ -33,6 +36,7 @@ impl Observer {
     pub(crate) fn new(node: NodeRun) -> Self {
         Self {
             node,
+            run: crate::exec::scope::Scope::run(),
             chunks: 0,
             errors: 0,
             usage: None,
@@ -86,8 +90,13 @@ impl Drop for Observer {
         if !self.ended {
             extra.insert("dropped".into(), true.into());
         }
+        let aborted = !self.ended && self.run.as_ref().is_some_and(|r| r.is_aborted());
         let status = if self.errors > 0 {
             Status::Error
+        } else if aborted {
+            // Cut short by the debugger's abort, not by a consumer done reading.
+            extra.insert("cancelled".into(), true.into());
+            Status::Aborted
         } else {
             Status::Ok
         };
