@@ -53,7 +53,8 @@
 //! - [`Config`]: every setting (debugger URL, meta, ring limits, token interval, timeouts,
 //!   redaction with `hide_*`, the loop guard with `on_loop`), each with its environment
 //!   variable where one exists.
-//! - [`run()`], [`run_result`], [`in_current_run`] and [`run!`]: run scopes.
+//! - [`run()`], [`run_result`], [`in_current_run`], [`current_run_id`] and [`run!`]: run
+//!   scopes.
 //! - [`model`]: the traits that let a model SDK's request, response and stream chunks show up
 //!   in a model step.
 //! - [`node`], [`tee`], [`Session::emit`]: the low-level API the macros are built on, for
@@ -125,7 +126,7 @@ mod timer;
 #[cfg(feature = "enabled")]
 mod tokens;
 pub use roster::tools as tool_roster;
-pub use run::{Aborted, in_current_run, run, run_result};
+pub use run::{Aborted, current_run_id, in_current_run, run, run_result};
 
 pub use graphmind_macros::{model_step, tool};
 mod run_macro;

@@ -117,6 +117,27 @@ pub fn in_current_run<F: Future>(fut: F) -> impl Future<Output = F::Output> {
     fut
 }
 
+/// The id of the run the calling task is in (inside [`run()`], [`run_result`], `run!` or a
+/// future wrapped by [`in_current_run`]), e.g. for [`Session::emit`](crate::Session::emit);
+/// `None` outside any run, and when the session is disabled or compiled out.
+///
+/// ```no_run
+/// # async fn demo() {
+/// let _ = graphmind::run("ticket", async {
+///     let id = graphmind::current_run_id().expect("inside a run");
+///     assert!(id.starts_with("run_"));
+/// })
+/// .await;
+/// # }
+/// ```
+#[must_use]
+pub fn current_run_id() -> Option<String> {
+    #[cfg(feature = "enabled")]
+    return crate::exec::scope::Scope::run().map(|r| r.run_id.to_string());
+    #[cfg(not(feature = "enabled"))]
+    None
+}
+
 impl crate::Session {
     /// [`run_result`] on this session instead of the default one.
     pub async fn run_result<F, T, E>(

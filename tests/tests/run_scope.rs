@@ -279,3 +279,38 @@ async fn abort_releases_the_other_held_gates_of_the_run() {
     assert_eq!(statuses, ["aborted", "aborted"]);
     gm.dispose().await;
 }
+
+#[tokio::test]
+async fn current_run_id_names_the_run_an_emitted_event_joins() {
+    let hub = FakeDebugger::start().await;
+    let gm = session(&hub).await;
+    assert_eq!(graphmind::current_run_id(), None, "outside any run");
+    let (inside, spawned) = gm
+        .run("emitting", async {
+            let id = graphmind::current_run_id().expect("inside the run");
+            let spawned = tokio::spawn(graphmind::in_current_run(async {
+                graphmind::current_run_id()
+            }));
+            gm.emit(&id, graphmind_tests::token_event("agent:emitting", "hi"));
+            (id, spawned.await.expect("joined"))
+        })
+        .await
+        .expect("ok");
+    assert_eq!(spawned.as_deref(), Some(inside.as_str()));
+    let frames = hub
+        .wait_for("run.finished", SECOND, |fs| {
+            fs.iter().any(|f| f.kind() == "run.finished")
+        })
+        .await;
+    let started = frames
+        .iter()
+        .find(|f| f.kind() == "run.started")
+        .expect("run");
+    assert_eq!(started.run_id(), inside);
+    let token = frames
+        .iter()
+        .find(|f| f.kind() == "node.token")
+        .expect("the emitted event");
+    assert_eq!(token.run_id(), inside);
+    gm.dispose().await;
+}
