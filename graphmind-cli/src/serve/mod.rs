@@ -206,7 +206,7 @@ async fn retain_periodically(hub: Arc<Hub>, retention: Retention, interval: Dura
             continue;
         }
         for row in hub.forget_deleted(&deleted, since) {
-            hub.writer.run(row).await;
+            hub.writer.revive(row).await;
         }
     }
 }
@@ -288,6 +288,7 @@ pub async fn start(args: &ServeArgs) -> Result<Running, String> {
         storage.writer,
         storage.reader,
         storage.runs,
+        storage.deleted,
         breakpoints,
     );
     let app: Router = Router::new()

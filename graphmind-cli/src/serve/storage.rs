@@ -1,4 +1,6 @@
-//! SQLite storage: a `runs` and an `events` table in WAL mode.
+//! SQLite storage: a `runs` and an `events` table in WAL mode, and `deleted_runs`: the ids of
+//! the runs the retention rule deleted (tombstones), so that an app replaying their events
+//! does not bring them back.
 //!
 //! All writes go through ONE writer thread that drains a channel and commits whatever has
 //! queued up in one transaction (prepared statements, `synchronous=NORMAL`), so a flood of
@@ -57,6 +59,9 @@ pub struct RunRow {
 enum WriteOp {
     Event(EventRow),
     Run(RunRow),
+    /// A run deleted by a retention pass that became active again meanwhile: stored again,
+    /// its tombstone removed.
+    Revive(RunRow),
     Barrier(oneshot::Sender<()>),
     Retain(RetainOp),
 }
@@ -93,6 +98,11 @@ const WRITER_QUEUE: usize = 65_536;
 const MAX_BATCH: usize = 16_384;
 /// Runs deleted per transaction by a retention pass while the hub runs.
 const TRIM_CHUNK: usize = 32;
+/// How long the id of a deleted run is remembered: an app's replay ring older than this is
+/// not expected (the age limit of runs, too).
+pub const TOMBSTONE_MAX_AGE_MS: u64 = 30 * 86_400_000;
+/// Most deleted run ids remembered; beyond it the oldest are forgotten.
+pub const TOMBSTONE_MAX: usize = 50_000;
 
 impl Writer {
     /// Queues an event.
@@ -103,6 +113,12 @@ impl Writer {
     /// Queues a run summary upsert.
     pub async fn run(&self, row: RunRow) {
         let _ = self.tx.send(WriteOp::Run(row)).await;
+    }
+
+    /// Queues a run summary upsert of a run a retention pass deleted while it became active
+    /// again: it is stored again and no longer counts as deleted.
+    pub async fn revive(&self, row: RunRow) {
+        let _ = self.tx.send(WriteOp::Revive(row)).await;
     }
 
     /// Resolves once everything queued before it is committed.
@@ -144,6 +160,9 @@ pub struct Storage {
     pub reader: Arc<Reader>,
     /// Runs kept after retention, newest first.
     pub runs: Vec<RunRow>,
+    /// Ids of the runs the retention rule deleted (remembered [`TOMBSTONE_MAX_AGE_MS`], at
+    /// most [`TOMBSTONE_MAX`]) with when they were deleted (epoch ms).
+    pub deleted: Vec<(String, u64)>,
     /// Must be kept for the life of the hub: one hub per database.
     pub lock: std::fs::File,
 }
@@ -189,6 +208,12 @@ CREATE TABLE IF NOT EXISTS events (
 -- Run lists and retention order runs by start: a hub that evicted runs from memory lists them
 -- from here.
 CREATE INDEX IF NOT EXISTS runs_by_start ON runs (coalesce(started_at, created_at), run_id);
+-- Runs the retention rule deleted: events of them are dropped on intake (an app's replay
+-- ring may still hold them). Added to databases of earlier versions on open.
+CREATE TABLE IF NOT EXISTS deleted_runs (
+    run_id TEXT PRIMARY KEY,
+    deleted_at INTEGER NOT NULL
+) WITHOUT ROWID;
 ";
 
 fn i64_of(v: u64) -> i64 {
@@ -216,6 +241,7 @@ impl Storage {
             .map_err(|e| fail("create the tables of", &e))?;
         apply_retention(&conn, retention, now_ms).map_err(|e| fail("trim", &e))?;
         let runs = load_runs(&conn, retention.keep.max(1)).map_err(|e| fail("read", &e))?;
+        let deleted = load_tombstones(&conn).map_err(|e| fail("read", &e))?;
         // WAL and SHM files are created by SQLite with the database file's mode; make sure of
         // it for files left by an earlier run. By path (chmod), never by opening them: closing
         // any descriptor of a file drops every POSIX lock the process holds on it, and without
@@ -242,6 +268,7 @@ impl Storage {
                 pool: Mutex::new(Vec::new()),
             }),
             runs,
+            deleted,
             lock,
         })
     }
@@ -286,8 +313,8 @@ fn doomed_runs(conn: &Connection, r: Retention, now_ms: u64) -> rusqlite::Result
     .collect()
 }
 
-/// Deletes runs and their events in one transaction.
-fn delete_runs(conn: &Connection, ids: &[String]) -> rusqlite::Result<()> {
+/// Deletes runs and their events, and remembers their ids (tombstones), in one transaction.
+fn delete_runs(conn: &Connection, ids: &[String], now_ms: u64) -> rusqlite::Result<()> {
     if ids.is_empty() {
         return Ok(());
     }
@@ -295,17 +322,47 @@ fn delete_runs(conn: &Connection, ids: &[String]) -> rusqlite::Result<()> {
     {
         let mut ev = tx.prepare_cached("DELETE FROM events WHERE run_id = ?1")?;
         let mut run = tx.prepare_cached("DELETE FROM runs WHERE run_id = ?1")?;
+        let mut tomb = tx.prepare_cached(
+            "INSERT INTO deleted_runs (run_id, deleted_at) VALUES (?1, ?2)
+             ON CONFLICT (run_id) DO UPDATE SET deleted_at = excluded.deleted_at",
+        )?;
         for id in ids {
             ev.execute([id])?;
             run.execute([id])?;
+            tomb.execute(params![id, i64_of(now_ms)])?;
         }
     }
     tx.commit()
 }
 
+/// Forgets the tombstones older than [`TOMBSTONE_MAX_AGE_MS`] and all but the newest
+/// [`TOMBSTONE_MAX`].
+fn prune_tombstones(conn: &Connection, now_ms: u64) -> rusqlite::Result<()> {
+    let cutoff = now_ms.saturating_sub(TOMBSTONE_MAX_AGE_MS);
+    conn.prepare_cached("DELETE FROM deleted_runs WHERE deleted_at < ?1")?
+        .execute([i64_of(cutoff)])?;
+    conn.prepare_cached(
+        "DELETE FROM deleted_runs WHERE run_id IN (
+             SELECT run_id FROM deleted_runs ORDER BY deleted_at DESC, run_id DESC
+             LIMIT -1 OFFSET ?1)",
+    )?
+    .execute([i64_of(TOMBSTONE_MAX as u64)])?;
+    Ok(())
+}
+
+/// The remembered ids of deleted runs, with when they were deleted.
+fn load_tombstones(conn: &Connection) -> rusqlite::Result<Vec<(String, u64)>> {
+    let mut st = conn.prepare_cached("SELECT run_id, deleted_at FROM deleted_runs")?;
+    st.query_map([], |row| {
+        Ok((row.get(0)?, u64_of(row.get(1)?).unwrap_or(0)))
+    })?
+    .collect()
+}
+
 fn apply_retention(conn: &Connection, r: Retention, now_ms: u64) -> rusqlite::Result<()> {
     let doomed = doomed_runs(conn, r, now_ms)?;
-    delete_runs(conn, &doomed)
+    delete_runs(conn, &doomed, now_ms)?;
+    prune_tombstones(conn, now_ms)
 }
 
 fn run_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RunRow> {
@@ -374,7 +431,7 @@ fn writer_loop(conn: &Connection, mut rx: mpsc::Receiver<WriteOp>) {
         if let Some(t) = trims.front_mut() {
             let end = (t.next + TRIM_CHUNK).min(t.doomed.len());
             let chunk = &t.doomed[t.next..end];
-            match delete_runs(conn, chunk) {
+            match delete_runs(conn, chunk, super::now_ms()) {
                 Ok(()) => t.deleted.extend_from_slice(chunk),
                 Err(e) => eprintln!("graphmind: trimming old runs failed: {e}"),
             }
@@ -390,6 +447,9 @@ fn writer_loop(conn: &Connection, mut rx: mpsc::Receiver<WriteOp>) {
 
 /// Picks the runs a retention pass deletes (the deletes follow chunk by chunk).
 fn start_trim(conn: &Connection, r: RetainOp) -> Trim {
+    if let Err(e) = prune_tombstones(conn, r.now_ms) {
+        eprintln!("graphmind: forgetting old deleted runs failed: {e}");
+    }
     let doomed = match doomed_runs(conn, r.retention, r.now_ms) {
         Ok(d) => d.into_iter().filter(|id| !r.protect.contains(id)).collect(),
         Err(e) => {
@@ -419,14 +479,18 @@ fn write_batch(
             let mut ins = tx.prepare_cached(
                 "INSERT OR IGNORE INTO events (run_id, seq, ts, type, body) VALUES (?1, ?2, ?3, ?4, ?5)",
             )?;
+            // A summary queued before its run was deleted does not bring the run back.
             let mut up = tx.prepare_cached(
                 "INSERT INTO runs (run_id, app, name, status, started_at, ended_at, sdk, created_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+                 SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8
+                 WHERE NOT EXISTS (SELECT 1 FROM deleted_runs WHERE run_id = ?1)
                  ON CONFLICT (run_id) DO UPDATE SET app = excluded.app, name = excluded.name,
                    status = excluded.status, started_at = excluded.started_at,
                    ended_at = excluded.ended_at, sdk = excluded.sdk",
             )?;
+            let mut undelete = tx.prepare_cached("DELETE FROM deleted_runs WHERE run_id = ?1")?;
             for op in batch.drain(..) {
+                let revive = matches!(op, WriteOp::Revive(_));
                 match op {
                     WriteOp::Event(e) => {
                         let n = ins.execute(params![
@@ -440,7 +504,10 @@ fn write_batch(
                             *counts.entry(e.run_id).or_default() += 1;
                         }
                     }
-                    WriteOp::Run(r) => {
+                    WriteOp::Run(r) | WriteOp::Revive(r) => {
+                        if revive {
+                            undelete.execute([&r.run_id])?;
+                        }
                         up.execute(params![
                             r.run_id,
                             r.app,
@@ -472,7 +539,7 @@ fn write_batch(
         match op {
             WriteOp::Barrier(b) => barriers.push(b),
             WriteOp::Retain(r) => retains.push(r),
-            WriteOp::Event(_) | WriteOp::Run(_) => {}
+            WriteOp::Event(_) | WriteOp::Run(_) | WriteOp::Revive(_) => {}
         }
     }
     result

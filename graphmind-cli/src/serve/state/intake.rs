@@ -21,6 +21,7 @@ impl Hub {
     pub fn needs_load(&self, run_id: &str) -> Load {
         let mut st = self.lock();
         let evicted = st.evicted;
+        let deleted = st.deleted.contains_key(run_id);
         match st.runs.get_mut(run_id) {
             Some(r) => {
                 // An event is on its way in: the run must not leave memory meanwhile.
@@ -33,6 +34,8 @@ impl Hub {
                     Load::Nothing
                 }
             }
+            // A deleted run's events are dropped: nothing to read.
+            None if deleted => Load::Nothing,
             None if evicted => Load::Run,
             None => Load::Nothing,
         }
@@ -70,6 +73,13 @@ impl Hub {
             };
             let identity = app.identity;
             let app_name = app.app.clone();
+            // A run the retention rule deleted does not come back with an app's replay.
+            if !st.runs.contains_key(run_id) && st.deleted.contains_key(run_id) {
+                self.stats
+                    .events_for_deleted_runs
+                    .fetch_add(1, Ordering::Relaxed);
+                return false;
+            }
             let now = now_ms();
             let run = st.runs.entry(run_id.to_owned()).or_insert_with(|| {
                 let r = RunState {

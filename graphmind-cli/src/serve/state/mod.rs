@@ -100,6 +100,8 @@ pub struct Stats {
     pub runs_evicted: AtomicU64,
     /// Runs deleted by the retention rule while running.
     pub runs_deleted: AtomicU64,
+    /// Events of runs the retention rule deleted (an app replaying its ring), dropped.
+    pub events_for_deleted_runs: AtomicU64,
     /// Session tokens forgotten (their app gone and nothing left to reclaim).
     pub tokens_expired: AtomicU64,
 }
@@ -120,6 +122,7 @@ impl Stats {
             "clientDropped": g(&self.client_dropped),
             "runsEvicted": g(&self.runs_evicted),
             "runsDeleted": g(&self.runs_deleted),
+            "eventsForDeletedRuns": g(&self.events_for_deleted_runs),
             "sessionTokensExpired": g(&self.tokens_expired),
         })
     }
@@ -355,6 +358,10 @@ struct State {
     /// still be in storage).
     evicted: bool,
     runs: HashMap<String, RunState>,
+    /// Runs the retention rule deleted (tombstones) → when (epoch ms): their events are
+    /// dropped on intake. Kept as storage keeps them (`storage::TOMBSTONE_MAX_AGE_MS`, at
+    /// most `storage::TOMBSTONE_MAX`).
+    deleted: HashMap<String, u64>,
     pauses: HashMap<PauseKey, Pause>,
     closed: HashMap<PauseKey, Closed>,
     viewers: HashMap<u64, ViewerConn>,
@@ -379,12 +386,14 @@ pub struct Hub {
 }
 
 impl Hub {
-    /// A hub over opened storage with the given initial debug state.
+    /// A hub over opened storage (its runs, and the ids of the runs the retention rule
+    /// deleted) with the given initial debug state.
     pub fn new(
         cfg: Config,
         writer: Writer,
         reader: Arc<Reader>,
         stored: Vec<RunRow>,
+        deleted: Vec<(String, u64)>,
         breakpoints: Vec<BreakpointMatcher>,
     ) -> Arc<Self> {
         let runs = stored.into_iter().map(RunState::from_row).collect();
@@ -403,6 +412,7 @@ impl Hub {
                 gone: HashMap::new(),
                 evicted: false,
                 runs,
+                deleted: deleted.into_iter().collect(),
                 pauses: HashMap::new(),
                 closed: HashMap::new(),
                 viewers: HashMap::new(),

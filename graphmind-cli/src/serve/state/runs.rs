@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use super::viewers::announce_removed;
 use super::{EVICT_IDLE_MS, Hub, NodeSeen, RunState, State};
 use crate::serve::now_ms;
-use crate::serve::storage::RunRow;
+use crate::serve::storage::{RunRow, TOMBSTONE_MAX, TOMBSTONE_MAX_AGE_MS};
 
 impl RunState {
     /// A run as stored (no owner, seqs not loaded).
@@ -207,8 +207,10 @@ impl Hub {
             .collect()
     }
 
-    /// Drops runs the retention pass that started at `since` (epoch ms) deleted from memory.
-    /// A run that became active again meanwhile stays; its returned row is to be stored again.
+    /// Drops runs the retention pass that started at `since` (epoch ms) deleted from memory,
+    /// and remembers them as deleted (their events are dropped on intake from now on).
+    /// A run that became active again meanwhile stays; its returned row is to be stored again
+    /// ([`Writer::revive`](crate::serve::storage::Writer::revive)).
     /// The others are announced to every viewer in `removed` frames (at most
     /// [`REMOVED_BATCH`](super::REMOVED_BATCH) ids each); a viewer subscribed to one of them is unsubscribed, and a
     /// viewer whose queue has no room for the frame is dropped (it reconnects, and its new
@@ -233,6 +235,11 @@ impl Hub {
                 None => removed.push(id.clone()),
             }
         }
+        let now = now_ms();
+        for id in &removed {
+            st.deleted.insert(id.clone(), now);
+        }
+        prune_tombstones(&mut st.deleted, now);
         if !removed.is_empty() {
             announce_removed(st, &self.subscribed, &removed);
         }
@@ -281,6 +288,32 @@ pub(super) fn runs_json(st: &State, limit: usize, stored: &[RunRow]) -> Vec<Valu
         .take(limit)
         .map(|(id, r)| run_json(st, id, r))
         .collect()
+}
+
+/// Forgets deleted run ids as storage does: those older than [`TOMBSTONE_MAX_AGE_MS`], and all
+/// but the newest [`TOMBSTONE_MAX`].
+fn prune_tombstones(deleted: &mut HashMap<String, u64>, now: u64) {
+    let cutoff = now.saturating_sub(TOMBSTONE_MAX_AGE_MS);
+    deleted.retain(|_, at| *at >= cutoff);
+    if deleted.len() > TOMBSTONE_MAX {
+        let excess = deleted.len() - TOMBSTONE_MAX;
+        let mut ats: Vec<u64> = deleted.values().copied().collect();
+        let (_, &mut limit, _) = ats.select_nth_unstable(excess - 1);
+        // Every id deleted before `limit` goes, then as many deleted at `limit` as make up the
+        // excess.
+        let older = deleted.values().filter(|at| **at < limit).count();
+        let mut at_limit = excess - older;
+        deleted.retain(|_, at| {
+            if *at < limit {
+                return false;
+            }
+            if *at == limit && at_limit > 0 {
+                at_limit -= 1;
+                return false;
+            }
+            true
+        });
+    }
 }
 
 /// Runs that hold an open pause.
