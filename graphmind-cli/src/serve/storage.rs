@@ -617,3 +617,87 @@ impl Reader {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn db() -> Connection {
+        let conn = Connection::open_in_memory().expect("open");
+        conn.execute_batch(SCHEMA).expect("schema");
+        conn
+    }
+
+    fn row(id: &str) -> RunRow {
+        RunRow {
+            run_id: id.into(),
+            status: "ok".into(),
+            created_at: 1,
+            ..RunRow::default()
+        }
+    }
+
+    fn count(conn: &Connection, sql: &str) -> i64 {
+        conn.query_row(sql, [], |r| r.get(0)).expect("count")
+    }
+
+    fn write(conn: &Connection, ops: Vec<WriteOp>) {
+        let mut batch = ops;
+        write_batch(conn, &mut batch, &mut Vec::new(), &mut Vec::new()).expect("batch");
+    }
+
+    #[test]
+    fn a_delete_leaves_a_tombstone_and_a_late_summary_does_not_bring_the_run_back() {
+        let conn = db();
+        write(
+            &conn,
+            vec![WriteOp::Run(row("run_a")), WriteOp::Run(row("run_b"))],
+        );
+        delete_runs(&conn, &["run_a".into()], 42).expect("delete");
+        assert_eq!(
+            load_tombstones(&conn).expect("load"),
+            [("run_a".into(), 42)]
+        );
+        // A summary queued before the delete and written after it.
+        write(&conn, vec![WriteOp::Run(row("run_a"))]);
+        assert_eq!(
+            count(&conn, "SELECT count(*) FROM runs WHERE run_id = 'run_a'"),
+            0
+        );
+        // A run that became active again during the pass is stored again.
+        write(&conn, vec![WriteOp::Revive(row("run_a"))]);
+        assert_eq!(
+            count(&conn, "SELECT count(*) FROM runs WHERE run_id = 'run_a'"),
+            1
+        );
+        assert!(load_tombstones(&conn).expect("load").is_empty());
+    }
+
+    #[test]
+    fn tombstones_are_pruned_by_age_and_count() {
+        let conn = db();
+        let now = 100 * 86_400_000;
+        let tx = conn.unchecked_transaction().expect("tx");
+        {
+            let mut ins = tx
+                .prepare("INSERT INTO deleted_runs (run_id, deleted_at) VALUES (?1, ?2)")
+                .expect("prepare");
+            ins.execute(params!["too_old", i64_of(now - TOMBSTONE_MAX_AGE_MS - 1)])
+                .expect("insert");
+            ins.execute(params!["oldest_kept_out", i64_of(now - 10)])
+                .expect("insert");
+            for i in 0..TOMBSTONE_MAX {
+                ins.execute(params![format!("run_{i}"), i64_of(now)])
+                    .expect("insert");
+            }
+        }
+        tx.commit().expect("commit");
+        prune_tombstones(&conn, now).expect("prune");
+        let left = load_tombstones(&conn).expect("load");
+        assert_eq!(left.len(), TOMBSTONE_MAX);
+        assert!(
+            left.iter()
+                .all(|(id, at)| id.starts_with("run_") && *at == now)
+        );
+    }
+}

@@ -329,3 +329,49 @@ fn evictable(st: &State, id: &str, r: &RunState, paused: &HashSet<&str>, now: u6
         && !paused.contains(id)
         && (r.finished() || !r.owner.is_some_and(|o| st.live.contains_key(&o)))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tombstones_older_than_the_age_limit_go() {
+        let now = 100 * 86_400_000;
+        let mut d: HashMap<String, u64> = HashMap::from([
+            ("old".into(), now - TOMBSTONE_MAX_AGE_MS - 1),
+            ("edge".into(), now - TOMBSTONE_MAX_AGE_MS),
+            ("new".into(), now),
+        ]);
+        prune_tombstones(&mut d, now);
+        let mut left: Vec<&str> = d.keys().map(String::as_str).collect();
+        left.sort_unstable();
+        assert_eq!(left, ["edge", "new"]);
+    }
+
+    #[test]
+    fn beyond_the_cap_the_oldest_tombstones_go_ties_included() {
+        let now = 100 * 86_400_000;
+        // Two deleted first, three tied next, the rest later: the cap is exceeded by four.
+        let mut d: HashMap<String, u64> = (0..TOMBSTONE_MAX - 1)
+            .map(|i| (format!("late_{i}"), now))
+            .collect();
+        d.insert("first_a".into(), now - 10);
+        d.insert("first_b".into(), now - 10);
+        for t in ["tie_a", "tie_b", "tie_c"] {
+            d.insert(t.into(), now - 5);
+        }
+        assert_eq!(d.len(), TOMBSTONE_MAX + 4);
+        prune_tombstones(&mut d, now);
+        assert_eq!(d.len(), TOMBSTONE_MAX);
+        assert!(!d.contains_key("first_a") && !d.contains_key("first_b"));
+        let ties = ["tie_a", "tie_b", "tie_c"]
+            .iter()
+            .filter(|t| d.contains_key(**t))
+            .count();
+        assert_eq!(ties, 1, "two of the three tied ones go");
+        assert_eq!(
+            d.values().filter(|at| **at == now).count(),
+            TOMBSTONE_MAX - 1
+        );
+    }
+}
