@@ -299,6 +299,23 @@ pub(crate) struct Outcome {
     pub(crate) held: Duration,
 }
 
+/// The actions this gate accepts, for `exec.paused` (a loose extra, `"actions"`): a viewer or
+/// CLI offers only these; any other is refused with `exec.refused` and the gate stays held.
+fn allowed_actions(retry: bool, inject: bool, abort: bool) -> Value {
+    let all = [
+        ("continue", true),
+        ("retry", retry),
+        ("inject", inject),
+        ("abort", abort),
+    ];
+    Value::Array(
+        all.iter()
+            .filter(|(_, ok)| *ok)
+            .map(|(name, _)| Value::from(*name))
+            .collect(),
+    )
+}
+
 /// Decides one gate: continues at once unless attached and a breakpoint or step mode
 /// matches; otherwise emits `exec.paused`, holds until released, and returns the decision.
 /// Dropping the returned future while held releases the gate with `continue`
@@ -316,6 +333,11 @@ pub(crate) async fn decide(spec: GateSpec<'_>) -> Outcome {
     };
     let pause_id = crate::exec::next_id("pause");
     let host = Arc::clone(spec.host);
+    let mut extra = spec.held_value;
+    extra.insert(
+        "actions".into(),
+        allowed_actions(spec.retry, spec.inject.is_some(), spec.abort),
+    );
     host.emit(
         spec.run_id,
         Message::ExecPaused(ExecPaused {
@@ -323,7 +345,7 @@ pub(crate) async fn decide(spec: GateSpec<'_>) -> Outcome {
             node_id: spec.node_id.to_owned(),
             point: spec.point,
             reason: Some(reason),
-            extra: spec.held_value,
+            extra,
         }),
     );
     let (tx, rx) = oneshot::channel();
