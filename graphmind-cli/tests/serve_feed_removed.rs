@@ -156,16 +156,26 @@ fn a_subscription_to_a_deleted_run_ends_with_no_stale_tail() {
         let f = v.until(10_000, |f| f["type"] == "removed").await;
         assert_eq!(removed_ids(&f), [run]);
 
-        // More frames under the deleted id make a new run: listed, but not tailed to the viewer
-        // (a subscription would send its events before the coalesced run update).
+        // More frames under the deleted id are dropped (the run stays deleted): not tailed to
+        // the viewer, not listed.
         app.emit(run, "x.late", json!({"i": 2})).await;
+        let deadline = tokio::time::Instant::now() + Duration::from_millis(500);
         loop {
-            let f = v.next_json(5000).await;
-            assert_ne!(f["type"], json!("events"), "stale tail: {f}");
-            if f["type"] == "run" && f["run"]["runId"] == json!(run) {
-                break;
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            match v.recv((left.as_millis() as u64).max(1)).await {
+                Got::Timeout => break,
+                Got::Json(f) => {
+                    assert_ne!(f["type"], json!("events"), "stale tail: {f}");
+                    assert_ne!(
+                        f["run"]["runId"],
+                        json!(run),
+                        "the deleted run is back: {f}"
+                    );
+                }
+                Got::Closed(c) => panic!("the feed closed ({c:?})"),
             }
         }
+        assert!(!listed(port).await.contains(&run.to_owned()));
     });
 }
 
