@@ -9,6 +9,12 @@ function el(tag, cls, text) {
   return e;
 }
 
+// Whether the pause's gate accepts `action`: the client may list what it accepts
+// (`actions` on exec.paused, e.g. no inject for a streaming step); no list, any may be tried.
+function accepts(pause, action) {
+  return !Array.isArray(pause.actions) || pause.actions.includes(action);
+}
+
 function button(label, testid, key) {
   const b = el('button', 'btn', label);
   b.type = 'button';
@@ -80,8 +86,13 @@ export class Gates {
     const can = this.hooks.canControl();
     // a resume in flight (from here or elsewhere) until the app confirms it
     const releasing = b.pause.state === 'resuming';
-    for (const btn of b.buttons) btn.disabled = !can || b.busy || releasing;
-    b.send.disabled = !can || b.busy || releasing;
+    for (const btn of b.buttons) {
+      const refused = !accepts(b.pause, btn.dataset.action);
+      btn.disabled = !can || b.busy || releasing || refused;
+      btn.classList.toggle('refused', refused);
+      if (refused) btn.title = `This gate does not accept ${btn.dataset.action} (the app said so)`;
+    }
+    b.send.disabled = !can || b.busy || releasing || !accepts(b.pause, 'inject');
     b.root.classList.toggle('releasing', releasing);
     b.root.classList.toggle('readonly', !can);
   }
@@ -128,6 +139,10 @@ export class Gates {
     inject.append(label, ta, err, row);
     root.append(where, why, actions, msg, inject);
 
+    // the action each button asks for (Step continues, in step mode)
+    for (const [btn, action] of [[bc, 'continue'], [bs, 'continue'], [br, 'retry'], [bi, 'inject'], [ba, 'abort']]) {
+      btn.dataset.action = action;
+    }
     const b = { root, where, why, msg, inject, ta, err, send, pause: p, busy: false, buttons: [bc, bs, br, bi, ba] };
     root.addEventListener('pointerdown', () => (this.focusId = b.pause.pauseId));
     bc.addEventListener('click', () => this.run(b, 'continue'));
@@ -166,7 +181,7 @@ export class Gates {
   }
 
   async run(b, action) {
-    if (b.busy || !this.hooks.canControl()) return;
+    if (b.busy || !this.hooks.canControl() || !accepts(b.pause, action)) return;
     this.focusId = b.pause.pauseId;
     this.setBusy(b, true);
     this.showMsg(b, '');
@@ -186,7 +201,7 @@ export class Gates {
   }
 
   openInject(b) {
-    if (!this.hooks.canControl()) return;
+    if (!this.hooks.canControl() || !accepts(b.pause, 'inject')) return;
     this.focusId = b.pause.pauseId;
     if (b.inject.hidden) {
       b.inject.hidden = false;

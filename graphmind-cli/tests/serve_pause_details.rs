@@ -2,6 +2,7 @@
 //! node.error, and — when the client puts them in `exec.paused` (an `after` gate's result is in
 //! no earlier event) — the input, output, error and instanceId it carries; after a hub restart
 //! the client's replay (all duplicates) restores them for nodes that started before it.
+//! It also lists the actions the gate accepts when the client says (`actions`).
 
 mod support;
 
@@ -116,4 +117,49 @@ fn after_a_hub_restart_the_replay_restores_what_a_pause_shows() {
         assert_eq!(p["name"], json!("q"));
     });
     assert_eq!(s.health()["stats"]["duplicates"], json!(2));
+}
+
+#[test]
+fn a_pause_shows_the_actions_its_gate_accepts_and_ignores_a_malformed_list() {
+    let h = hub(&[]);
+    block_on(async {
+        let mut app = App::running(h.port, "run_acts", "acts").await;
+        app.emit(
+            "run_acts",
+            "node.started",
+            json!({"nodeId": "llm:step", "kind": "llm", "name": "step", "instanceId": "inv_1:s1"}),
+        )
+        .await;
+        app.emit(
+            "run_acts",
+            "exec.paused",
+            json!({"pauseId": "pause_s_1", "nodeId": "llm:step", "point": "before", "actions": ["continue", "retry", "abort"]}),
+        )
+        .await;
+        let p = only_pause(h.port).await;
+        assert_eq!(p["actions"], json!(["continue", "retry", "abort"]));
+        app.emit(
+            "run_acts",
+            "exec.resumed",
+            json!({"pauseId": "pause_s_1", "action": "continue"}),
+        )
+        .await;
+        app.emit(
+            "run_acts",
+            "exec.paused",
+            json!({"pauseId": "pause_s_2", "nodeId": "llm:step", "point": "before", "actions": ["continue", "fly"]}),
+        )
+        .await;
+        let v = get_async(h.port, "/api/pauses?wait=5".into()).await.json();
+        let p = v["pauses"]
+            .as_array()
+            .and_then(|ps| ps.iter().find(|p| p["pauseId"] == "pause_s_2"))
+            .cloned()
+            .expect("the second pause");
+        assert_eq!(
+            p["actions"],
+            Value::Null,
+            "an unknown action: treated as not said"
+        );
+    });
 }

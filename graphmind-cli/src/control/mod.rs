@@ -413,6 +413,11 @@ mod tests {
         );
         let (c, note) = resume_advice(&p, 4747, Some("inject"), None);
         assert_eq!((c.len(), note), (4, None));
+        // A gate that says what it accepts: only those are offered.
+        let streaming = json!({"pauseId": "pause_x_2", "runId": "run_1", "actions": ["continue", "retry", "abort"]});
+        let (c, _) = resume_advice(&streaming, 4747, Some("inject"), None);
+        assert_eq!(c.len(), 3);
+        assert!(c.iter().all(|c| !c.contains("inject")));
         let (c, note) = resume_advice(&p, 4747, Some("inject"), Some("no run file"));
         assert!(c.is_empty());
         assert!(note.expect("a note without token").contains("no run file"));

@@ -123,6 +123,18 @@ pub(super) fn resume_advice(
             )),
         );
     }
+    // The gate's own list (`actions` of its pause, when the app said), then what the hub
+    // lets the agent token do.
+    let accepted = |wanted: &[&'static str]| -> Vec<&'static str> {
+        match p.get("actions").and_then(Value::as_array) {
+            Some(list) => wanted
+                .iter()
+                .copied()
+                .filter(|a| list.iter().any(|x| x.as_str() == Some(*a)))
+                .collect(),
+            None => wanted.to_vec(),
+        }
+    };
     match allow_control {
         Some("off") => (
             Vec::new(),
@@ -133,7 +145,7 @@ pub(super) fn resume_advice(
             )),
         ),
         Some("resume") => (
-            resume_commands(p, port, &["continue", "retry", "abort"]),
+            resume_commands(p, port, &accepted(&["continue", "retry", "abort"])),
             Some(
                 "inject it in the viewer, or restart serve with --allow-control inject: the hub \
                  runs with --allow-control resume"
@@ -141,7 +153,11 @@ pub(super) fn resume_advice(
             ),
         ),
         _ => (
-            resume_commands(p, port, &["continue", "retry", "inject", "abort"]),
+            resume_commands(
+                p,
+                port,
+                &accepted(&["continue", "retry", "inject", "abort"]),
+            ),
             None,
         ),
     }

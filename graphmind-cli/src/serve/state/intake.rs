@@ -243,6 +243,7 @@ impl Hub {
                                 .cloned()
                                 .or_else(|| seen.and_then(|n| n.error.clone())),
                             loop_info: p.extra.get("loop").cloned(),
+                            actions: p.extra.get("actions").and_then(action_names),
                             // The gate is held by the app that reported it.
                             identity: Some(identity),
                             inflight: None,
@@ -366,4 +367,15 @@ fn prune_closed(closed: &mut HashMap<PauseKey, Closed>) {
     if closed.len() > 1024 {
         closed.retain(|_, c| c.at.elapsed() < CLOSED_MEMORY);
     }
+}
+
+/// The `actions` a client announced on `exec.paused`, kept only when it is a list of known
+/// action names (anything else is as if it said nothing).
+fn action_names(v: &Value) -> Option<Value> {
+    const KNOWN: [&str; 4] = ["continue", "retry", "inject", "abort"];
+    let items = v.as_array()?;
+    items
+        .iter()
+        .all(|a| a.as_str().is_some_and(|a| KNOWN.contains(&a)))
+        .then(|| v.clone())
 }

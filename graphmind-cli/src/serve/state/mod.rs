@@ -307,6 +307,9 @@ struct Pause {
     error: Option<Value>,
     /// The loop guard's details of a `reason: "loop"` hold.
     loop_info: Option<Value>,
+    /// The actions the gate accepts, when the client says (`"actions"` on `exec.paused`, an
+    /// array of action names); `None`: not said, any may be tried.
+    actions: Option<Value>,
     identity: Option<u64>,
     inflight: Option<InFlight>,
 }

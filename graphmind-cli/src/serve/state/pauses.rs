@@ -27,6 +27,7 @@ impl Pause {
             "output": self.output,
             "error": self.error,
             "loop": self.loop_info,
+            "actions": self.actions,
             "state": if self.inflight.is_some() { "resuming" } else { "open" },
         })
     }
