@@ -665,4 +665,15 @@ impl Node {
     ) -> crate::tee::Tee<S> {
         crate::tee::Tee::new(stream, crate::tee::Observer::new(self.run), observe)
     }
+
+    /// [`Node::tee`] for a stream of model chunks: each item's
+    /// [`StepChunk`](crate::model::StepChunk) deltas, usage, finish reason and error are
+    /// recorded as those of a `#[graphmind::model_step]` stream are.
+    pub fn tee_chunks<S>(self, stream: S) -> crate::tee::Tee<S>
+    where
+        S: futures_core::Stream,
+        S::Item: crate::model::StepChunk,
+    {
+        self.tee(stream, crate::exec::step::observe_chunk::<S::Item>)
+    }
 }

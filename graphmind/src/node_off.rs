@@ -109,4 +109,14 @@ impl Node {
         let _ = (stream, observe);
         match self.0 {}
     }
+
+    /// Hands the node to a stream of model chunks.
+    pub fn tee_chunks<S>(self, stream: S) -> crate::tee::Tee<S>
+    where
+        S: futures_core::Stream,
+        S::Item: crate::model::StepChunk,
+    {
+        let _ = stream;
+        match self.0 {}
+    }
 }

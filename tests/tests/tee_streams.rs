@@ -265,3 +265,66 @@ async fn model_stream_reports_usage_and_finish_reason_or_dropped() {
     assert!(kinds.iter().any(|k| k == "reasoning") && kinds.iter().any(|k| k == "text"));
     gm.dispose().await;
 }
+
+#[tokio::test]
+async fn a_hand_made_node_tees_model_chunks_like_a_model_step() {
+    let hub = FakeDebugger::start().await;
+    let gm = session(&hub).await;
+    let got: Vec<Chunk> = gm
+        .run("hand", async {
+            let node = graphmind::node::Node::start(
+                graphmind::protocol::NodeKind::Llm,
+                "bridge",
+                Some(serde_json::json!({"prompt": "hi"})),
+            )
+            .expect("enabled");
+            let chunks = stream::iter([
+                Chunk {
+                    text: "Hi",
+                    thinking: "",
+                    last: false,
+                },
+                Chunk {
+                    text: "!",
+                    thinking: "",
+                    last: true,
+                },
+            ]);
+            node.tee_chunks(chunks).collect().await
+        })
+        .await
+        .expect("ok");
+    assert_eq!(got.len(), 2, "the caller gets every chunk");
+    let fin = hub
+        .wait_for("the node's finish", SECOND, |fs| {
+            fs.iter()
+                .any(|f| f.kind() == "node.finished" && f.payload()["nodeId"] == "llm:bridge")
+        })
+        .await
+        .into_iter()
+        .find(|f| f.kind() == "node.finished" && f.payload()["nodeId"] == "llm:bridge")
+        .expect("finished");
+    let fin = fin.payload();
+    assert_eq!(fin["status"], "ok");
+    assert_eq!(fin["chunks"], 2);
+    assert_eq!(fin["finishReason"], "stop");
+    assert_eq!(
+        fin["usage"],
+        serde_json::json!({"inputTokens": 7, "outputTokens": 2})
+    );
+    let text: String = hub
+        .frames_of("node.token")
+        .iter()
+        .filter(|f| f.payload()["nodeId"] == "llm:bridge")
+        .flat_map(|f| {
+            f.payload()["deltas"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .filter(|d| d["t"] == "text")
+        .map(|d| d["v"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(text, "Hi!");
+    gm.dispose().await;
+}

@@ -261,7 +261,7 @@ where
 }
 
 /// Observes one chunk of a streamed model response.
-fn observe_chunk<C: StepChunk>(obs: &mut Observer, chunk: &C) {
+pub(crate) fn observe_chunk<C: StepChunk>(obs: &mut Observer, chunk: &C) {
     obs.chunks += 1;
     let node = &mut obs.node;
     chunk.deltas(&mut |kind: DeltaKind, text: &str| node.push_token(kind, text));
