@@ -513,6 +513,25 @@ impl Node {
         Self::start_with(kind, name, &format!("{kind}:{name}"), None, input)
     }
 
+    /// Starts a model step by hand: node `llm:step` with instanceId `<invocation>:s<N>`,
+    /// where `grouping` (e.g. [`Grouping::of`](crate::model::Grouping::of) the request)
+    /// decides whether it continues the run's current invocation, exactly as for
+    /// `#[graphmind::model_step]`; an invocation's first step sends `graph.hint`. `input` is
+    /// the request as recorded. `None` when the session is disabled.
+    #[must_use]
+    pub fn start_step(input: Value, grouping: crate::model::Grouping) -> Option<Self> {
+        if !crate::exec::scope::Scope::enabled_now() {
+            return None;
+        }
+        let (call, run) = crate::exec::step::begin_by_hand(input, &grouping)?;
+        let instance_id = run.instance_id.to_string();
+        Some(Self {
+            call,
+            run,
+            instance_id,
+        })
+    }
+
     /// [`Node::start`] with an explicit nodeId and instanceId (e.g. a model's tool-call id).
     #[must_use]
     pub fn start_with(

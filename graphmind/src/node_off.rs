@@ -36,6 +36,13 @@ impl Node {
 
     /// Always `None` when compiled out.
     #[must_use]
+    pub fn start_step(input: Value, grouping: crate::model::Grouping) -> Option<Self> {
+        let _ = (input, grouping);
+        None
+    }
+
+    /// Always `None` when compiled out.
+    #[must_use]
     pub fn start_with(
         kind: NodeKind,
         name: &str,

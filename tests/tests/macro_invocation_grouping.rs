@@ -220,3 +220,39 @@ async fn a_skipped_client_argument_is_not_taken_for_the_request() {
     assert_eq!(shape(&steps(&hub).0), ["A:s1", "A:s2", "B:s1"]);
     gm.dispose().await;
 }
+
+#[tokio::test]
+async fn a_model_step_started_by_hand_joins_the_invocation_of_macro_steps() {
+    let hub = FakeDebugger::start().await;
+    let gm = attached(&hub, vec![]).await;
+    gm.run("r", async {
+        let first = Chat {
+            messages: msgs(&["sys", "u1"]),
+        };
+        by_trait(first.clone()).await;
+        // An SDK call made by hand, with the grown conversation: the same invocation.
+        let grown = Chat {
+            messages: msgs(&["sys", "u1", "a1"]),
+        };
+        let node = graphmind::node::Node::start_step(
+            serde_json::json!({"messages": grown.messages}),
+            graphmind::model::Grouping::of(&grown),
+        )
+        .expect("enabled");
+        node.finish(
+            graphmind::protocol::Status::Ok,
+            Some(serde_json::json!("a2")),
+        );
+        by_trait(Chat {
+            messages: msgs(&["sys", "u1", "a1", "a2"]),
+        })
+        .await;
+    })
+    .await
+    .expect("not aborted");
+    run_finished(&hub).await;
+    let (ids, hints) = steps(&hub);
+    assert_eq!(shape(&ids), ["A:s1", "A:s2", "A:s3"]);
+    assert_eq!(hints, 1, "one invocation, one graph.hint");
+    gm.dispose().await;
+}

@@ -145,6 +145,24 @@ fn start_step(
     )
 }
 
+/// A model step started by hand ([`Node::start_step`](crate::node::Node::start_step)):
+/// grouped, hinted and parented as a `#[model_step]` call is. `None` when the session is
+/// disabled.
+pub(crate) fn begin_by_hand(input: Value, grouping: &Grouping) -> Option<(Call, NodeRun)> {
+    static BY_HAND: StepSite = StepSite {
+        name: "step",
+        tools: &[],
+        retry: true,
+    };
+    let (call, host, run_id) =
+        Call::current(NodeKind::Llm, std::borrow::Cow::Borrowed("step"), true);
+    if !host.enabled() {
+        return None;
+    }
+    let node = start_step(&call, host, run_id, &BY_HAND, input, grouping);
+    Some((call, node))
+}
+
 fn response_usage<R: StepResponse>(r: &R) -> (Option<TokenUsage>, Option<String>) {
     (
         r.usage().map(usage_of),
