@@ -14,8 +14,8 @@ use crate::node::{Finish, NodeRun};
 pub struct Observer {
     pub(crate) node: NodeRun,
     /// The run the stream was opened in: a stream dropped because that run was aborted
-    /// finishes `aborted`, not `ok`.
-    run: Option<std::sync::Arc<crate::exec::scope::RunCtx>>,
+    /// finishes `aborted`, not `ok` (weak: a stream kept past its run does not keep it).
+    run: Option<std::sync::Weak<crate::exec::scope::RunCtx>>,
     pub(crate) chunks: u64,
     pub(crate) errors: u64,
     pub(crate) usage: Option<TokenUsage>,
@@ -36,7 +36,7 @@ impl Observer {
     pub(crate) fn new(node: NodeRun) -> Self {
         Self {
             node,
-            run: crate::exec::scope::Scope::run(),
+            run: crate::exec::scope::Scope::run().map(|r| std::sync::Arc::downgrade(&r)),
             chunks: 0,
             errors: 0,
             usage: None,
@@ -90,7 +90,12 @@ impl Drop for Observer {
         if !self.ended {
             extra.insert("dropped".into(), true.into());
         }
-        let aborted = !self.ended && self.run.as_ref().is_some_and(|r| r.is_aborted());
+        let aborted = !self.ended
+            && self
+                .run
+                .as_ref()
+                .and_then(std::sync::Weak::upgrade)
+                .is_some_and(|r| r.is_aborted());
         let status = if self.errors > 0 {
             Status::Error
         } else if aborted {
