@@ -61,6 +61,15 @@ window.__graphmindViewer = { state, metrics };
 
 const canControl = () => Boolean(state.token) && !state.tokenRejected;
 
+// Elements that take typed letters: a shortcut key must not fire there. A checkbox, radio or
+// button keeps the shortcuts (clicking `pause on error` and then pressing C continues).
+const TEXT_INPUT_TYPES = new Set(['text', 'search', 'number', 'email', 'url', 'tel', 'password', '']);
+function takesTyping(t) {
+  if (!t || !t.tagName) return false;
+  if (t.isContentEditable || t.tagName === 'TEXTAREA' || t.tagName === 'SELECT') return true;
+  return t.tagName === 'INPUT' && TEXT_INPUT_TYPES.has((t.getAttribute('type') || '').toLowerCase());
+}
+
 // ---- feed ----
 const wsUrl = `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/ws/ui`;
 const feed = new Feed(wsUrl, {
@@ -388,8 +397,7 @@ function renderNow() {
     if (p) {
       canvas.reveal(p.nodeId);
       if (!state.selectedNode) selectNode(p.nodeId);
-      const active = document.activeElement;
-      if (!active || !['INPUT', 'TEXTAREA', 'SELECT'].includes(active.tagName)) {
+      if (!takesTyping(document.activeElement)) {
         gates.banners.get(p.pauseId)?.root.querySelector('[data-testid="gate-continue"]')?.focus({ preventScroll: true });
       }
     }
@@ -584,8 +592,7 @@ $('[data-testid="zoom-in"]').addEventListener('click', () => canvas.zoomBy(1.25)
 $('[data-testid="zoom-out"]').addEventListener('click', () => canvas.zoomBy(0.8));
 
 document.addEventListener('keydown', (ev) => {
-  const t = ev.target;
-  if (t && (t.tagName === 'INPUT' || t.tagName === 'TEXTAREA' || t.tagName === 'SELECT' || t.isContentEditable)) return;
+  if (takesTyping(ev.target)) return;
   if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
   const key = ev.key.toLowerCase();
   const g = gates.current();
