@@ -36,6 +36,7 @@ export class Gates {
    *   canControl:()=>boolean,
    *   prefill:(pause:any)=>any,
    *   describe:(pause:any)=>{where:string, why:string},
+   *   resized?:()=>void,
    * }} hooks
    */
   constructor(overlay, hooks) {
@@ -43,6 +44,9 @@ export class Gates {
     this.hooks = hooks;
     this.banners = new Map();
     this.focusId = null;
+    // a banner that grows (the inject editor opens, an error shows) is placed again, so it
+    // stays inside the view
+    this.sizes = typeof ResizeObserver === 'function' ? new ResizeObserver(() => this.hooks.resized?.()) : null;
   }
 
   /** The pause the keyboard acts on: the one whose editor or banner was used last, else the oldest. */
@@ -64,6 +68,7 @@ export class Gates {
         b = this.make(p);
         this.banners.set(p.pauseId, b);
         this.overlay.appendChild(b.root);
+        this.sizes?.observe(b.root);
         fresh.push(p.pauseId);
       }
       b.pause = p;
@@ -71,6 +76,7 @@ export class Gates {
     }
     for (const [id, b] of this.banners) {
       if (!keep.has(id)) {
+        this.sizes?.unobserve(b.root);
         b.root.remove();
         this.banners.delete(id);
         if (this.focusId === id) this.focusId = null;

@@ -294,6 +294,7 @@ const gates = new Gates($('#overlay'), {
   act,
   step,
   canControl,
+  resized: () => gates.position(canvas),
   prefill(pause) {
     const n = state.model?.nodes.get(pause.nodeId);
     if (pause.point === 'after' && pause.output !== undefined && pause.output !== null) return pause.output;
