@@ -312,7 +312,7 @@ const gates = new Gates($('#overlay'), {
     const reason = deriveReason(pause, state.debug);
     const why = {
       breakpoint: 'a breakpoint matched',
-      error: 'it failed and pause-on-error is on',
+      error: errorWhy(),
       step: 'step mode holds every step',
       loop: 'the same call repeated (loop guard)',
     }[reason] || reason;
@@ -520,6 +520,15 @@ function renderDebug() {
     }),
   );
   for (const e of document.querySelectorAll('.needs-token')) e.disabled = !canControl();
+}
+
+/** Why an error gate holds: what of the debug state holds errors (not always pause-on-error). */
+function errorWhy() {
+  const bps = state.debug.breakpoints.filter((m) => m && m.point === 'error');
+  if (bps.some(isPauseOnError)) return 'it failed and pause-on-error is on';
+  if (bps.length) return 'it failed and an error breakpoint matched';
+  if (state.debug.mode === 'step') return 'it failed and step mode holds every error';
+  return 'it failed';
 }
 
 function isPauseOnError(m) {
