@@ -323,5 +323,6 @@ export function outcomeText(r) {
     disconnected: 'Not connected to the hub',
     timeout: 'The hub did not answer in time',
   }[r.outcome] || `Failed (${r.outcome || 'error'})`;
-  return r.message ? `${base}: ${r.message}` : base;
+  // the hub's message for a refused token repeats what the base text already says
+  return r.message && r.outcome !== 'unauthorized' ? `${base}: ${r.message}` : base;
 }

@@ -547,6 +547,8 @@ function renderTokenNote() {
     ? 'The hub refused this tab’s viewer token (the hub restarted?). Open the link `graphmind serve` printed to control runs again; watching still works.'
     : 'Read-only: runs show, but continuing, injecting or setting breakpoints needs the link `graphmind serve` printed (it carries #token=…).';
   renderDebug();
+  // the inspector's break buttons and the banners' controls follow
+  scheduleCanvas();
 }
 
 let toastTimer = null;

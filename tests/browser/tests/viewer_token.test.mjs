@@ -2,7 +2,7 @@
 // it the page shows runs read-only and says that control needs the link serve printed.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { sharedHubAndBrowser, shot, card, runItem, waitConn, waitMode, assertNoPageErrors } from '../lib/harness.mjs';
+import { sharedHubAndBrowser, shot, card, runItem, waitConn, waitMode, until, assertNoPageErrors } from '../lib/harness.mjs';
 import { sendGeneratedRun } from '../lib/fake-app.mjs';
 
 let runId;
@@ -48,11 +48,21 @@ test('the token leaves the address bar, stays for the tab and survives a reload'
 });
 
 test('a wrong token is refused by the hub and the page says so', async () => {
-  const page = await gm.newPage(`${gm.hub.base}/#token=${'0'.repeat(32)}`);
+  const page = await gm.newPage(`${gm.hub.base}/#token=${'0'.repeat(32)}&run=${runId}`);
   await waitConn(page, 'open');
+  // the inspector's break buttons look usable until the hub refuses the token
+  await card(page, 'agent:load').click();
+  const breakBefore = page.locator('[data-testid="insp-break-before"]');
+  await breakBefore.waitFor();
+  assert.ok(await breakBefore.isEnabled());
   await page.click('[data-testid="mode-step"]');
   const note = page.locator('[data-testid="token-note"][data-reason="rejected"]');
   await note.waitFor({ state: 'visible' });
   assert.equal(await page.locator('[data-testid="debug-controls"]').getAttribute('data-mode'), 'run');
+  // then they are disabled like the header's controls, and the toast says it once
+  await until(() => breakBefore.isDisabled(), 2000, 'the break buttons to be disabled');
+  const toast = await page.locator('[data-testid="toast"]').textContent();
+  assert.match(toast, /refused the viewer token/);
+  assert.equal(toast.match(/printed/g)?.length, 1, `said once: ${toast}`);
   await shot(page, 'token-rejected');
 });
