@@ -221,6 +221,7 @@ export class Canvas {
     const status = el('span', 'status');
     status.dataset.testid = 'node-status';
     const dur = el('span', 'dur');
+    dur.dataset.testid = 'node-duration';
     const injected = el('span', 'badge injected', 'injected');
     injected.dataset.testid = 'injected-badge';
     const ungated = el('span', 'badge ungated', 'ungated');
@@ -252,7 +253,7 @@ export class Canvas {
     const bps = nodeBreakpoints(ctx.breakpoints, n);
     const last = n.execs[n.execs.length - 1];
     const sel = ctx.selected === n.nodeId;
-    const sig = [st, n.kind, n.name, n.execs.length, bps.length, sel, n.injected, n.ungated, last?.durationMs, n.tailText.length, n.tailReasoning.length, n.tailText.slice(-8)].join('|');
+    const sig = [st, n.kind, n.name, n.execs.length, bps.length, sel, n.injected, n.ungated, last?.durationMs, last?.heldMs, n.tailText.length, n.tailReasoning.length, n.tailText.slice(-8)].join('|');
     if (sig === card.sig) return;
     card.sig = sig;
     const r = card.root;
@@ -267,7 +268,16 @@ export class Canvas {
     card.bp.hidden = bps.length === 0;
     card.bp.title = bps.map((m) => `break ${m.point ?? 'before'}`).join(', ');
     card.status.textContent = STATUS_LABEL[st] ?? st;
-    card.dur.textContent = last && last.durationMs != null ? fmtMs(last.durationMs) : '';
+    // the time it ran, not the time a gate held it (PROTOCOL: ran = duration − held)
+    const heldMs = last && last.heldMs > 0 ? last.heldMs : 0;
+    if (last && last.durationMs != null) {
+      const ran = Math.max(0, last.durationMs - heldMs);
+      card.dur.textContent = heldMs ? `${fmtMs(ran)} · held ${fmtMs(heldMs)}` : fmtMs(ran);
+      card.dur.title = heldMs ? `ran ${fmtMs(ran)}, held at a gate ${fmtMs(heldMs)}, ${fmtMs(last.durationMs)} in all` : 'ran';
+    } else {
+      card.dur.textContent = '';
+      card.dur.title = '';
+    }
     card.injected.hidden = !n.injected;
     card.ungated.hidden = !n.ungated;
     const hasTail = n.tailText || n.tailReasoning;

@@ -33,6 +33,10 @@ test('the demo run holds on its error, Retry fails again, an injected fix finish
     assert.match(io.stderr, /reference RF-1042/);
     await runItem(page, { status: 'ok' }).waitFor();
     await card(page, 'tool:lookup_order').locator('[data-testid="injected-badge"]').waitFor({ state: 'visible' });
+    // the card shows the time the lookup ran apart from the time its gates held it
+    const dur = card(page, 'tool:lookup_order').locator('[data-testid="node-duration"]');
+    assert.match(await dur.textContent(), /^\d.* · held \d/);
+    assert.match(await dur.getAttribute('title'), /^ran .*, held at a gate .* in all$/);
     await shot(page, 'demo-done');
 
     // the viewer stays up until Ctrl-C
