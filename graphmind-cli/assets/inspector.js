@@ -135,7 +135,8 @@ export class Inspector {
     const status = isHeld ? 'paused' : e.status;
     const s = el('summary', 'exec-sum');
     s.append(el('span', 'exec-n', `#${index}`), ' ');
-    const st = el('span', `pill st-${status}`, status);
+    // "held", as on the card, the banner and the legend
+    const st = el('span', `pill st-${status}`, status === 'paused' ? 'held' : status);
     st.dataset.testid = 'exec-status';
     s.append(st, ' ');
     if (e.injected) {
@@ -166,8 +167,8 @@ export class Inspector {
     if (e.usage) {
       const u = e.usage;
       const parts = [];
-      if (u.inputTokens != null) parts.push(`${u.inputTokens} in`);
-      if (u.outputTokens != null) parts.push(`${u.outputTokens} out`);
+      if (u.inputTokens != null) parts.push(`${u.inputTokens} tokens in`);
+      if (u.outputTokens != null) parts.push(`${u.outputTokens} tokens out`);
       for (const [k, v] of Object.entries(u)) {
         if (k !== 'inputTokens' && k !== 'outputTokens' && (typeof v === 'number' || typeof v === 'string')) parts.push(`${v} ${k}`);
       }

@@ -1,7 +1,7 @@
 // A breakpoint added in the page holds the tool; the card shows it; Continue releases it.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { withHubAndBrowser, shot, card, runItem, waitBanner, waitCardStatus, assertNoPageErrors, exitedOk } from '../lib/harness.mjs';
+import { withHubAndBrowser, shot, card, runItem, inspectorExecs, waitBanner, waitCardStatus, waitText, assertNoPageErrors, exitedOk } from '../lib/harness.mjs';
 
 const setup = { pauseOnError: false, breakpoints: [{ kind: 'tool', name: 'shipping_status', point: 'before' }], agent: true };
 
@@ -14,6 +14,10 @@ test('a breakpoint added in the page holds the tool until Continue', () =>
     assert.equal(await c.getAttribute('data-status'), 'paused');
     assert.ok(await c.locator('[data-testid="bp-dot"]').isVisible(), 'breakpoint dot on the card');
     assert.ok(await card(page, 'tool:lookup_order').locator('[data-testid="bp-dot"]').isHidden());
+    // the inspector says "held" like the card and the legend
+    await c.click();
+    const status = inspectorExecs(page).first().locator('[data-testid="exec-status"]');
+    await waitText(status, /^held$/, 5000, 'the held execution in the inspector');
     // the run is listed as running and held
     await runItem(page, { status: 'running' }).locator('[data-testid="run-held"]').waitFor();
     // still held a moment later: nothing runs on its own
