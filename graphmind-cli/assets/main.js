@@ -373,6 +373,7 @@ function renderNow() {
   const empty = $('#empty');
   const runPauses = selectedPauses();
   if (!model) {
+    renderFoldButton();
     empty.hidden = false;
     empty.textContent = state.runs.size ? 'Select a run.' : 'No runs yet. Start an instrumented app, or run `graphmind demo`.';
     gates.update([]);
@@ -383,6 +384,7 @@ function renderNow() {
   const ended = state.selectedRemoved || (run ? run.status !== 'running' : model.status !== 'running');
   const ctx = { held: heldMap(), breakpoints: state.debug.breakpoints, selected: state.selectedNode, ended, runStatus: run?.status ?? model.status };
   canvas.render(model, ctx);
+  renderFoldButton();
   empty.hidden = model.nodes.size > 0;
   empty.textContent = state.selectedRemoved
     ? 'This run was deleted by the retention rule.'
@@ -592,7 +594,17 @@ $('[data-testid="fit"]').addEventListener('click', () => {
   canvas.userMoved = false;
   canvas.fit();
 });
+// "Fold groups" does something only where the layout made groups (7 or more leaf siblings)
+const FOLD_TITLE = $('[data-testid="fold-all"]').title;
+function renderFoldButton() {
+  const b = $('[data-testid="fold-all"]');
+  const any = Boolean(state.model && canvas.layout && canvas.layout.groups.length);
+  b.disabled = !any;
+  b.title = any ? FOLD_TITLE : 'no groups to fold: a node with 7 or more leaf children gets one';
+}
+
 function toggleFold() {
+  if ($('[data-testid="fold-all"]').disabled) return;
   const on = canvas.collapsed.size === 0;
   canvas.foldAll(on);
   canvas.userMoved = false;

@@ -30,6 +30,10 @@ test('ghost cards for every declared tool appear before the first model step run
     const n = Number(await card(page, 'llm:step').locator('[data-testid="node-count"]').getAttribute('data-n'));
     assert.ok(n >= 4, `llm:step ran ${n} times`);
     assert.match(await card(page, 'llm:step').locator('[data-testid="node-count"]').textContent(), new RegExp(`×${n}`));
+    // a graph this small has no groups: "Fold groups" is off and says why
+    const fold = page.locator('[data-testid="fold-all"]');
+    assert.ok(await fold.isDisabled(), 'nothing to fold');
+    assert.match(await fold.getAttribute('title'), /no groups/);
     await shot(page, 'ghost-graph-done');
     assertNoPageErrors(page);
   }));
