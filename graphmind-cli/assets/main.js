@@ -477,8 +477,16 @@ function renderRuns() {
     }
     const bottom = el('div', 'run-bottom');
     const dur = r.durationMs ?? (r.status === 'running' && r.startedAt ? Date.now() - r.startedAt : null);
+    // when it started, first: runs of one app often share a name
+    const app = el('span', 'run-app');
+    if (r.startedAt) {
+      const started = el('span', 'run-started', startedText(r.startedAt));
+      started.dataset.testid = 'run-started';
+      app.append(started, ' · ');
+    }
+    app.append(r.app || '?');
     bottom.append(
-      el('span', 'run-app', r.app || '?'),
+      app,
       el('span', 'run-dur', dur != null ? fmtMs(dur) : ''),
       Object.assign(el('span', 'run-events', `${r.eventCount ?? 0} ev`), { title: 'events' }),
     );
@@ -491,6 +499,14 @@ function renderRuns() {
   ul.replaceChildren(...items);
   $('#runs-empty').hidden = items.length > 0;
   renderTitle();
+}
+
+/** A run's start: the clock time today, else the date too. */
+function startedText(ms) {
+  const d = new Date(ms);
+  const time = d.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit', second: '2-digit' });
+  if (d.toDateString() === new Date().toDateString()) return time;
+  return `${d.toLocaleDateString([], { month: 'short', day: 'numeric' })} ${time}`;
 }
 
 function renderDebug() {

@@ -37,6 +37,10 @@ test('runs are listed newest first with status, live marker, duration and event 
   assert.match(await second.textContent(), /12 ev/);
   assert.match(await second.textContent(), /list-app/);
   assert.match(await second.textContent(), /\d+(\.\d+)? (ms|s)/);
+  // each says when it started (runs of one app often share a name)
+  for (const item of [first, second]) {
+    assert.match(await item.locator('[data-testid="run-started"]').textContent(), /\d{1,2}:\d{2}:\d{2}/);
+  }
   await shot(page, 'runs-list');
 });
 
