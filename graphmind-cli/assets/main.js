@@ -654,7 +654,13 @@ document.addEventListener('keydown', (ev) => {
   }
 });
 
-window.addEventListener('resize', () => gates.position(canvas));
+// a resized window keeps the graph fitted (unless the user moved it) and a held card in view
+window.addEventListener('resize', () => {
+  if (!canvas.userMoved) canvas.fit();
+  const g = gates.current();
+  if (g) canvas.reveal(g.pause.nodeId);
+  gates.position(canvas);
+});
 setInterval(() => {
   let any = false;
   for (const r of state.runs.values()) if (r.status === 'running') any = true;

@@ -52,6 +52,10 @@ test('at 1000×700 and 800×600 the held banner and the canvas tools stay usable
     await editor.press('Escape');
     await page.setViewportSize({ width: 800, height: 600 });
     await bannerInside(page, held, 'at 800×600');
+    // the held card is still in view after the window shrank
+    const c = await box(page.locator('[data-testid="node-card"][data-node-id="tool:lookup_order"]'));
+    const v = await box(page.locator('[data-testid="canvas"]'));
+    assert.ok(c.x >= v.x && c.x + c.width <= v.x + v.width && c.y >= v.y && c.y + c.height <= v.y + v.height, `held card ${JSON.stringify(c)} in the canvas ${JSON.stringify(v)}`);
     // the canvas tools are not under the inspector
     const fit = await box(page.locator('[data-testid="fit"]'));
     const insp = await box(page.locator('[data-testid="inspector"]'));
