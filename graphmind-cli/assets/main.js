@@ -525,8 +525,7 @@ function renderDebug() {
       const chip = el('span', 'chip');
       chip.dataset.testid = 'bp-chip';
       chip.dataset.matcher = JSON.stringify(m);
-      const label = [m.kind ?? '*', m.name ?? '*'].join(':') + ` @${m.point ?? 'before'}`;
-      chip.append(el('span', null, isPauseOnError(m) ? 'any error' : label));
+      chip.append(el('span', null, isPauseOnError(m) ? 'any error' : bpLabel(m)));
       const x = el('button', 'chip-x', '×');
       x.type = 'button';
       x.dataset.testid = 'bp-remove';
@@ -547,6 +546,10 @@ function errorWhy() {
   if (bps.length) return 'it failed and an error breakpoint matched';
   if (state.debug.mode === 'step') return 'it failed and step mode holds every error';
   return 'it failed';
+}
+
+function bpLabel(m) {
+  return [m.kind ?? '*', m.name ?? '*'].join(':') + ` @${m.point ?? 'before'}`;
 }
 
 function isPauseOnError(m) {
@@ -595,6 +598,12 @@ $('#bp-form').addEventListener('submit', (ev) => {
   if (kind) m.kind = kind;
   if (name) m.name = name;
   m.point = point;
+  const same = state.debug.breakpoints.find((b) => b && (b.kind ?? null) === (m.kind ?? null) && (b.name ?? null) === (m.name ?? null) && (b.point ?? 'before') === point);
+  if (same) {
+    // the hub would answer ok and nothing would change on the page
+    toast(`That breakpoint is already set (${isPauseOnError(same) ? 'pause on error' : bpLabel(same)}).`);
+    return;
+  }
   setBreakpoint(m, true).then((r) => {
     if (r.ok) $('#bp-name').value = '';
   });
