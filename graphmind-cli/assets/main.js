@@ -427,8 +427,10 @@ function scheduleInspectorLater() {
   }, 130);
 }
 
+/** A run's name; for the run on screen the loaded events may name it before the hub does. */
 function runTitle(r) {
-  return r?.name || state.model?.name || r?.runId || '';
+  const loaded = r && state.model && state.model.runId === r.runId ? state.model.name : null;
+  return r?.name || loaded || r?.runId || '';
 }
 
 function renderTitle() {
