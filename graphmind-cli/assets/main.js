@@ -575,9 +575,11 @@ function renderTokenNote() {
 }
 
 let toastTimer = null;
-function toast(text) {
+/** A note at the bottom for 6 s: `error` (a refused control) or `info`. */
+function toast(text, kind = 'error') {
   const t = $('#toast');
   t.textContent = text;
+  t.dataset.kind = kind;
   t.hidden = false;
   clearTimeout(toastTimer);
   toastTimer = setTimeout(() => (t.hidden = true), 6000);
@@ -603,7 +605,7 @@ $('#bp-form').addEventListener('submit', (ev) => {
   const same = state.debug.breakpoints.find((b) => b && (b.kind ?? null) === (m.kind ?? null) && (b.name ?? null) === (m.name ?? null) && (b.point ?? 'before') === point);
   if (same) {
     // the hub would answer ok and nothing would change on the page
-    toast(`That breakpoint is already set (${isPauseOnError(same) ? 'pause on error' : bpLabel(same)}).`);
+    toast(`That breakpoint is already set (${isPauseOnError(same) ? 'pause on error' : bpLabel(same)}).`, 'info');
     return;
   }
   setBreakpoint(m, true).then((r) => {
@@ -662,8 +664,14 @@ document.addEventListener('keydown', (ev) => {
     canvas.fit();
   } else if (ev.key === 'Escape') {
     selectNode(null);
+  } else if (ev.key === '?') {
+    toast(KEYS_HELP, 'info');
   }
 });
+
+const KEYS_HELP =
+  'Keys — at a held gate: C continue · S step · R retry · I inject (Ctrl+Enter sends, Esc closes); Abort has no key. ' +
+  'Anywhere: F fit the graph · G fold or unfold groups · Esc deselect the node · ? this help.';
 
 // a resized window keeps the graph fitted (unless the user moved it) and a held card in view
 window.addEventListener('resize', () => {
