@@ -170,7 +170,10 @@ export class Inspector {
       if (u.inputTokens != null) parts.push(`${u.inputTokens} tokens in`);
       if (u.outputTokens != null) parts.push(`${u.outputTokens} tokens out`);
       for (const [k, v] of Object.entries(u)) {
-        if (k !== 'inputTokens' && k !== 'outputTokens' && (typeof v === 'number' || typeof v === 'string')) parts.push(`${v} ${k}`);
+        // other counts by their key in words: cachedTokens → cached tokens
+        if (k !== 'inputTokens' && k !== 'outputTokens' && (typeof v === 'number' || typeof v === 'string')) {
+          parts.push(`${v} ${k.replace(/([a-z0-9])([A-Z])/g, '$1 $2').replace(/_/g, ' ').toLowerCase()}`);
+        }
       }
       add('usage', parts.join(' · '), 'exec-usage');
     }
