@@ -80,6 +80,7 @@ const feed = new Feed(wsUrl, {
     c.textContent = s === 'open' ? 'connected' : s === 'connecting' ? 'connecting…' : `disconnected · retrying in ${Math.ceil((info?.retryInMs ?? 0) / 100) / 10} s`;
     c.title = s === 'open' ? `connected to ${wsUrl}` : 'the page reconnects by itself when the hub is back';
     document.body.classList.toggle('offline', s !== 'open');
+    scheduleRuns();
   },
   onFrame,
 });
@@ -320,7 +321,7 @@ const gates = new Gates($('#overlay'), {
     const since = pause.since ? ` · held ${fmtMs(Date.now() - pause.since)}` : '';
     return {
       where: `Held ${pause.point === 'error' ? 'on error at' : pause.point} ${pause.nodeId}`,
-      why: `Why: ${why}${err}${pause.instanceId ? ` · ${pause.instanceId}` : ''}${since}`,
+      why: `Why: ${why}${err}${pause.instanceId ? ` · execution ${pause.instanceId}` : ''}${since}`,
     };
   },
 });
@@ -468,9 +469,11 @@ function renderRuns() {
     li.dataset.status = r.status;
     li.tabIndex = 0;
     const top = el('div', 'run-top');
-    const live = el('span', `live${r.live ? ' on' : ''}`);
+    // while the page is cut off from the hub nobody knows whether the app is still there
+    const isLive = r.live && state.conn === 'open';
+    const live = el('span', `live${isLive ? ' on' : ''}`);
     live.dataset.testid = 'run-live';
-    live.title = r.live ? 'live: the app is connected' : 'not live';
+    live.title = state.conn !== 'open' ? 'unknown: not connected to the hub' : r.live ? 'live: the app is connected' : 'not live';
     top.append(live, el('span', 'run-name', runTitle(r)), el('span', `pill st-${r.status}`, r.status));
     if (heldRuns.has(r.runId)) {
       const h = el('span', 'pill st-paused', 'held');

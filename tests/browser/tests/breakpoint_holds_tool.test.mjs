@@ -10,6 +10,8 @@ test('a breakpoint added in the page holds the tool until Continue', () =>
     const b = await waitBanner(page, 'tool:shipping_status', 'before');
     assert.match(await b.locator('[data-testid="gate-where"]').textContent(), /Held before tool:shipping_status/);
     assert.match(await b.locator('[data-testid="gate-why"]').textContent(), /breakpoint/);
+    // the id after the reason says what it is
+    assert.match(await b.locator('[data-testid="gate-why"]').textContent(), / · execution call_\w+ · held /);
     const c = card(page, 'tool:shipping_status');
     assert.equal(await c.getAttribute('data-status'), 'paused');
     assert.ok(await c.locator('[data-testid="bp-dot"]').isVisible(), 'breakpoint dot on the card');

@@ -9,10 +9,19 @@ test('the page reconnects after the hub restarts on the same port', () =>
   withHubAndBrowser({}, async ({ hub, page, defer, connectApp }) => {
     const conn = page.locator('[data-testid="conn-state"]');
 
+    // a run whose app is connected shows live, until the page loses the hub
+    const live = await connectApp('live-app');
+    const liveRun = 'run_1111222233cc';
+    live.send(liveRun, 'run.started', { app: 'live-app', sdk: { name: 't', version: '0' }, meta: { name: 'live' } });
+    const dot = page.locator(`[data-testid="run-item"][data-run-id="${liveRun}"] [data-testid="run-live"]`);
+    await page.locator(`[data-testid="run-item"][data-run-id="${liveRun}"] [data-testid="run-live"].on`).waitFor({ timeout: 10_000 });
+
     const { port, home } = hub;
     await hub.stop();
     await waitConn(page, 'closed', 5000);
     assert.match(await conn.textContent(), /retrying/);
+    assert.doesNotMatch(await dot.getAttribute('class'), /\bon\b/, 'no live marker while the hub is unreachable');
+    assert.match(await dot.getAttribute('title'), /not connected/);
     await shot(page, 'reconnect-down');
 
     const again = await startHub({ port, home });
