@@ -35,7 +35,7 @@ export class Gates {
    *   step:(pause:any)=>Promise<any>,
    *   canControl:()=>boolean,
    *   prefill:(pause:any)=>any,
-   *   describe:(pause:any)=>{where:string, why:string},
+   *   describe:(pause:any)=>{where:string, why:string, note?:string},
    *   resized?:()=>void,
    * }} hooks
    */
@@ -89,6 +89,8 @@ export class Gates {
     const d = this.hooks.describe(b.pause);
     b.where.textContent = d.where;
     b.why.textContent = d.why;
+    b.note.hidden = !d.note;
+    b.note.textContent = d.note || '';
     const can = this.hooks.canControl();
     // a resume in flight (from here or elsewhere) until the app confirms it
     const releasing = b.pause.state === 'resuming';
@@ -113,6 +115,9 @@ export class Gates {
     where.dataset.testid = 'gate-where';
     const why = el('div', 'gate-why');
     why.dataset.testid = 'gate-why';
+    const note = el('div', 'gate-note');
+    note.dataset.testid = 'gate-note';
+    note.hidden = true;
     const actions = el('div', 'gate-actions');
     const bc = button('Continue', 'gate-continue', 'C');
     const bs = button('Step', 'gate-step', 'S');
@@ -143,13 +148,13 @@ export class Gates {
     const cancel = button('Cancel', 'inject-cancel');
     row.append(send, cancel, hint);
     inject.append(label, ta, err, row);
-    root.append(where, why, actions, msg, inject);
+    root.append(where, why, note, actions, msg, inject);
 
     // the action each button asks for (Step continues, in step mode)
     for (const [btn, action] of [[bc, 'continue'], [bs, 'continue'], [br, 'retry'], [bi, 'inject'], [ba, 'abort']]) {
       btn.dataset.action = action;
     }
-    const b = { root, where, why, msg, inject, ta, err, send, pause: p, busy: false, buttons: [bc, bs, br, bi, ba] };
+    const b = { root, where, why, note, msg, inject, ta, err, send, pause: p, busy: false, buttons: [bc, bs, br, bi, ba] };
     root.addEventListener('pointerdown', () => (this.focusId = b.pause.pauseId));
     bc.addEventListener('click', () => this.run(b, 'continue'));
     br.addEventListener('click', () => this.run(b, 'retry'));

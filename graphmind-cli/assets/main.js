@@ -320,6 +320,8 @@ const gates = new Gates($('#overlay'), {
     const err = pause.error && pause.point === 'error' ? ` — ${pause.error.name || 'Error'}: ${pause.error.message ?? ''}` : '';
     const since = pause.since ? ` · held ${fmtMs(Date.now() - pause.since)}` : '';
     return {
+      // Continue and Step do the same while step mode is on: say so, and how to leave it
+      note: state.debug.mode === 'step' ? 'Step mode is on: the next step holds too. Run (in the bar above) lets the run go on freely.' : '',
       where: `Held ${pause.point === 'error' ? 'on error at' : pause.point} ${pause.nodeId}`,
       why: `Why: ${why}${err}${pause.instanceId ? ` · execution ${pause.instanceId}` : ''}${since}`,
     };

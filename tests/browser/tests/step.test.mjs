@@ -16,10 +16,15 @@ test('Step releases the held tool and stops at the next model step', () =>
     assert.notEqual(await next.getAttribute('data-pause-id'), firstId);
     assert.match(await next.locator('[data-testid="gate-why"]').textContent(), /step/);
     assert.equal(agent.proc.exitCode, null, 'held at the next gate');
+    // the banner says step mode is on and how to leave it
+    const note = next.locator('[data-testid="gate-note"]');
+    assert.match(await note.textContent(), /Step mode is on.*Run/);
+    assert.ok(await note.isVisible());
     await shot(page, 'step-next-gate');
 
     await page.click('[data-testid="mode-run"]');
     await waitMode(page, 'run');
+    await note.waitFor({ state: 'hidden', timeout: 3000 });
     await next.locator('[data-testid="gate-continue"]').click();
     await exitedOk(agent);
     assertNoPageErrors(page);
