@@ -161,7 +161,8 @@ export class Inspector {
       add('ran', fmtMs(Math.max(0, e.durationMs - heldMs)), 'exec-ran');
       add('held', fmtMs(heldMs), 'exec-held');
     } else if (e.open && e.startedAt) {
-      add('running since', new Date(e.startedAt).toLocaleTimeString());
+      // a held or failed execution is not running: say when it started
+      add(status === 'running' ? 'running since' : 'started', new Date(e.startedAt).toLocaleTimeString(), 'exec-started');
     }
     add('attempts', String(e.attempts), 'exec-attempts');
     if (e.usage) {

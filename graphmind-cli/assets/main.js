@@ -445,10 +445,14 @@ function renderTitle() {
   }
   const m = state.model;
   const status = r?.status ?? m?.status ?? '';
+  const title = runTitle(r);
+  const app = r?.app ?? m?.app ?? '';
+  // the id once: a run without a name is titled by it already
+  const rest = title === state.selectedRun ? app : `${app} · ${state.selectedRun}`;
   t.replaceChildren(
-    el('b', null, runTitle(r)),
+    el('b', null, title),
     ' ',
-    el('span', 'muted', `${r?.app ?? m?.app ?? ''} · ${state.selectedRun}`),
+    el('span', 'muted', rest),
     ' ',
     Object.assign(el('span', `pill st-${status}`, status), { title: 'run status' }),
   );

@@ -20,6 +20,8 @@ test('a breakpoint added in the page holds the tool until Continue', () =>
     await c.click();
     const status = inspectorExecs(page).first().locator('[data-testid="exec-status"]');
     await waitText(status, /^held$/, 5000, 'the held execution in the inspector');
+    // held, not running: it says when it started
+    assert.match(await inspectorExecs(page).first().locator('[data-testid="exec-started"]').textContent(), /^started \d/);
     // the run is listed as running and held
     await runItem(page, { status: 'running' }).locator('[data-testid="run-held"]').waitFor();
     // still held a moment later: nothing runs on its own

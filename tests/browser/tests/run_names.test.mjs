@@ -21,5 +21,10 @@ test('an unnamed run keeps its id in the list while a named run is on screen', (
     await sleep(1500);
     assert.equal(await runItem(page, { runId: named }).locator('.run-name').textContent(), 'load-300');
     assert.equal(await runItem(page, { runId: unnamed }).locator('.run-name').textContent(), unnamed);
+    // on screen, the unnamed run's title names its id once
+    await runItem(page, { runId: unnamed }).click();
+    await page.locator(`[data-testid="canvas"][data-run-id="${unnamed}"][data-replayed="true"]`).waitFor({ timeout: 10_000 });
+    const title = await page.locator('[data-testid="run-title"]').textContent();
+    assert.equal(title.split(unnamed).length - 1, 1, `the id once in "${title}"`);
     await shot(page, 'run-names');
   }));
