@@ -211,12 +211,7 @@ fn cli_breakpoint_holds_the_python_tool_and_inject_sets_its_result() {
     .expect(0);
 
     let mut agent = Agent::spawn(h.port, "once");
-    let out = gm(
-        &h.home,
-        &["wait", "--json", "--timeout", "20", "--port", &port],
-    )
-    .expect(0);
-    let p = out.json();
+    let p = block_on(gm_wait_pause(&h));
     assert_eq!(p["nodeId"], json!("tool:add"));
     assert_eq!(p["point"], json!("before"));
     assert_eq!(p["reason"], json!("breakpoint"));
@@ -382,12 +377,7 @@ fn the_python_loop_guard_holds_at_the_hub_and_the_cli_continues_it() {
     let h = hub(&["--allow-control", "resume"]);
     let port = h.port.to_string();
     let mut agent = Agent::spawn_with_loop_guard(h.port, "loop", "pause");
-    let out = gm(
-        &h.home,
-        &["wait", "--json", "--timeout", "20", "--port", &port],
-    )
-    .expect(0);
-    let p = out.json();
+    let p = block_on(gm_wait_pause(&h));
     assert_eq!(p["nodeId"], json!("tool:add"));
     assert_eq!(p["point"], json!("before"));
     assert_eq!(p["reason"], json!("loop"), "{p}");

@@ -76,12 +76,7 @@ async fn finished_run(app: &mut App, run: &str) {
 }
 
 async fn listed(port: u16) -> Vec<String> {
-    runs_async(port).await["runs"]
-        .as_array()
-        .expect("runs")
-        .iter()
-        .map(|r| r["runId"].as_str().expect("runId").to_owned())
-        .collect()
+    run_ids(runs_async(port).await["runs"].as_array().expect("runs"))
 }
 
 #[test]

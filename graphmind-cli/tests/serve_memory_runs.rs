@@ -8,7 +8,7 @@
 mod support;
 
 use serde_json::{Value, json};
-use support::{App, Peer, TestHub, hub, runtime, wait_for};
+use support::{App, Peer, TestHub, hub, run_ids, runtime, wait_for};
 
 const CAP: usize = 5;
 
@@ -45,12 +45,11 @@ fn summary(h: &TestHub, run: &str) -> Value {
 }
 
 fn listed_ids(h: &TestHub, limit: usize) -> Vec<String> {
-    h.get_json(&format!("/api/runs?limit={limit}"))["runs"]
-        .as_array()
-        .expect("runs")
-        .iter()
-        .map(|r| r["runId"].as_str().expect("runId").to_owned())
-        .collect()
+    run_ids(
+        h.get_json(&format!("/api/runs?limit={limit}"))["runs"]
+            .as_array()
+            .expect("runs"),
+    )
 }
 
 #[test]
@@ -139,12 +138,7 @@ fn finished_runs_beyond_the_cap_leave_memory_and_are_read_from_storage() {
         (hello, replayed)
     });
     assert_eq!(replayed, events, "the replay is the stored events");
-    let hello_ids: Vec<String> = hello["runs"]
-        .as_array()
-        .expect("runs")
-        .iter()
-        .map(|r| r["runId"].as_str().expect("runId").to_owned())
-        .collect();
+    let hello_ids = run_ids(hello["runs"].as_array().expect("runs"));
     assert_eq!(hello_ids, expected);
 
     // The app replays an evicted run (duplicates) and then reports one more event of it: the

@@ -48,9 +48,7 @@ fn names(runs: &[Value]) -> Vec<String> {
 }
 
 fn ids(runs: &[Value]) -> HashSet<String> {
-    runs.iter()
-        .map(|r| r["runId"].as_str().expect("runId").to_owned())
-        .collect()
+    run_ids(runs).into_iter().collect()
 }
 
 /// Events the hub has taken in, dropped as duplicates, or dropped for deleted runs.

@@ -8,7 +8,7 @@ mod support;
 use std::time::Duration;
 
 use serde_json::json;
-use support::{App, TestHub, hub, now_ms, runtime, wait_for};
+use support::{App, TestHub, hub, now_ms, run_ids, runtime, wait_for};
 
 /// Run ids in the database.
 fn stored_runs(h: &TestHub) -> Vec<String> {
@@ -33,10 +33,7 @@ fn stored_events(h: &TestHub, run: &str) -> i64 {
 }
 
 fn listed(h: &TestHub) -> Vec<String> {
-    h.runs()
-        .iter()
-        .map(|r| r["runId"].as_str().expect("runId").to_owned())
-        .collect()
+    run_ids(&h.runs())
 }
 
 #[test]

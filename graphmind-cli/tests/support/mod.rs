@@ -121,6 +121,13 @@ pub fn first_json_line(
     })
 }
 
+/// The `runId`s of a list of RunSummaries (the hub's `runs` arrays), in order.
+pub fn run_ids<'a>(runs: impl IntoIterator<Item = &'a serde_json::Value>) -> Vec<String> {
+    runs.into_iter()
+        .map(|r| r["runId"].as_str().expect("runId").to_owned())
+        .collect()
+}
+
 /// The binary under test with `GRAPHMIND_HOME=home` and no stdin.
 pub fn graphmind_in(home: &Path) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_graphmind"));
