@@ -152,15 +152,12 @@ fn decode(kind: &str, payload: Value) -> Decoded {
 fn deeper_than(v: &Value, max: usize) -> bool {
     let mut stack: Vec<(&Value, usize)> = vec![(v, 0)];
     while let Some((v, depth)) = stack.pop() {
-        let children: Box<dyn Iterator<Item = &Value>> = match v {
-            Value::Array(items) => Box::new(items.iter()),
-            Value::Object(map) => Box::new(map.values()),
-            _ => continue,
-        };
-        if depth + 1 > max {
-            return true;
+        match v {
+            Value::Array(_) | Value::Object(_) if depth >= max => return true,
+            Value::Array(items) => stack.extend(items.iter().map(|c| (c, depth + 1))),
+            Value::Object(map) => stack.extend(map.values().map(|c| (c, depth + 1))),
+            _ => {}
         }
-        stack.extend(children.map(|c| (c, depth + 1)));
     }
     false
 }
@@ -239,6 +236,29 @@ mod tests {
             "]".repeat(100_000)
         );
         assert!(matches!(parse(&deep), Parsed::Invalid(_)));
+    }
+
+    #[test]
+    fn text_and_built_values_share_one_depth_limit() {
+        // The envelope object is level 1; `levels` counts it.
+        let frame = |levels: usize| {
+            let inner = levels - 2; // the envelope and the payload object
+            format!(
+                r#"{{"gm":1,"seq":0,"ts":0,"runId":"r","type":"x.deep","payload":{{"a":{}{}}}}}"#,
+                "[".repeat(inner),
+                "]".repeat(inner)
+            )
+        };
+        for (levels, ok) in [(MAX_DEPTH, true), (MAX_DEPTH + 1, false)] {
+            let text = frame(levels);
+            assert_eq!(
+                matches!(parse(&text), Parsed::UnknownType(_)),
+                ok,
+                "text, {levels}"
+            );
+            let v: Value = serde_json::from_str(&text).expect("json");
+            assert_eq!(!deeper_than(&v, MAX_DEPTH), ok, "value, {levels}");
+        }
     }
 
     #[test]
