@@ -20,6 +20,9 @@ test('the page reconnects after the hub restarts on the same port', () =>
     await hub.stop();
     await waitConn(page, 'closed', 5000);
     assert.match(await conn.textContent(), /retrying/);
+    // the runs list re-renders on the next animation frame after the connection state
+    const off = page.locator(`[data-testid="run-item"][data-run-id="${liveRun}"] [data-testid="run-live"]:not(.on)`);
+    await off.waitFor({ timeout: 5000 }).catch(() => {});
     assert.doesNotMatch(await dot.getAttribute('class'), /\bon\b/, 'no live marker while the hub is unreachable');
     assert.match(await dot.getAttribute('title'), /not connected/);
     await shot(page, 'reconnect-down');
