@@ -150,12 +150,20 @@ fn a_pause_shows_the_actions_its_gate_accepts_and_ignores_a_malformed_list() {
             json!({"pauseId": "pause_s_2", "nodeId": "llm:step", "point": "before", "actions": ["continue", "fly"]}),
         )
         .await;
-        let v = get_async(h.port, "/api/pauses?wait=5".into()).await.json();
-        let p = v["pauses"]
-            .as_array()
-            .and_then(|ps| ps.iter().find(|p| p["pauseId"] == "pause_s_2"))
-            .cloned()
-            .expect("the second pause");
+        // `wait` answers as soon as any pause is open (the first may still be): poll for it.
+        let mut second = None;
+        for _ in 0..100 {
+            let v = get_async(h.port, "/api/pauses".into()).await.json();
+            second = v["pauses"]
+                .as_array()
+                .and_then(|ps| ps.iter().find(|p| p["pauseId"] == "pause_s_2"))
+                .cloned();
+            if second.is_some() {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        let p = second.expect("the second pause within 5 s");
         assert_eq!(
             p["actions"],
             Value::Null,
