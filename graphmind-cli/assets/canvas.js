@@ -3,10 +3,14 @@
 // they stay readable at any zoom.
 
 import { layout, CARD_W, CARD_H } from './layout.js';
-import { nodeBreakpoints } from './model.js';
+import { nodeBreakpoints, unfinishedStatus } from './model.js';
 
 const SVG_NS = 'http://www.w3.org/2000/svg';
-const STATUS_LABEL = { ghost: 'not run yet', paused: 'held' };
+const STATUS_LABEL = { ghost: 'not run yet', paused: 'held', unfinished: 'never finished' };
+const STATUS_TITLE = {
+  abandoned: 'never finished: the app went away (exited or lost its connection) without ending the run; nobody aborted it',
+  unfinished: 'never finished: the run ended before this node reported its end',
+};
 
 function el(tag, cls, text) {
   const e = document.createElement(tag);
@@ -246,8 +250,8 @@ export class Canvas {
 
   updateCard(card, n, model, ctx) {
     let st = model.nodeStatus(n);
-    // a node still open when its run ended (aborted, abandoned, crashed) never finished
-    if (st === 'running' && ctx.ended) st = ctx.runStatus === 'error' ? 'error' : 'aborted';
+    // a node still open when its run ended never finished: say how the run ended
+    if (st === 'running' && ctx.ended) st = unfinishedStatus(ctx.runStatus);
     const held = ctx.held.get(n.nodeId);
     if (held && held.length) st = 'paused';
     const bps = nodeBreakpoints(ctx.breakpoints, n);
@@ -268,6 +272,7 @@ export class Canvas {
     card.bp.hidden = bps.length === 0;
     card.bp.title = bps.map((m) => `break ${m.point ?? 'before'}`).join(', ');
     card.status.textContent = STATUS_LABEL[st] ?? st;
+    card.status.title = STATUS_TITLE[st] ?? '';
     // the time it ran, not the time a gate held it (PROTOCOL: ran = duration − held)
     const heldMs = last && last.heldMs > 0 ? last.heldMs : 0;
     if (last && last.durationMs != null) {
@@ -297,6 +302,7 @@ export class Canvas {
         const n = model.nodes.get(id);
         if (!n) continue;
         let st = model.nodeStatus(n);
+        if (st === 'running' && ctx.ended) st = unfinishedStatus(ctx.runStatus);
         if (ctx.held.has(id)) st = 'paused';
         counts[st] = (counts[st] || 0) + 1;
       }

@@ -1,6 +1,7 @@
 // The inspector: every execution of the selected node, newest first.
 
 import { fmtMs } from './canvas.js';
+import { unfinishedStatus } from './model.js';
 
 const SHOW_CHARS = 20_000;
 
@@ -41,6 +42,28 @@ function block(label, text, testid, cls) {
   return wrap;
 }
 
+const NEVER_FINISHED = {
+  abandoned: 'the app went away (exited or lost its connection) without ending the run; nobody aborted it',
+  aborted: 'the run was aborted',
+  error: 'the run failed',
+  unfinished: 'the run ended before this execution reported its end',
+};
+
+/** One gate of an execution: where, how it was released, and what it refused. */
+function gateText(p) {
+  if (!p.action) return `${p.point} (held)${p.refused ? ` refused: ${p.refused.message || p.refused.code}` : ''}`;
+  const before = p.refusals ? ` (after ${p.refusals} refused)` : '';
+  return `${p.point} → ${p.action}${before}`;
+}
+
+/** The output an `after` gate of this execution holds, from the hub's pause or the event. */
+function heldOutput(holding, e) {
+  if (!holding.length) return null;
+  for (const p of holding) if (p.point === 'after' && p.output !== undefined && p.output !== null) return { output: p.output };
+  for (const p of e.pauses) if (!p.action && p.point === 'after' && p.hasOutput) return { output: p.output };
+  return null;
+}
+
 export class Inspector {
   /**
    * @param {HTMLElement} root
@@ -63,7 +86,7 @@ export class Inspector {
     if (!n) return `none|${nodeId}`;
     const execs = n.execs.map((e) => `${e.status}${e.open}${e.attempts}${e.injected}${e.pauses.length}`).join(',');
     const held = (ctx.held.get(nodeId) || []).map((p) => p.pauseId).join(',');
-    return `${nodeId}|${execs}|${held}|${JSON.stringify(ctx.breakpoints)}|${this.hooks.canControl()}`;
+    return `${nodeId}|${execs}|${held}|${JSON.stringify(ctx.breakpoints)}|${this.hooks.canControl()}|${ctx.ended}|${ctx.runStatus}`;
   }
 
   clear() {
@@ -83,7 +106,8 @@ export class Inspector {
     if (!n) return this.clear();
     const held = ctx.held.get(nodeId) || [];
     const bpSig = JSON.stringify(ctx.breakpoints);
-    const sig = `${nodeId}|${model.eventCount}|${held.map((p) => p.pauseId).join(',')}|${bpSig}|${this.hooks.canControl()}`;
+    // the run's end comes from the hub (an abandoned run gets no event), so it is in the key
+    const sig = `${nodeId}|${model.eventCount}|${held.map((p) => p.pauseId).join(',')}|${bpSig}|${this.hooks.canControl()}|${ctx.ended}|${ctx.runStatus}`;
     if (sig === this.sig) return;
     this.sig = sig;
     this.coarseSig = this.coarse(model, nodeId, ctx);
@@ -116,13 +140,13 @@ export class Inspector {
 
     const list = el('div', 'execs');
     const execs = n.execs.slice().reverse();
-    execs.forEach((e, i) => list.append(this.exec(model, n, e, execs.length - i, held)));
+    execs.forEach((e, i) => list.append(this.exec(model, n, e, execs.length - i, held, ctx)));
     if (!execs.length) list.append(el('div', 'inspector-empty', 'This node has not run yet (drawn from graph.hint).'));
     this.root.replaceChildren(head, list);
     this.root.scrollTop = scroll;
   }
 
-  exec(model, n, e, index, held) {
+  exec(model, n, e, index, held, ctx = {}) {
     const d = el('details', 'exec');
     d.dataset.testid = 'exec';
     d.dataset.instanceId = e.instanceId;
@@ -131,8 +155,11 @@ export class Inspector {
       if (d.open) this.closedExecs.delete(e.instanceId);
       else this.closedExecs.add(e.instanceId);
     });
-    const isHeld = held.some((p) => !p.instanceId || p.instanceId === e.instanceId) && e.open;
-    const status = isHeld ? 'paused' : e.status;
+    const holding = e.open ? held.filter((p) => !p.instanceId || p.instanceId === e.instanceId) : [];
+    const isHeld = holding.length > 0;
+    // still open when its run ended: it never finished, and the run's end says why
+    const neverFinished = !isHeld && e.open && ctx.ended;
+    const status = isHeld ? 'paused' : neverFinished ? unfinishedStatus(ctx.runStatus) : e.status;
     const s = el('summary', 'exec-sum');
     s.append(el('span', 'exec-n', `#${index}`), ' ');
     // "held", as on the card, the banner and the legend
@@ -161,9 +188,10 @@ export class Inspector {
       add('ran', fmtMs(Math.max(0, e.durationMs - heldMs)), 'exec-ran');
       add('held', fmtMs(heldMs), 'exec-held');
     } else if (e.open && e.startedAt) {
-      // a held or failed execution is not running: say when it started
+      // a held, failed or never-finished execution is not running: say when it started
       add(status === 'running' ? 'running since' : 'started', new Date(e.startedAt).toLocaleTimeString(), 'exec-started');
     }
+    if (neverFinished) add('never finished', NEVER_FINISHED[status] ?? NEVER_FINISHED.unfinished, 'exec-never-finished');
     add('attempts', String(e.attempts), 'exec-attempts');
     if (e.usage) {
       const u = e.usage;
@@ -179,14 +207,21 @@ export class Inspector {
       add('usage', parts.join(' · '), 'exec-usage');
     }
     if (e.pauses.length) {
-      add('gates', e.pauses.map((p) => `${p.point}${p.action ? ` → ${p.action}` : ' (held)'}${p.refused ? ` refused: ${p.refused.message || p.refused.code}` : ''}`).join(', '), 'exec-gates');
+      add('gates', e.pauses.map(gateText).join(', '), 'exec-gates');
     }
     d.append(facts);
     if (e.input !== undefined) d.append(block('input', json(e.input), 'exec-input'));
     if (e.reasoning) d.append(block('reasoning', e.reasoning, 'exec-reasoning', 'reasoning'));
     if (e.text) d.append(block('streamed text', e.text, 'exec-text'));
     if (e.toolArgs) d.append(block('tool-call arguments', e.toolArgs, 'exec-tool-args'));
-    if (e.output !== undefined) d.append(block(e.injected ? 'output (injected)' : 'output', json(e.output), 'exec-output'));
+    if (e.output !== undefined) {
+      d.append(block(e.injected ? 'output (injected)' : 'output', json(e.output), 'exec-output'));
+    } else {
+      // held at its `after` gate: the output exists and waits for the gate (exec.paused
+      // carries it; the hub's pause lists it too)
+      const after = heldOutput(holding, e);
+      if (after) d.append(block('output (held at the after gate)', json(after.output), 'exec-output', 'held-output'));
+    }
     if (e.error) {
       const msg = `${e.error.name || 'Error'}: ${e.error.message ?? ''}`;
       d.append(block('error', msg, 'exec-error', 'error'));

@@ -38,7 +38,7 @@ export class RunModel {
     this.endedAt = null;
     this.eventCount = 0;
     this.rootId = null;
-    /** pauseId -> {pauseId,nodeId,point,reason,instanceId,action,refused,seq} */
+    /** pauseId -> {pauseId,nodeId,point,reason,instanceId,action,refused,refusals,output,seq} */
     this.pauses = new Map();
     /** bumps when the set of nodes or their parents change (the layout depends on it) */
     this.structure = 0;
@@ -287,6 +287,11 @@ export class RunModel {
       instanceId: e ? e.instanceId : null,
       action: null,
       refused: null,
+      // values the app turned down at this gate before it was released
+      refusals: 0,
+      // what an `after` gate holds (the app sends it; the inspector shows it while held)
+      hasOutput: 'output' in p,
+      output: p.output,
       seq,
     };
     this.pauses.set(p.pauseId, pause);
@@ -297,6 +302,9 @@ export class RunModel {
     const pause = this.pauses.get(p.pauseId);
     if (!pause) return;
     pause.action = str(p.action) ?? 'continue';
+    // a refusal is about a value the gate turned down while it still held; once released
+    // (by a later inject that fit, or any other action) it no longer describes the execution
+    pause.refused = null;
     this.dirty.add(pause.nodeId);
     if (pause.action === 'retry') {
       const n = this.nodes.get(pause.nodeId);
@@ -319,7 +327,9 @@ export class RunModel {
   onRefused(p) {
     const pause = this.pauses.get(p.pauseId);
     if (!pause) return;
+    if (pause.action) return; // a late answer to a gate already released
     pause.refused = { code: str(p.code) ?? 'refused', message: str(p.message) ?? '' };
+    pause.refusals++;
     this.dirty.add(pause.nodeId);
   }
 
@@ -348,6 +358,15 @@ export class RunModel {
       ? last.status
       : 'ok';
   }
+}
+
+/**
+ * What an execution still open when its run ended shows: the run's own end where it says what
+ * happened to it (aborted, error, abandoned: the app went away without ending the run), else
+ * `unfinished` (the run ended while this execution never reported its end).
+ */
+export function unfinishedStatus(runStatus) {
+  return runStatus === 'aborted' || runStatus === 'error' || runStatus === 'abandoned' ? runStatus : 'unfinished';
 }
 
 /** Why a gate holds, for clients that do not say (the Python client sends no reason). */

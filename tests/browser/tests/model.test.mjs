@@ -83,7 +83,8 @@ test('streams, retries, injects and an aborted run land on the right execution',
   assert.equal(e.attempts, 2);
   assert.deepEqual([e.injected, e.recoveredFromError, e.ungated, x.ungated, x.injected], [true, true, true, true, true]);
   assert.equal(e.error.message, 'bad again');
-  assert.deepEqual(e.pauses.map((p) => [p.point, p.action, p.refused?.code ?? null]), [['error', 'retry', null], ['error', 'inject', 'schema']]);
+  // the refusal is history once the gate was released: counted, no longer current
+  assert.deepEqual(e.pauses.map((p) => [p.point, p.action, p.refused?.code ?? null, p.refusals]), [['error', 'retry', null, 0], ['error', 'inject', null, 1]]);
   assert.equal(m.nodeStatus(x), 'ok');
 
   m.apply(env('node.started', { nodeId: 'tool:y', kind: 'tool', name: 'y', instanceId: 'c2' }));
