@@ -3,9 +3,12 @@
 // they stay readable at any zoom.
 
 import { layout, CARD_W, CARD_H } from './layout.js';
-import { nodeBreakpoints, unfinishedStatus } from './model.js';
+import { nodeBreakpoints, unfinishedStatus, callLabel, callsNamed } from './model.js';
 
 const SVG_NS = 'http://www.w3.org/2000/svg';
+/** Tool calls shown in a card's tail, and the characters one of its lines holds. */
+const TAIL_CALLS = 3;
+const TAIL_LINE_CHARS = 28;
 const STATUS_LABEL = { ghost: 'not run yet', paused: 'held', unfinished: 'never finished' };
 const STATUS_TITLE = {
   abandoned: 'never finished: the app went away (exited or lost its connection) without ending the run; nobody aborted it',
@@ -236,7 +239,8 @@ export class Canvas {
     tail.dataset.testid = 'token-tail';
     const reasoning = el('span', 'reasoning');
     const text = el('span', 'text');
-    tail.append(reasoning, text);
+    const calls = el('div', 'tail-calls');
+    tail.append(reasoning, text, calls);
     root.append(head, meta, tail);
     root.addEventListener('click', (ev) => {
       ev.stopPropagation();
@@ -245,7 +249,7 @@ export class Canvas {
     root.addEventListener('keydown', (ev) => {
       if (ev.key === 'Enter') this.hooks.onSelect(id);
     });
-    return { root, kind, name, bp, count, status, dur, injected, ungated, tail, reasoning, text, sig: '' };
+    return { root, kind, name, bp, count, status, dur, injected, ungated, tail, reasoning, text, calls, sig: '' };
   }
 
   updateCard(card, n, model, ctx) {
@@ -257,7 +261,7 @@ export class Canvas {
     const bps = nodeBreakpoints(ctx.breakpoints, n);
     const last = n.execs[n.execs.length - 1];
     const sel = ctx.selected === n.nodeId;
-    const sig = [st, n.kind, n.name, n.execs.length, bps.length, sel, n.injected, n.ungated, last?.durationMs, last?.heldMs, n.tailText.length, n.tailReasoning.length, n.tailText.slice(-8)].join('|');
+    const sig = [st, n.kind, n.name, n.execs.length, bps.length, sel, n.injected, n.ungated, last?.durationMs, last?.heldMs, n.tailText.length, n.tailReasoning.length, n.tailText.slice(-8), n.tailArgs, n.tailCalls?.length].join('|');
     if (sig === card.sig) return;
     card.sig = sig;
     const r = card.root;
@@ -285,13 +289,47 @@ export class Canvas {
     }
     card.injected.hidden = !n.injected;
     card.ungated.hidden = !n.ungated;
-    const hasTail = n.tailText || n.tailReasoning;
+    const calls = n.tailCalls && n.tailCalls.length ? n.tailCalls : null;
+    const hasTail = n.tailText || n.tailReasoning || calls;
     card.tail.hidden = !hasTail;
     if (hasTail) {
       card.reasoning.textContent = n.tailReasoning ? n.tailReasoning.slice(-160) : '';
       card.text.textContent = n.tailText ? n.tailText.slice(-200) : '';
+      this.renderTailCalls(card.calls, calls);
       card.tail.scrollTop = card.tail.scrollHeight;
     }
+  }
+
+  /**
+   * One line per tool call streaming its arguments (the newest three), so parallel calls read
+   * apart: the tool's name, then the end of its arguments so far (all of them in the title).
+   */
+  renderTailCalls(box, calls) {
+    const shown = calls ? calls.slice(-TAIL_CALLS) : [];
+    const named = calls ? callsNamed(calls) : false;
+    const seen = new Map();
+    for (const c of shown) seen.set(c.name, (seen.get(c.name) ?? 0) + 1);
+    box.hidden = shown.length === 0;
+    while (box.children.length > shown.length) box.lastChild.remove();
+    shown.forEach((c, i) => {
+      let line = box.children[i];
+      if (!line) {
+        line = el('div', 'tail-call');
+        line.dataset.testid = 'tail-call';
+        line.append(el('b', 'call-name'), el('span', 'call-args'));
+        box.append(line);
+      }
+      // parallel calls of one tool are told apart by their index
+      const twin = c.name != null && seen.get(c.name) > 1 && c.index != null ? `#${c.index}` : '';
+      const name = named ? (c.overflow ? callLabel(c) : c.name != null ? `${c.name}${twin}` : c.index != null ? `#${c.index}` : 'call') : 'args';
+      const room = Math.max(8, TAIL_LINE_CHARS - name.length - 1);
+      line.firstChild.textContent = name;
+      line.lastChild.textContent = c.args.length > room ? `…${c.args.slice(-(room - 1))}` : c.args;
+      line.title = `${named ? callLabel(c) : 'tool-call arguments'}: ${c.args.slice(0, 2000)}`;
+      line.dataset.callIndex = c.index ?? '';
+      line.dataset.callId = c.id ?? '';
+      line.dataset.args = c.args.slice(-2000);
+    });
   }
 
   updateGroups(model, ctx) {

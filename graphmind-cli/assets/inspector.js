@@ -1,7 +1,7 @@
 // The inspector: every execution of the selected node, newest first.
 
 import { fmtMs } from './canvas.js';
-import { unfinishedStatus } from './model.js';
+import { unfinishedStatus, callLabel, callsNamed } from './model.js';
 
 const SHOW_CHARS = 20_000;
 
@@ -213,7 +213,16 @@ export class Inspector {
     if (e.input !== undefined) d.append(block('input', json(e.input), 'exec-input'));
     if (e.reasoning) d.append(block('reasoning', e.reasoning, 'exec-reasoning', 'reasoning'));
     if (e.text) d.append(block('streamed text', e.text, 'exec-text'));
-    if (e.toolArgs) d.append(block('tool-call arguments', e.toolArgs, 'exec-tool-args'));
+    if (e.toolArgs && !callsNamed(e.calls.list)) d.append(block('tool-call arguments', e.toolArgs, 'exec-tool-args'));
+    else if (e.toolArgs) {
+      // calls the sender named stream apart: one block each, in the order they started
+      for (const c of e.calls.list) {
+        const b = block(`tool call · ${callLabel(c)}`, c.args, 'exec-tool-call', 'tool-call');
+        b.dataset.callIndex = c.index ?? '';
+        b.dataset.callId = c.id ?? '';
+        d.append(b);
+      }
+    }
     if (e.output !== undefined) {
       d.append(block(e.injected ? 'output (injected)' : 'output', json(e.output), 'exec-output'));
     } else {

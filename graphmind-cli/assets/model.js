@@ -3,6 +3,8 @@
 
 const TAIL_CHARS = 400;
 const STREAM_CAP = 200_000;
+/** Tool calls told apart per execution; deltas past this land on one overflow entry. */
+const MAX_CALLS = 64;
 
 /** Kind and name guessed from a nodeId such as `tool:lookup` when no event said them. */
 function splitNodeId(nodeId) {
@@ -63,6 +65,9 @@ export class RunModel {
         byInstance: new Map(),
         tailText: '',
         tailReasoning: '',
+        // the tool calls streaming into the card's tail (those of the execution streamed last)
+        tailCalls: null,
+        tailArgs: 0,
         ungated: false,
         injected: false,
       };
@@ -114,6 +119,7 @@ export class RunModel {
       text: '',
       reasoning: '',
       toolArgs: '',
+      calls: newCalls(),
       pauses: [],
       extras: {},
     };
@@ -122,6 +128,7 @@ export class RunModel {
     n.ghost = false;
     n.tailText = '';
     n.tailReasoning = '';
+    n.tailCalls = null;
     return e;
   }
 
@@ -231,6 +238,12 @@ export class RunModel {
         if (e && e.reasoning.length < STREAM_CAP) e.reasoning += d.v;
       } else if (d.t === 'tool-args') {
         if (e && e.toolArgs.length < STREAM_CAP) e.toolArgs += d.v;
+        // parallel calls stream interleaved: each delta goes to the call it names
+        const calls = e ? e.calls : (n.looseCalls ??= newCalls());
+        const call = callFor(calls, d, p);
+        if (call.args.length < STREAM_CAP) call.args += d.v;
+        n.tailCalls = calls.list;
+        n.tailArgs += d.v.length;
       } else {
         n.tailText = (n.tailText + d.v).slice(-TAIL_CHARS);
         if (e && e.text.length < STREAM_CAP) e.text += d.v;
@@ -358,6 +371,62 @@ export class RunModel {
       ? last.status
       : 'ok';
   }
+}
+
+function newCalls() {
+  return { list: [], byIndex: new Map(), byId: new Map(), byName: new Map() };
+}
+
+/**
+ * The tool call a `tool-args` delta belongs to, by the loose fields that name it (on the delta,
+ * else on the node.token payload): `index` (the position in the reply, as OpenAI and Anthropic
+ * stream it: often only the first delta carries the id and name), `toolCallId` (or `callId`)
+ * and `toolName`. A delta that names nothing joins the unnamed call, as older senders'
+ * deltas all do.
+ */
+function callFor(calls, d, p) {
+  const pick = (k) => (k in d ? d[k] : p[k]);
+  const index = num(pick('index'));
+  const id = str(pick('toolCallId')) ?? str(pick('callId'));
+  const name = str(pick('toolName'));
+  let call = (index != null ? calls.byIndex.get(index) : undefined) ?? (id != null ? calls.byId.get(id) : undefined);
+  if (!call && index == null && id == null) call = calls.byName.get(name ?? '');
+  if (!call) {
+    if (calls.list.length >= MAX_CALLS) {
+      // never silently lost: what does not fit gets one entry that says so
+      call = calls.byName.get('\u0000more');
+      if (!call) {
+        call = { index: null, id: null, name: null, args: '', overflow: true };
+        calls.byName.set('\u0000more', call);
+        calls.list.push(call);
+      }
+      return call;
+    }
+    call = { index: index ?? null, id: id ?? null, name: name ?? null, args: '', overflow: false };
+    calls.list.push(call);
+  }
+  // the first delta of a call may name it, later ones give only its index: remember each name
+  if (index != null && call.index == null) call.index = index;
+  if (id != null && call.id == null) call.id = id;
+  if (name != null && call.name == null) call.name = name;
+  if (call.index != null) calls.byIndex.set(call.index, call);
+  if (call.id != null) calls.byId.set(call.id, call);
+  if (call.index == null && call.id == null) calls.byName.set(call.name ?? '', call);
+  return call;
+}
+
+/** A tool call's label: its tool, its index and id where the sender gave them. */
+export function callLabel(call) {
+  if (call.overflow) return `more calls (past ${MAX_CALLS})`;
+  const parts = [call.name ?? 'tool call'];
+  if (call.index != null) parts.push(`#${call.index}`);
+  if (call.id != null) parts.push(call.id);
+  return parts.join(' ');
+}
+
+/** True when the sender named the calls (else they are one stream of arguments). */
+export function callsNamed(list) {
+  return list.length > 1 || list.some((c) => c.index != null || c.id != null || c.name != null);
 }
 
 /**

@@ -157,3 +157,33 @@ test('parallel calls of one tool finish their own executions', () => {
   assert.deepEqual(x.execs.map((e) => [e.instanceId, e.status, e.open]), [['c1', 'ok', false], ['c2', 'running', true], ['c9', 'error', false]]);
   assert.equal(m.nodeStatus(x), 'running');
 });
+
+test('tool-args deltas go to the call they name: by index, by id, by the payload, else one call', () => {
+  const m = new RunModel('run_t');
+  m.apply(env('node.started', { nodeId: 'llm:s', kind: 'llm', name: 's', instanceId: 'i1' }, 'run_t'));
+  const tok = (deltas, extra = {}) => m.apply(env('node.token', { nodeId: 'llm:s', instanceId: 'i1', deltas, ...extra }, 'run_t'));
+  // ids on every delta (the AI SDK's tool-input-delta), interleaved
+  tok([{ t: 'tool-args', v: '{"q":', toolCallId: 'x' }, { t: 'tool-args', v: '{"n":', toolCallId: 'y', toolName: 'count' }]);
+  tok([{ t: 'tool-args', v: '1}', toolCallId: 'y' }, { t: 'tool-args', v: '"a"}', toolCallId: 'x' }]);
+  // the call named on the node.token payload (one batch per call)
+  tok([{ t: 'tool-args', v: '{}' }], { index: 5, toolName: 'noop' });
+  const calls = m.nodes.get('llm:s').execs[0].calls.list;
+  assert.deepEqual(calls.map((c) => [c.id, c.name, c.index, c.args]), [['x', null, null, '{"q":"a"}'], ['y', 'count', null, '{"n":1}'], [null, 'noop', 5, '{}']]);
+
+  // a sender that names nothing: one call, as before
+  m.apply(env('node.started', { nodeId: 'llm:o', kind: 'llm', name: 'o', instanceId: 'o1' }, 'run_t'));
+  m.apply(env('node.token', { nodeId: 'llm:o', instanceId: 'o1', deltas: [{ t: 'tool-args', v: '{"a"' }, { t: 'tool-args', v: ':1}' }] }, 'run_t'));
+  const old = m.nodes.get('llm:o').execs[0];
+  assert.deepEqual(old.calls.list.map((c) => c.args), ['{"a":1}']);
+  assert.equal(old.toolArgs, '{"a":1}');
+
+  // past the cap, deltas are kept on one entry that says so
+  m.apply(env('node.started', { nodeId: 'llm:many', kind: 'llm', name: 'many', instanceId: 'm1' }, 'run_t'));
+  const many = [];
+  for (let i = 0; i < 70; i++) many.push({ t: 'tool-args', v: 'x', index: i });
+  m.apply(env('node.token', { nodeId: 'llm:many', instanceId: 'm1', deltas: many }, 'run_t'));
+  const list = m.nodes.get('llm:many').execs[0].calls.list;
+  assert.equal(list.length, 65);
+  assert.equal(list[64].overflow, true);
+  assert.equal(list[64].args, 'xxxxxx');
+});
