@@ -17,7 +17,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::security::{bearer, is_json};
-use super::state::{Hub, Need, Outcome};
+use super::state::{Hub, MAX_BREAKPOINTS, Need, Outcome};
 
 /// The API routes (and `/health`).
 pub fn routes() -> Router<Arc<Hub>> {
@@ -280,7 +280,19 @@ async fn debug_replace(State(hub): State<Arc<Hub>>, headers: HeaderMap, body: By
             None => return error(StatusCode::BAD_REQUEST, "mode must be run or step"),
         },
     };
-    axum::Json(hub.replace_debug(bps, mode)).into_response()
+    match hub.replace_debug(bps, mode) {
+        Ok(d) => axum::Json(d).into_response(),
+        Err(e) => too_many_breakpoints(e),
+    }
+}
+
+/// `409 Conflict`: the breakpoint list is full; the answer names the cap.
+fn too_many_breakpoints(msg: String) -> Response {
+    (
+        StatusCode::CONFLICT,
+        axum::Json(json!({"error": msg, "maxBreakpoints": MAX_BREAKPOINTS})),
+    )
+        .into_response()
 }
 
 async fn breakpoint_set(State(hub): State<Arc<Hub>>, headers: HeaderMap, body: Bytes) -> Response {
@@ -292,7 +304,10 @@ async fn breakpoint_set(State(hub): State<Arc<Hub>>, headers: HeaderMap, body: B
         Err(r) => return r,
     };
     match matcher_of(body.get("matcher")) {
-        Ok(m) => axum::Json(hub.set_breakpoint(m)).into_response(),
+        Ok(m) => match hub.set_breakpoint(m) {
+            Ok(d) => axum::Json(d).into_response(),
+            Err(e) => too_many_breakpoints(e),
+        },
         Err(r) => r,
     }
 }

@@ -12,7 +12,7 @@ use graphmind_protocol::{Envelope, Message, PAYLOAD_BUDGET, Parsed, parse, shrin
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::state::{AppOut, Hub, Load};
+use super::state::{AppOut, Hub, Load, MAX_RUN_ID_CHARS};
 
 /// Largest frame an app may send (close 1009 above it).
 pub const MAX_FRAME: usize = 16 * 1024 * 1024;
@@ -242,6 +242,11 @@ fn shrink(env: Envelope, text: &str) -> (Envelope, Arc<str>, bool) {
 /// writes for unpaired surrogates in its strings but which are not valid JSON text for serde,
 /// with `\ufffd`. Returns `None` when there is none.
 fn mend_lone_surrogates(text: &str) -> Option<String> {
+    mend_lone_surrogates_with(text, "\\ufffd")
+}
+
+/// [`mend_lone_surrogates`] with another replacement escape.
+fn mend_lone_surrogates_with(text: &str, replacement: &str) -> Option<String> {
     fn hex4(b: &[u8]) -> Option<u16> {
         let s = std::str::from_utf8(b.get(..4)?).ok()?;
         u16::from_str_radix(s, 16).ok()
@@ -272,7 +277,7 @@ fn mend_lone_surrogates(text: &str) -> Option<String> {
             i += 12;
         } else if (0xD800..0xE000).contains(&unit) {
             out.push_str(&text[last..i]);
-            out.push_str("\\ufffd");
+            out.push_str(replacement);
             i += 6;
             last = i;
             changed = true;
@@ -287,9 +292,37 @@ fn mend_lone_surrogates(text: &str) -> Option<String> {
     Some(out)
 }
 
+/// Whether a frame's run id may be taken in; counts the refusals. `raw` is the frame as
+/// received, `text` as parsed (equal unless lone surrogates were mended).
+///
+/// A lone surrogate in a run id is refused rather than mended (as the TypeScript parser
+/// refuses it): mended, `run_\ud800` and `run_\udfff` of two apps would become one run.
+/// Whether the run id held one is told by mending a second time with another replacement:
+/// only a run id that held one comes out different.
+fn run_id_allowed(hub: &Hub, run_id: &str, raw: &str, text: &str) -> bool {
+    if run_id.chars().count() > MAX_RUN_ID_CHARS {
+        hub.stats.run_ids_too_long.fetch_add(1, Ordering::Relaxed);
+        return false;
+    }
+    if raw != text {
+        let other = mend_lone_surrogates_with(raw, "\\u0000")
+            .and_then(|t| serde_json::from_str::<Value>(&t).ok());
+        let probe = other
+            .as_ref()
+            .and_then(|v| v.get("runId"))
+            .and_then(Value::as_str);
+        if probe != Some(run_id) {
+            hub.stats.run_ids_invalid.fetch_add(1, Ordering::Relaxed);
+            return false;
+        }
+    }
+    true
+}
+
 /// Handles one frame after the handshake. Returns false when the connection must close.
 async fn event(hub: &Arc<Hub>, conn: u64, text: &str, tx: &mpsc::UnboundedSender<AppOut>) -> bool {
     let mended;
+    let raw = text;
     let mut text = text;
     let mut parsed = parse(text);
     if let Parsed::Invalid(why) = &parsed
@@ -328,6 +361,9 @@ async fn event(hub: &Arc<Hub>, conn: u64, text: &str, tx: &mpsc::UnboundedSender
                 | Message::ModeSet(_)
         )
     {
+        return true;
+    }
+    if !run_id_allowed(hub, &env.run_id, raw, text) {
         return true;
     }
     // Events the app's replay ring lost before it could send them (the client announces the

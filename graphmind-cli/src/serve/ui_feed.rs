@@ -326,9 +326,10 @@ async fn control(
                         ("breakpoint.clear", None) if all => {
                             ok_result(&request_id, hub.clear_breakpoints(None))
                         }
-                        ("breakpoint.set", Some(Ok(m))) => {
-                            ok_result(&request_id, hub.set_breakpoint(m))
-                        }
+                        ("breakpoint.set", Some(Ok(m))) => match hub.set_breakpoint(m) {
+                            Ok(d) => ok_result(&request_id, d),
+                            Err(e) => result(&request_id, &Outcome::Invalid(e)),
+                        },
                         ("breakpoint.clear", Some(Ok(m))) => {
                             ok_result(&request_id, hub.clear_breakpoints(Some(m)))
                         }

@@ -1,6 +1,7 @@
 //! The debug state: breakpoints and mode, pushed to apps and viewers when they change.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use graphmind_protocol::{
     BreakpointChange, BreakpointMatcher, Extra, Message, Mode, ModeSet, RUN_ANY,
@@ -8,7 +9,7 @@ use graphmind_protocol::{
 use serde_json::{Value, json};
 
 use super::viewers::broadcast;
-use super::{AppOut, Hub, State};
+use super::{AppOut, Hub, MAX_BREAKPOINTS, State};
 
 fn matcher_json(m: &BreakpointMatcher) -> Value {
     serde_json::to_value(m).unwrap_or(Value::Null)
@@ -32,14 +33,21 @@ impl Hub {
         broadcast(st, &Arc::from(feed.to_string()));
     }
 
-    /// Adds a breakpoint unless an equal one exists.
-    pub fn set_breakpoint(&self, m: BreakpointMatcher) -> Value {
+    /// Adds a breakpoint unless an equal one exists. Refused (with the reason) when the hub
+    /// holds [`MAX_BREAKPOINTS`] already: every app copies and matches the whole list.
+    pub fn set_breakpoint(&self, m: BreakpointMatcher) -> Result<Value, String> {
         let m = BreakpointMatcher {
             extra: Extra::new(),
             ..m
         };
         let mut st = self.lock();
         if !st.breakpoints.iter().any(|b| b.same_rule(&m)) {
+            if st.breakpoints.len() >= MAX_BREAKPOINTS {
+                self.stats
+                    .breakpoints_refused
+                    .fetch_add(1, Ordering::Relaxed);
+                return Err(too_many());
+            }
             st.breakpoints.push(m.clone());
             let f = self.frame(
                 RUN_ANY,
@@ -50,7 +58,7 @@ impl Hub {
             );
             self.push_debug(&st, &[f]);
         }
-        debug_json(&st)
+        Ok(debug_json(&st))
     }
 
     /// Removes breakpoints equal to `m`, or all of them.
@@ -97,8 +105,27 @@ impl Hub {
         debug_json(&st)
     }
 
-    /// Replaces the breakpoints (when given) and the mode (when given).
-    pub fn replace_debug(&self, bps: Option<Vec<BreakpointMatcher>>, mode: Option<Mode>) -> Value {
+    /// Replaces the breakpoints (when given) and the mode (when given). Refused, changing
+    /// nothing, when the list holds more than [`MAX_BREAKPOINTS`] distinct matchers.
+    pub fn replace_debug(
+        &self,
+        bps: Option<Vec<BreakpointMatcher>>,
+        mode: Option<Mode>,
+    ) -> Result<Value, String> {
+        if let Some(bps) = &bps {
+            let mut distinct: Vec<&BreakpointMatcher> = Vec::new();
+            for b in bps {
+                if !distinct.iter().any(|d| d.same_rule(b)) {
+                    distinct.push(b);
+                    if distinct.len() > MAX_BREAKPOINTS {
+                        self.stats
+                            .breakpoints_refused
+                            .fetch_add(1, Ordering::Relaxed);
+                        return Err(too_many());
+                    }
+                }
+            }
+        }
         if let Some(bps) = bps {
             let current: Vec<BreakpointMatcher> = self.lock().breakpoints.clone();
             for c in current
@@ -108,14 +135,22 @@ impl Hub {
                 self.clear_breakpoints(Some(c.clone()));
             }
             for b in bps {
-                self.set_breakpoint(b);
+                // Within the cap (checked above): the old ones not kept were cleared first.
+                let _ = self.set_breakpoint(b);
             }
         }
         if let Some(m) = mode {
             self.set_mode(m);
         }
-        self.debug_json()
+        Ok(self.debug_json())
     }
+}
+
+fn too_many() -> String {
+    format!(
+        "the hub holds at most {MAX_BREAKPOINTS} breakpoints; clear some (or use a broader \
+         matcher) first"
+    )
 }
 
 pub(super) fn debug_json(st: &State) -> Value {

@@ -99,16 +99,27 @@ impl Hub {
                 rows.push(r.row(run_id));
                 r
             });
+            // Claims: a run belongs to the identity that wrote it first (a reconnect keeps
+            // its identity by presenting its resumeToken); frames of another identity's run
+            // are dropped, whether that identity is connected or not, so no other process can
+            // close, move or pre-empt what the run's app reports.
+            if run.owner.is_some_and(|o| o != identity) {
+                self.stats
+                    .foreign_run_frames
+                    .fetch_add(1, Ordering::Relaxed);
+                return false;
+            }
+            // A run of an earlier start (read from storage) is claimed by its first writer:
+            // its app replaying its ring after a hub restart, whose old session token means
+            // nothing to this start.
+            run.owner = Some(identity);
             run.touched = now;
             if let Some(seqs) = &mut run.seqs
                 && !seqs.insert(env.seq)
             {
                 self.stats.duplicates.fetch_add(1, Ordering::Relaxed);
                 duplicate = true;
-                // A replay of an unfinished run whose owner is not connected: its app is back
-                // (e.g. after a hub restart, where its old session token means nothing).
-                if !run.finished() && !run.owner.is_some_and(|o| st.live.contains_key(&o)) {
-                    run.owner = Some(identity);
+                if !run.finished() {
                     if run.status == "abandoned" {
                         run.status = "running".into();
                         rows.push(run.row(run_id));
@@ -123,12 +134,6 @@ impl Hub {
                 break 'locked;
             }
             self.stats.events_accepted.fetch_add(1, Ordering::Relaxed);
-            // Ownership: the identity that claimed the run keeps it while it is connected;
-            // a run whose owner is gone goes to whoever reports it now.
-            let owner_live = run.owner.is_some_and(|o| st.live.contains_key(&o));
-            if run.owner != Some(identity) && !owner_live {
-                run.owner = Some(identity);
-            }
             run.event_count += 1;
             if run.status == "abandoned" {
                 run.status = "running".into();
@@ -137,8 +142,6 @@ impl Hub {
             st.dirty.insert(run_id.to_owned());
             match &env.message {
                 Message::RunStarted(p) => {
-                    // The app that starts a run owns it.
-                    run.owner = Some(identity);
                     run.app = Some(p.app.clone());
                     run.sdk = serde_json::to_value(&p.sdk).ok();
                     run.name = p

@@ -46,6 +46,10 @@ pub const MAX_SESSION_TOKENS: usize = 16_384;
 /// Capacity of a viewer's outgoing queue; a viewer that falls this far behind is dropped
 /// (it reconnects and replays).
 pub const VIEWER_QUEUE: usize = 65_536;
+/// Longest run id taken in, in characters (a longer one is dropped and counted).
+pub const MAX_RUN_ID_CHARS: usize = 128;
+/// Most breakpoint matchers the hub holds (each is pushed to every app and copied there).
+pub const MAX_BREAKPOINTS: usize = 256;
 /// Largest `exec.resume` frame sent to an app (the Python client closes on frames > 1 MiB).
 pub const MAX_CONTROL_FRAME: usize = 1024 * 1024;
 
@@ -104,6 +108,14 @@ pub struct Stats {
     pub events_for_deleted_runs: AtomicU64,
     /// Session tokens forgotten (their app gone and nothing left to reclaim).
     pub tokens_expired: AtomicU64,
+    /// Frames for a run another app connection claimed (dropped).
+    pub foreign_run_frames: AtomicU64,
+    /// Frames whose run id holds a lone UTF-16 surrogate (dropped).
+    pub run_ids_invalid: AtomicU64,
+    /// Frames whose run id is longer than [`MAX_RUN_ID_CHARS`] (dropped).
+    pub run_ids_too_long: AtomicU64,
+    /// Breakpoints refused because the hub holds [`MAX_BREAKPOINTS`] already.
+    pub breakpoints_refused: AtomicU64,
 }
 
 impl Stats {
@@ -124,6 +136,10 @@ impl Stats {
             "runsDeleted": g(&self.runs_deleted),
             "eventsForDeletedRuns": g(&self.events_for_deleted_runs),
             "sessionTokensExpired": g(&self.tokens_expired),
+            "foreignRunFrames": g(&self.foreign_run_frames),
+            "runIdsInvalid": g(&self.run_ids_invalid),
+            "runIdsTooLong": g(&self.run_ids_too_long),
+            "breakpointsRefused": g(&self.breakpoints_refused),
         })
     }
 }
