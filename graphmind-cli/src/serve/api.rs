@@ -4,6 +4,7 @@
 #![allow(clippy::result_large_err)]
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use axum::Router;
@@ -37,10 +38,6 @@ pub fn routes() -> Router<Arc<Hub>> {
 
 fn error(status: StatusCode, msg: impl Into<String>) -> Response {
     (status, axum::Json(json!({"error": msg.into()}))).into_response()
-}
-
-fn json_text(status: StatusCode, body: String) -> Response {
-    (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
 async fn health(State(hub): State<Arc<Hub>>) -> Response {
@@ -77,6 +74,14 @@ struct EventsQuery {
     limit: Option<usize>,
 }
 
+/// Bytes of event bodies in one events page at most (a single larger event still comes, alone):
+/// past it the page ends early with `more` and `nextAfterSeq`.
+pub const PAGE_BYTES: usize = 8 * 1024 * 1024;
+/// How long an events page waits for a read permit before it is answered `503`.
+const READ_WAIT: Duration = Duration::from_secs(5);
+/// Size of the pieces an events page is handed to the connection in.
+const BODY_CHUNK: usize = 64 * 1024;
+
 async fn events(
     State(hub): State<Arc<Hub>>,
     Path(run_id): Path<String>,
@@ -88,18 +93,30 @@ async fn events(
         Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, e),
     }
     let limit = q.limit.unwrap_or(1000).clamp(1, 10_000);
+    // The permit is held until the page has been handed over to the connection in full, so
+    // the pages in memory at once are bounded however slowly their clients read.
+    let Ok(Ok(permit)) =
+        tokio::time::timeout(READ_WAIT, Arc::clone(&hub.reads).acquire_owned()).await
+    else {
+        hub.stats.reads_busy.fetch_add(1, Ordering::Relaxed);
+        let mut r = error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "too many event reads at once: retry shortly",
+        );
+        r.headers_mut()
+            .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+        return r;
+    };
     hub.writer.barrier().await;
     let reader = Arc::clone(&hub.reader);
     let rid = run_id.clone();
     let after = q.after_seq;
-    let rows =
-        match tokio::task::spawn_blocking(move || reader.events(&rid, after, limit + 1)).await {
-            Ok(Ok(rows)) => rows,
-            Ok(Err(e)) => return error(StatusCode::INTERNAL_SERVER_ERROR, e),
-            Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
-        };
-    let more = rows.len() > limit;
-    let rows = &rows[..rows.len().min(limit)];
+    let read = move || reader.events_within(&rid, after, limit, PAGE_BYTES);
+    let (rows, more) = match tokio::task::spawn_blocking(read).await {
+        Ok(Ok(page)) => page,
+        Ok(Err(e)) => return error(StatusCode::INTERNAL_SERVER_ERROR, e),
+        Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    };
     let next = if more { rows.last().map(|r| r.0) } else { None };
     let mut body = String::with_capacity(64 + rows.iter().map(|r| r.1.len() + 1).sum::<usize>());
     body.push_str(r#"{"runId":"#);
@@ -111,11 +128,32 @@ async fn events(
         }
         body.push_str(text);
     }
+    drop(rows);
     body.push_str(&format!(
         r#"],"more":{more},"nextAfterSeq":{}}}"#,
         next.map_or_else(|| "null".to_owned(), |n| n.to_string())
     ));
-    json_text(StatusCode::OK, body)
+    let len = body.len();
+    let chunks = futures_util::stream::unfold(
+        (Bytes::from(body), Some(permit)),
+        |(mut rest, mut permit)| async move {
+            if rest.is_empty() {
+                drop(permit.take());
+                return None;
+            }
+            let chunk = rest.split_to(rest.len().min(BODY_CHUNK));
+            Some((Ok::<_, std::convert::Infallible>(chunk), (rest, permit)))
+        },
+    );
+    (
+        StatusCode::OK,
+        [
+            (header::CONTENT_TYPE, "application/json".to_owned()),
+            (header::CONTENT_LENGTH, len.to_string()),
+        ],
+        axum::body::Body::from_stream(chunks),
+    )
+        .into_response()
 }
 
 #[derive(Deserialize)]

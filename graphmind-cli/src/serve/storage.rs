@@ -572,22 +572,37 @@ impl Reader {
         out
     }
 
-    /// Stored envelopes of a run with seq > `after_seq` (all when `None`), in seq order.
-    pub fn events(
+    /// Stored envelopes of a run with seq > `after_seq` (all when `None`), in seq order: at
+    /// most `limit`, and the page stops before the event that would take its bodies past
+    /// `max_bytes` (it always holds at least one event), so a page of large events costs at
+    /// most about `max_bytes` of memory whatever `limit` says. Returns the page and whether
+    /// more events follow it.
+    pub fn events_within(
         &self,
         run_id: &str,
         after_seq: Option<u64>,
         limit: usize,
-    ) -> Result<Vec<(u64, String)>, String> {
+        max_bytes: usize,
+    ) -> Result<(Vec<(u64, String)>, bool), String> {
         self.with(|c| {
             let mut st = c.prepare_cached(
-                "SELECT seq, body FROM events WHERE run_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
+                "SELECT seq, body FROM events WHERE run_id = ?1 AND seq > ?2 ORDER BY seq",
             )?;
             let after = after_seq.map_or(-1, i64_of);
-            st.query_map(params![run_id, after, i64_of(limit as u64)], |row| {
-                Ok((u64_of(row.get(0)?).unwrap_or(0), row.get(1)?))
-            })?
-            .collect()
+            // Rows are stepped one at a time: SQLite reads no further than the page needs.
+            let mut rows = st.query(params![run_id, after])?;
+            let mut page = Vec::new();
+            let mut bytes = 0usize;
+            while let Some(row) = rows.next()? {
+                // The length is read in place: a row past the page is never copied.
+                let len = row.get_ref(1)?.as_bytes().map_or(0, <[u8]>::len);
+                if page.len() >= limit || (!page.is_empty() && bytes + len > max_bytes) {
+                    return Ok((page, true));
+                }
+                bytes += len;
+                page.push((u64_of(row.get(0)?).unwrap_or(0), row.get(1)?));
+            }
+            Ok((page, false))
         })
     }
 

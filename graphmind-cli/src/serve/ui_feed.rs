@@ -4,25 +4,33 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use axum::extract::State;
 use axum::extract::ws::{CloseFrame, Message as WsMessage, WebSocket, WebSocketUpgrade};
 use axum::response::Response;
-use futures_util::stream::SplitSink;
+use futures_util::stream::{SplitSink, SplitStream};
 use futures_util::{SinkExt, StreamExt};
 use graphmind_protocol::{BreakpointMatcher, Mode, ResumeAction};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::ingest::is_capacity_error;
-use super::state::{HELLO_RUNS, Hub, Outcome, VIEWER_QUEUE, ViewerOut};
+use super::state::{HELLO_RUNS, Hub, Outcome, VIEWER_QUEUE, ViewerOut, ViewerQueue};
 
 /// Largest frame a viewer may send.
 pub const MAX_VIEWER_FRAME: usize = 1024 * 1024;
-/// Events per replay frame.
+/// Events per replay frame at most.
 const REPLAY_PAGE: usize = 1000;
 /// Live events batched into one frame at most.
 const LIVE_BATCH: usize = 512;
+/// Bytes of event bodies in one `events` frame at most (replay or live; a single larger
+/// event still goes out, alone): what one frame in flight to a viewer costs.
+pub const FRAME_BYTES: usize = 4 * 1024 * 1024;
+/// How long a viewer may take to accept one frame before it is closed: a viewer that stopped
+/// reading holds at most one frame, and at most this long.
+const SEND_TIMEOUT: Duration = Duration::from_secs(30);
 
 type Sink = SplitSink<WebSocket, WsMessage>;
 
@@ -38,8 +46,13 @@ struct Sub {
     replayed: HashSet<u64>,
 }
 
+/// Sends one frame; `false` when the socket is gone or did not take it within
+/// [`SEND_TIMEOUT`].
 async fn send(sink: &mut Sink, text: String) -> bool {
-    sink.send(WsMessage::Text(text.into())).await.is_ok()
+    matches!(
+        tokio::time::timeout(SEND_TIMEOUT, sink.send(WsMessage::Text(text.into()))).await,
+        Ok(Ok(()))
+    )
 }
 
 fn events_frame(run: &str, bodies: &[Arc<str>], replay: bool) -> String {
@@ -60,72 +73,105 @@ fn events_frame(run: &str, bodies: &[Arc<str>], replay: bool) -> String {
 }
 
 async fn serve_viewer(hub: Arc<Hub>, socket: WebSocket) {
-    let (mut sink, mut stream) = socket.split();
-    let (tx, mut rx) = mpsc::channel(VIEWER_QUEUE);
-    let (res_tx, mut res_rx) = mpsc::unbounded_channel::<String>();
+    let (mut sink, stream) = socket.split();
+    let (tx, rx) = mpsc::channel(VIEWER_QUEUE);
+    let queue = Arc::new(ViewerQueue::default());
     // Runs evicted from memory are listed from storage.
     let stored = hub.stored_runs(HELLO_RUNS).await.unwrap_or_default();
-    let (id, hello) = hub.viewer_connected(tx, &stored);
+    let (id, hello) = hub.viewer_connected(tx, Arc::clone(&queue), &stored);
+    let slow = if send(&mut sink, hello).await {
+        // The hub's close signal wins over a send stuck on a socket nobody reads: the session
+        // (and with it the frame in flight and everything queued) is dropped.
+        tokio::select! {
+            done = session(&hub, id, &queue, &mut sink, stream, rx) => !done || queue.is_closed(),
+            () = queue.closed() => true,
+        }
+    } else {
+        false
+    };
+    hub.viewer_disconnected(id);
+    if slow {
+        hub.stats
+            .viewers_closed_slow
+            .fetch_add(1, Ordering::Relaxed);
+        // No closing handshake with a viewer that does not read: dropping the socket closes it.
+        return;
+    }
+    let _ = tokio::time::timeout(Duration::from_secs(2), sink.close()).await;
+}
+
+/// Serves one viewer until it leaves (`true`) or fails to take a frame in time (`false`).
+async fn session(
+    hub: &Arc<Hub>,
+    id: u64,
+    queue: &ViewerQueue,
+    sink: &mut Sink,
+    mut stream: SplitStream<WebSocket>,
+    mut rx: mpsc::Receiver<ViewerOut>,
+) -> bool {
+    let (res_tx, mut res_rx) = mpsc::unbounded_channel::<String>();
     let mut sub: Option<Sub> = None;
-    if send(&mut sink, hello).await {
-        loop {
-            tokio::select! {
-                incoming = stream.next() => {
-                    let text = match incoming {
-                        Some(Ok(WsMessage::Text(t))) => t,
-                        Some(Ok(WsMessage::Close(_))) | None => break,
-                        Some(Ok(_)) => continue,
-                        Some(Err(e)) => {
-                            if is_capacity_error(&e) {
-                                let _ = sink.send(WsMessage::Close(Some(CloseFrame {
-                                    code: 1009,
-                                    reason: "frame too large: the limit is 1 MiB".into(),
-                                }))).await;
-                            }
-                            break;
+    loop {
+        tokio::select! {
+            incoming = stream.next() => {
+                let text = match incoming {
+                    Some(Ok(WsMessage::Text(t))) => t,
+                    Some(Ok(WsMessage::Close(_))) | None => return true,
+                    Some(Ok(_)) => continue,
+                    Some(Err(e)) => {
+                        if is_capacity_error(&e) {
+                            let _ = sink.send(WsMessage::Close(Some(CloseFrame {
+                                code: 1009,
+                                reason: "frame too large: the limit is 1 MiB".into(),
+                            }))).await;
                         }
-                    };
-                    if !control(&hub, id, text.as_str(), &mut sub, &mut sink, &res_tx).await {
-                        break;
+                        return true;
+                    }
+                };
+                if !control(hub, id, text.as_str(), &mut sub, sink, &res_tx).await {
+                    return false;
+                }
+            }
+            out = rx.recv() => {
+                let Some(first) = out else { return true }; // dropped by the hub
+                queue.taken(&first);
+                let mut items = vec![first];
+                while items.len() < LIVE_BATCH {
+                    match rx.try_recv() {
+                        Ok(x) => {
+                            queue.taken(&x);
+                            items.push(x);
+                        }
+                        Err(_) => break,
                     }
                 }
-                out = rx.recv() => {
-                    let Some(first) = out else { break }; // dropped by the hub (too slow)
-                    let mut items = vec![first];
-                    while items.len() < LIVE_BATCH {
-                        match rx.try_recv() {
-                            Ok(x) => items.push(x),
-                            Err(_) => break,
-                        }
-                    }
-                    if !forward(&mut sink, &mut sub, items).await {
-                        break;
-                    }
+                if !forward(sink, &mut sub, items).await {
+                    return false;
                 }
-                Some(r) = res_rx.recv() => {
-                    if !send(&mut sink, r).await {
-                        break;
-                    }
+            }
+            Some(r) = res_rx.recv() => {
+                if !send(sink, r).await {
+                    return false;
                 }
             }
         }
     }
-    hub.viewer_disconnected(id);
-    let _ = sink.close().await;
 }
 
 async fn forward(sink: &mut Sink, sub: &mut Option<Sub>, items: Vec<ViewerOut>) -> bool {
     let mut batch: Vec<Arc<str>> = Vec::new();
+    let mut bytes = 0;
     for item in items {
         match item {
             ViewerOut::Frame(f) => {
-                if !flush(sink, sub.as_ref(), &mut batch).await || !send(sink, f.to_string()).await
+                if !flush(sink, sub.as_ref(), &mut batch, &mut bytes).await
+                    || !send(sink, f.to_string()).await
                 {
                     return false;
                 }
             }
             ViewerOut::Removed { frame, runs } => {
-                if !flush(sink, sub.as_ref(), &mut batch).await
+                if !flush(sink, sub.as_ref(), &mut batch, &mut bytes).await
                     || !send(sink, frame.to_string()).await
                 {
                     return false;
@@ -140,41 +186,63 @@ async fn forward(sink: &mut Sink, sub: &mut Option<Sub>, items: Vec<ViewerOut>) 
                     && s.run == run_id
                     && !s.replayed.contains(&seq)
                 {
+                    if !batch.is_empty()
+                        && bytes + body.len() > FRAME_BYTES
+                        && !flush(sink, sub.as_ref(), &mut batch, &mut bytes).await
+                    {
+                        return false;
+                    }
+                    bytes += body.len();
                     batch.push(body);
                 }
             }
         }
     }
-    flush(sink, sub.as_ref(), &mut batch).await
+    flush(sink, sub.as_ref(), &mut batch, &mut bytes).await
 }
 
 /// Sends the live events batched so far (of the subscribed run).
-async fn flush(sink: &mut Sink, sub: Option<&Sub>, batch: &mut Vec<Arc<str>>) -> bool {
+async fn flush(
+    sink: &mut Sink,
+    sub: Option<&Sub>,
+    batch: &mut Vec<Arc<str>>,
+    bytes: &mut usize,
+) -> bool {
+    *bytes = 0;
     match sub {
         Some(s) if !batch.is_empty() => {
-            let ok = send(sink, events_frame(&s.run, batch, false)).await;
+            let frame = events_frame(&s.run, batch, false);
             batch.clear();
-            ok
+            send(sink, frame).await
         }
-        _ => true,
+        _ => {
+            batch.clear();
+            true
+        }
     }
 }
 
+/// Sends the stored events of `run`, in frames of at most [`REPLAY_PAGE`] events and about
+/// [`FRAME_BYTES`], then `replayed`. Each page is read and sent under one of the hub's read
+/// permits, so pages in memory at once are bounded across all viewers. `None` when the
+/// socket is gone (or too slow).
 async fn replay(hub: &Arc<Hub>, run: &Arc<str>, sink: &mut Sink) -> Option<HashSet<u64>> {
     hub.writer.barrier().await;
     let mut seen = HashSet::new();
     let mut after = None;
     loop {
+        let permit = Arc::clone(&hub.reads).acquire_owned().await.ok()?;
         let reader = Arc::clone(&hub.reader);
         let r = Arc::clone(run);
-        let page = tokio::task::spawn_blocking(move || reader.events(&r, after, REPLAY_PAGE))
-            .await
-            .ok()
-            .and_then(Result::ok)
-            .unwrap_or_default();
+        let (page, more) = tokio::task::spawn_blocking(move || {
+            reader.events_within(&r, after, REPLAY_PAGE, FRAME_BYTES)
+        })
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .unwrap_or_default();
         let Some(last) = page.last() else { break };
         after = Some(last.0);
-        let full = page.len() == REPLAY_PAGE;
         let bodies: Vec<Arc<str>> = page
             .into_iter()
             .map(|(seq, body)| {
@@ -182,10 +250,14 @@ async fn replay(hub: &Arc<Hub>, run: &Arc<str>, sink: &mut Sink) -> Option<HashS
                 Arc::from(body)
             })
             .collect();
-        if !send(sink, events_frame(run, &bodies, true)).await {
+        let frame = events_frame(run, &bodies, true);
+        drop(bodies);
+        let sent = send(sink, frame).await;
+        drop(permit);
+        if !sent {
             return None;
         }
-        if !full {
+        if !more {
             break;
         }
     }

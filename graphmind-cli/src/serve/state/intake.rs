@@ -330,13 +330,11 @@ impl Hub {
             let mut dead = Vec::new();
             for (id, v) in &st.viewers {
                 if v.sub.as_deref() == Some(run_id)
-                    && v.tx
-                        .try_send(ViewerOut::Event {
-                            run_id: Arc::clone(&run_arc),
-                            seq: env.seq,
-                            body: Arc::clone(&body),
-                        })
-                        .is_err()
+                    && !v.offer(ViewerOut::Event {
+                        run_id: Arc::clone(&run_arc),
+                        seq: env.seq,
+                        body: Arc::clone(&body),
+                    })
                 {
                     dead.push(*id);
                 }

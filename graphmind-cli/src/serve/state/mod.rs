@@ -22,13 +22,13 @@ mod runs;
 mod viewers;
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use graphmind_protocol::{BreakpointMatcher, Envelope, Message, Mode, ResumeAction};
 use serde_json::{Value, json};
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{Notify, Semaphore, mpsc, oneshot, watch};
 
 use super::storage::{Reader, RunRow, Writer};
 use super::tokens::Token;
@@ -50,6 +50,13 @@ pub const VIEWER_QUEUE: usize = 65_536;
 pub const MAX_RUN_ID_CHARS: usize = 128;
 /// Most breakpoint matchers the hub holds (each is pushed to every app and copied there).
 pub const MAX_BREAKPOINTS: usize = 256;
+/// Bytes a viewer's outgoing queue may hold; a viewer past it is closed, socket and all (it
+/// reconnects and replays). Event bodies are shared with storage and other viewers, so this
+/// over-counts: a viewer's own share of the hub's memory is at most this.
+pub const VIEWER_QUEUE_BYTES: usize = 16 * 1024 * 1024;
+/// Event reads from storage (HTTP event pages, `/ws/ui` replay pages) that may run at once;
+/// each holds at most one page of `api::PAGE_BYTES` / `ui_feed::FRAME_BYTES`.
+pub const READ_PERMITS: usize = 4;
 /// Largest `exec.resume` frame sent to an app (the Python client closes on frames > 1 MiB).
 pub const MAX_CONTROL_FRAME: usize = 1024 * 1024;
 
@@ -116,6 +123,11 @@ pub struct Stats {
     pub run_ids_too_long: AtomicU64,
     /// Breakpoints refused because the hub holds [`MAX_BREAKPOINTS`] already.
     pub breakpoints_refused: AtomicU64,
+    /// Viewers closed for falling behind: past their queue's byte budget or message count,
+    /// or not taking a frame within the send timeout.
+    pub viewers_closed_slow: AtomicU64,
+    /// Event pages refused with `503` because [`READ_PERMITS`] reads were running.
+    pub reads_busy: AtomicU64,
 }
 
 impl Stats {
@@ -140,6 +152,8 @@ impl Stats {
             "runIdsInvalid": g(&self.run_ids_invalid),
             "runIdsTooLong": g(&self.run_ids_too_long),
             "breakpointsRefused": g(&self.breakpoints_refused),
+            "viewersClosedSlow": g(&self.viewers_closed_slow),
+            "readsBusy": g(&self.reads_busy),
         })
     }
 }
@@ -175,6 +189,53 @@ pub enum ViewerOut {
         /// The runs it names.
         runs: Arc<HashSet<String>>,
     },
+}
+
+impl ViewerOut {
+    /// What it holds in bytes, as counted against [`VIEWER_QUEUE_BYTES`].
+    pub fn bytes(&self) -> usize {
+        match self {
+            Self::Frame(f) | Self::Removed { frame: f, .. } => f.len(),
+            Self::Event { run_id, body, .. } => run_id.len() + body.len(),
+        }
+    }
+}
+
+/// The accounting of one viewer's outgoing queue, shared by the hub (which fills it) and the
+/// viewer's connection (which drains it): the bytes it holds, and the signal by which the hub
+/// closes a viewer that fell behind. The connection awaits [`closed`](Self::closed) beside
+/// everything else it does, so a viewer that stops reading is closed even while a send to it
+/// is stuck.
+#[derive(Debug, Default)]
+pub struct ViewerQueue {
+    bytes: AtomicUsize,
+    closing: AtomicBool,
+    close: Notify,
+}
+
+impl ViewerQueue {
+    /// Marks an item as taken off the queue by the connection.
+    pub fn taken(&self, item: &ViewerOut) {
+        self.bytes.fetch_sub(item.bytes(), Ordering::Relaxed);
+    }
+
+    /// Completes once the hub closed the viewer.
+    pub async fn closed(&self) {
+        self.close.notified().await;
+    }
+
+    /// Whether the hub closed the viewer.
+    pub fn is_closed(&self) -> bool {
+        self.closing.load(Ordering::Relaxed)
+    }
+
+    /// Closes the viewer (its connection ends, dropping whatever is queued).
+    pub fn shut(&self) {
+        if !self.closing.swap(true, Ordering::Relaxed) {
+            // A stored permit: the connection may not be awaiting yet.
+            self.close.notify_one();
+        }
+    }
 }
 
 /// Run ids per `removed` feed frame at most (a large retention pass sends several).
@@ -347,7 +408,25 @@ struct AppConn {
 #[derive(Debug)]
 struct ViewerConn {
     tx: mpsc::Sender<ViewerOut>,
+    queue: Arc<ViewerQueue>,
     sub: Option<Arc<str>>,
+}
+
+impl ViewerConn {
+    /// Queues `item`; `false` (and the viewer is being closed) when the queue is past its
+    /// byte budget or message count.
+    fn offer(&self, item: ViewerOut) -> bool {
+        if self.queue.is_closed() {
+            return false;
+        }
+        let n = item.bytes();
+        let held = self.queue.bytes.fetch_add(n, Ordering::Relaxed) + n;
+        if held > VIEWER_QUEUE_BYTES || self.tx.try_send(item).is_err() {
+            self.queue.shut();
+            return false;
+        }
+        true
+    }
 }
 
 type PauseKey = (String, String);
@@ -402,6 +481,8 @@ pub struct Hub {
     ids: AtomicU64,
     subscribed: AtomicUsize,
     pauses_version: watch::Sender<u64>,
+    /// Limits the event reads from storage running at once ([`READ_PERMITS`]).
+    pub reads: Arc<Semaphore>,
 }
 
 impl Hub {
@@ -441,6 +522,7 @@ impl Hub {
             ids: AtomicU64::new(1),
             subscribed: AtomicUsize::new(0),
             pauses_version: watch::channel(0).0,
+            reads: Arc::new(Semaphore::new(READ_PERMITS)),
         })
     }
 

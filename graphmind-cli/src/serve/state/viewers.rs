@@ -10,15 +10,17 @@ use tokio::sync::mpsc;
 use super::debug::debug_json;
 use super::pauses::pauses_json;
 use super::runs::{run_json, runs_json};
-use super::{HELLO_RUNS, Hub, REMOVED_BATCH, State, ViewerConn, ViewerOut};
+use super::{HELLO_RUNS, Hub, REMOVED_BATCH, State, ViewerConn, ViewerOut, ViewerQueue};
 use crate::serve::storage::RunRow;
 
 impl Hub {
     /// Registers a viewer and builds its `hello` frame, atomically with respect to updates.
     /// `stored`: the newest stored runs, read before when runs were evicted from memory.
+    /// `queue` accounts for what `tx` holds.
     pub fn viewer_connected(
         &self,
         tx: mpsc::Sender<ViewerOut>,
+        queue: Arc<ViewerQueue>,
         stored: &[RunRow],
     ) -> (u64, String) {
         let id = self.next_id();
@@ -30,7 +32,14 @@ impl Hub {
             "runs": runs_json(&st, HELLO_RUNS, stored),
             "pauses": pauses_json(&st, None),
         });
-        st.viewers.insert(id, ViewerConn { tx, sub: None });
+        st.viewers.insert(
+            id,
+            ViewerConn {
+                tx,
+                queue,
+                sub: None,
+            },
+        );
         (id, hello.to_string())
     }
 
@@ -78,18 +87,19 @@ impl Hub {
 }
 
 pub(super) fn drop_viewer(st: &mut State, subscribed: &AtomicUsize, id: u64) {
-    if let Some(v) = st.viewers.remove(&id)
-        && v.sub.is_some()
-    {
-        subscribed.fetch_sub(1, Ordering::Relaxed);
+    if let Some(v) = st.viewers.remove(&id) {
+        // Its connection may be stuck sending to a socket nobody reads: the signal ends it.
+        v.queue.shut();
+        if v.sub.is_some() {
+            subscribed.fetch_sub(1, Ordering::Relaxed);
+        }
     }
 }
 
 pub(super) fn broadcast(st: &State, frame: &Arc<str>) {
     for v in st.viewers.values() {
-        // A viewer whose queue is full is dropped on its next live event; a missed list
-        // update is repaired by the next one.
-        let _ = v.tx.try_send(ViewerOut::Frame(Arc::clone(frame)));
+        // A viewer with no room is closed by `offer`; its connection then forgets it.
+        v.offer(ViewerOut::Frame(Arc::clone(frame)));
     }
 }
 
@@ -113,7 +123,7 @@ pub(super) fn announce_removed(st: &mut State, subscribed: &AtomicUsize, removed
             v.sub = None;
             subscribed.fetch_sub(1, Ordering::Relaxed);
         }
-        if batches.iter().any(|b| v.tx.try_send(b.clone()).is_err()) {
+        if !batches.iter().all(|b| v.offer(b.clone())) {
             dead.push(*id);
         }
     }
