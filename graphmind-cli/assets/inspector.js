@@ -2,6 +2,7 @@
 
 import { fmtMs } from './canvas.js';
 import { unfinishedStatus, callLabel, callsNamed } from './model.js';
+import { chatOf, renderChat } from './chat.js';
 
 const SHOW_CHARS = 20_000;
 
@@ -73,6 +74,8 @@ export class Inspector {
     this.root = root;
     this.hooks = hooks;
     this.closedExecs = new Set();
+    // how a model step's input shows: as a conversation, or the raw JSON (one choice for all)
+    this.inputView = 'chat';
     this.sig = '';
   }
 
@@ -146,6 +149,34 @@ export class Inspector {
     this.root.scrollTop = scroll;
   }
 
+  /** A model step's input as a conversation, the raw JSON one click away; else the JSON. */
+  input(n, e) {
+    const chat = n.kind === 'llm' ? chatOf(e.input) : null;
+    if (!chat) return block('input', json(e.input), 'exec-input');
+    const raw = this.inputView === 'raw';
+    const wrap = raw ? block('input', json(e.input), 'exec-input') : el('div', 'field');
+    if (!raw) {
+      wrap.dataset.testid = 'exec-input';
+      wrap.append(el('div', 'field-label', 'input'), renderChat(chat));
+    }
+    wrap.dataset.view = this.inputView;
+    const seg = el('span', 'seg view-toggle');
+    for (const [view, label] of [['chat', 'chat'], ['raw', 'raw JSON']]) {
+      const b = el('button', view === this.inputView ? 'on' : '', label);
+      b.type = 'button';
+      b.dataset.testid = `input-view-${view}`;
+      b.setAttribute('aria-pressed', String(view === this.inputView));
+      b.addEventListener('click', () => {
+        if (this.inputView === view) return;
+        this.inputView = view;
+        wrap.replaceWith(this.input(n, e));
+      });
+      seg.append(b);
+    }
+    wrap.firstChild.append(seg);
+    return wrap;
+  }
+
   exec(model, n, e, index, held, ctx = {}) {
     const d = el('details', 'exec');
     d.dataset.testid = 'exec';
@@ -210,7 +241,7 @@ export class Inspector {
       add('gates', e.pauses.map(gateText).join(', '), 'exec-gates');
     }
     d.append(facts);
-    if (e.input !== undefined) d.append(block('input', json(e.input), 'exec-input'));
+    if (e.input !== undefined) d.append(this.input(n, e));
     if (e.reasoning) d.append(block('reasoning', e.reasoning, 'exec-reasoning', 'reasoning'));
     if (e.text) d.append(block('streamed text', e.text, 'exec-text'));
     if (e.toolArgs && !callsNamed(e.calls.list)) d.append(block('tool-call arguments', e.toolArgs, 'exec-tool-args'));

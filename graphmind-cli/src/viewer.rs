@@ -44,6 +44,7 @@ const ASSETS: &[Asset] = &[
     asset!("canvas.js", JS),
     asset!("gate.js", JS),
     asset!("inspector.js", JS),
+    asset!("chat.js", JS),
     asset!("viewer.css", "text/css; charset=utf-8"),
     asset!("favicon.svg", "image/svg+xml"),
 ];

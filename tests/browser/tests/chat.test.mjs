@@ -1,0 +1,50 @@
+// The chat reading of a model step's input (graphmind-cli/assets/chat.js, no DOM): the shapes
+// of the SDKs, and inputs that are not a conversation.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { ROOT } from '../lib/harness.mjs';
+
+const { chatOf } = await import(path.join(ROOT, 'graphmind-cli/assets/chat.js'));
+const brief = (chat) => chat.messages.map((m) => [m.role, m.parts.map((p) => (p.kind === 'text' ? p.text : p.kind === 'call' ? `call ${p.name} ${p.id} ${JSON.stringify(p.args)}` : p.kind === 'result' ? `result ${p.name} ${p.id}` : p.kind))]);
+
+test('Anthropic: system on top, tool_use and tool_result blocks', () => {
+  const chat = chatOf({
+    model: 'claude-x',
+    system: [{ type: 'text', text: 'Be brief.' }],
+    messages: [
+      { role: 'user', content: 'Hi' },
+      { role: 'assistant', content: [{ type: 'thinking', thinking: 'hm' }, { type: 'tool_use', id: 'tu1', name: 'lookup', input: { q: 1 } }] },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'tu1', content: 'found', is_error: false }, { type: 'image', source: {} }] },
+    ],
+    tools: [{ name: 'lookup', input_schema: {} }],
+  });
+  assert.equal(chat.model, 'claude-x');
+  assert.deepEqual(chat.tools, ['lookup']);
+  assert.deepEqual(brief(chat), [['system', ['Be brief.']], ['user', ['Hi']], ['assistant', ['reasoning', 'call lookup tu1 {"q":1}']], ['user', ['result lookup tu1', 'media']]]);
+});
+
+test('the OpenAI Responses API and Gemini', () => {
+  const responses = chatOf({ model: 'gpt-r', instructions: 'Sys', input: [
+    { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Go' }] },
+    { type: 'function_call', call_id: 'fc1', name: 'run', arguments: '{"x":2}' },
+    { type: 'function_call_output', call_id: 'fc1', output: 'ok' },
+  ] });
+  assert.deepEqual(brief(responses), [['system', ['Sys']], ['user', ['Go']], ['assistant', ['call run fc1 {"x":2}']], ['tool', ['result run fc1']]]);
+  const gemini = chatOf({ contents: [
+    { role: 'user', parts: [{ text: 'Go' }] },
+    { role: 'model', parts: [{ functionCall: { name: 'run', args: { x: 3 } } }] },
+    { role: 'function', parts: [{ functionResponse: { name: 'run', response: { ok: true } } }] },
+  ], tools: [{ functionDeclarations: [{ name: 'run' }] }] });
+  assert.deepEqual(brief(gemini), [['user', ['Go']], ['assistant', ['call run undefined {"x":3}']], ['tool', ['result run undefined']]]);
+  assert.deepEqual(gemini.tools, ['run']);
+});
+
+test('inputs that are not a conversation are left to the raw view', () => {
+  for (const v of [undefined, null, 'text', 42, {}, { messages: [] }, { messages: ['a', 'b'] }, { input: 'just a string' }, { request: { prompt: 'p' } }, [1, 2], { messages: [{ content: 'no role' }] }]) {
+    assert.equal(chatOf(v), null, JSON.stringify(v));
+  }
+  // odd parts do not throw and are kept as they are
+  const odd = chatOf({ messages: [{ role: 'user', content: [null, 7, { weird: true }] }, { role: 'assistant', content: null, tool_calls: [null, { function: { name: 'f', arguments: '{bad json' } }] }] });
+  assert.deepEqual(brief(odd), [['user', ['other', 'other', 'other']], ['assistant', ['call f undefined "{bad json"']]]);
+});
