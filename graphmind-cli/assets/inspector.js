@@ -43,6 +43,14 @@ function block(label, text, testid, cls) {
   return wrap;
 }
 
+// the inspector is drawn again while a step streams: read each input as a chat once
+const chats = new WeakMap();
+function chatCached(input) {
+  if (input === null || typeof input !== 'object') return chatOf(input);
+  if (!chats.has(input)) chats.set(input, chatOf(input));
+  return chats.get(input);
+}
+
 const NEVER_FINISHED = {
   abandoned: 'the app went away (exited or lost its connection) without ending the run; nobody aborted it',
   aborted: 'the run was aborted',
@@ -151,7 +159,7 @@ export class Inspector {
 
   /** A model step's input as a conversation, the raw JSON one click away; else the JSON. */
   input(n, e) {
-    const chat = n.kind === 'llm' ? chatOf(e.input) : null;
+    const chat = n.kind === 'llm' ? chatCached(e.input) : null;
     if (!chat) return block('input', json(e.input), 'exec-input');
     const raw = this.inputView === 'raw';
     const wrap = raw ? block('input', json(e.input), 'exec-input') : el('div', 'field');
