@@ -97,6 +97,8 @@ pub use graphmind_protocol as protocol;
 #[path = "private.rs"]
 pub mod __private;
 #[cfg(feature = "enabled")]
+mod breakpoints;
+#[cfg(feature = "enabled")]
 mod capture;
 #[cfg(feature = "enabled")]
 mod exec;

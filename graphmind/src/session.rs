@@ -10,9 +10,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::exec::Instant;
 
-use graphmind_protocol::{BreakpointMatcher, Message, Mode};
+use graphmind_protocol::{BreakpointMatcher, Message, Mode, NodeKind, PausePoint};
 use tokio::sync::Notify;
 
+use crate::breakpoints::Breakpoints;
 use crate::config::Config;
 use crate::gate::{GateSink, Registry, ReleaseReason};
 use crate::record::Record;
@@ -26,10 +27,11 @@ pub(crate) fn now_ms() -> u64 {
 }
 
 /// Breakpoints and mode as last set by the debugger (`hello.ack`, `breakpoint.*`, `mode.set`).
-#[derive(Debug, Clone, PartialEq)]
+/// Changed in place under the session's write lock: a change costs O(1), not a copy.
+#[derive(Debug, Clone)]
 pub(crate) struct DebugState {
-    /// Armed matchers, in the order they were set.
-    pub(crate) breakpoints: Vec<BreakpointMatcher>,
+    /// Armed matchers, indexed.
+    pub(crate) breakpoints: Breakpoints,
     /// `run` or `step`.
     pub(crate) mode: Mode,
 }
@@ -37,7 +39,7 @@ pub(crate) struct DebugState {
 impl Default for DebugState {
     fn default() -> Self {
         Self {
-            breakpoints: Vec::new(),
+            breakpoints: Breakpoints::default(),
             mode: Mode::Run,
         }
     }
@@ -154,13 +156,13 @@ impl Session {
     /// `breakpoint.clear`). Empty until a debugger attached.
     #[must_use]
     pub fn breakpoints(&self) -> Vec<BreakpointMatcher> {
-        self.inner().debug_state().breakpoints.clone()
+        self.inner().debug().breakpoints.to_vec()
     }
 
     /// The debugger's mode (`run` until a debugger says otherwise).
     #[must_use]
     pub fn mode(&self) -> Mode {
-        self.inner().debug_state().mode
+        self.inner().debug().mode
     }
 
     /// Records one raw event for `run_id` (low-level: instrumentation normally does this).
@@ -195,7 +197,7 @@ pub(crate) struct Inner {
     /// `dispose` finished: events are ignored.
     disposed: AtomicBool,
     ring: Mutex<Ring>,
-    debug: RwLock<Arc<DebugState>>,
+    debug: RwLock<DebugState>,
     /// Held gates (execution side).
     pub(crate) gates: Registry,
     transport: OnceLock<Option<Handle>>,
@@ -245,7 +247,7 @@ impl Inner {
             closing: AtomicBool::new(false),
             disposed: AtomicBool::new(false),
             ring: Mutex::new(ring),
-            debug: RwLock::new(Arc::new(DebugState::default())),
+            debug: RwLock::new(DebugState::default()),
             gates: Registry::new(),
             transport: OnceLock::new(),
             wake: Notify::new(),
@@ -344,20 +346,24 @@ impl Inner {
         u64::try_from(at.saturating_duration_since(self.base).as_millis()).unwrap_or(u64::MAX)
     }
 
-    /// The breakpoints and mode to decide gates with (cheap: one read lock, one Arc clone).
-    pub(crate) fn debug_state(&self) -> Arc<DebugState> {
-        Arc::clone(&self.debug.read().unwrap_or_else(PoisonError::into_inner))
+    /// The breakpoints and mode to decide gates with (a read lock: hold it briefly).
+    pub(crate) fn debug(&self) -> std::sync::RwLockReadGuard<'_, DebugState> {
+        self.debug.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether a breakpoint holds a gate at `point` of (`kind`, `name`), and the mode.
+    pub(crate) fn gate_rule(&self, kind: NodeKind, name: &str, point: PausePoint) -> (bool, Mode) {
+        let state = self.debug();
+        (state.breakpoints.matches(kind, name, point), state.mode)
     }
 
     pub(crate) fn set_debug_state(&self, state: DebugState) {
-        *self.debug.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(state);
+        *self.debug.write().unwrap_or_else(PoisonError::into_inner) = state;
     }
 
+    /// Changes the state in place (O(1) for one breakpoint: no copy of the set).
     pub(crate) fn update_debug_state(&self, f: impl FnOnce(&mut DebugState)) {
-        let mut guard = self.debug.write().unwrap_or_else(PoisonError::into_inner);
-        let mut next = DebugState::clone(&guard);
-        f(&mut next);
-        *guard = Arc::new(next);
+        f(&mut self.debug.write().unwrap_or_else(PoisonError::into_inner));
     }
 
     /// Starts the transport if it is not running yet (first use). `None` when disabled or

@@ -129,7 +129,7 @@ mod tests {
     use std::sync::Mutex;
     use std::time::Duration;
 
-    use graphmind_protocol::{BreakpointMatcher, Mode, SdkInfo};
+    use graphmind_protocol::{Mode, NodeKind, PausePoint, SdkInfo};
 
     use super::*;
     use crate::gate::{GateSink, Registry};
@@ -158,8 +158,8 @@ mod tests {
             self.emit_event(run_id, message);
             None
         }
-        fn debug_state(&self) -> (Vec<BreakpointMatcher>, Mode) {
-            (Vec::new(), Mode::Run)
+        fn gate_rule(&self, _: NodeKind, _: &str, _: PausePoint) -> (bool, Mode) {
+            (false, Mode::Run)
         }
         fn gates(&self) -> &Registry {
             &self.gates

@@ -17,9 +17,7 @@ use std::time::Duration;
 /// falls back to the OS monotonic clock).
 pub(crate) use quanta::Instant;
 
-use graphmind_protocol::{
-    BreakpointMatcher, Extra, Message, Mode, NodeKind, PausePoint, PauseReason, SdkInfo,
-};
+use graphmind_protocol::{Extra, Message, Mode, NodeKind, PausePoint, PauseReason, SdkInfo};
 
 use crate::gate::{GateSink, Registry};
 
@@ -38,8 +36,9 @@ pub(crate) trait Host: GateSink + Send + Sync + 'static {
         let _ = at;
         self.emit(run_id, record.into_message())
     }
-    /// Current breakpoints and mode.
-    fn debug_state(&self) -> (Vec<BreakpointMatcher>, Mode);
+    /// Whether an armed breakpoint holds a gate at `point` of (`kind`, `name`), and the
+    /// current mode (O(1) whatever the number of breakpoints).
+    fn gate_rule(&self, kind: NodeKind, name: &str, point: PausePoint) -> (bool, Mode);
     /// Held gates.
     fn gates(&self) -> &Registry;
     /// Automatic continue after this long held; `None` = wait forever.
@@ -92,9 +91,8 @@ impl Host for crate::session::Inner {
     fn record(&self, run_id: &str, record: crate::record::Record, at: Instant) -> Option<u64> {
         crate::session::Inner::record(self, run_id, record, at)
     }
-    fn debug_state(&self) -> (Vec<BreakpointMatcher>, Mode) {
-        let s = crate::session::Inner::debug_state(self);
-        (s.breakpoints.clone(), s.mode)
+    fn gate_rule(&self, kind: NodeKind, name: &str, point: PausePoint) -> (bool, Mode) {
+        crate::session::Inner::gate_rule(self, kind, name, point)
     }
     fn gates(&self) -> &Registry {
         &self.gates
@@ -159,8 +157,8 @@ pub(crate) fn should_pause(
     if !host.attached() {
         return None;
     }
-    let (breakpoints, mode) = host.debug_state();
-    if breakpoints.iter().any(|m| m.matches(kind, name, point)) {
+    let (hit, mode) = host.gate_rule(kind, name, point);
+    if hit {
         return Some(if point == PausePoint::Error {
             PauseReason::Error
         } else {

@@ -40,6 +40,7 @@ use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 pub(crate) use ring::Ring;
 
+use crate::breakpoints::Breakpoints;
 use crate::gate::ReleaseReason;
 use crate::session::{DebugState, Inner, now_ms};
 
@@ -386,7 +387,7 @@ async fn attempt(inner: &Inner, token: &mut Option<String>) -> Attempt {
                     *token = Some(t);
                 }
                 inner.set_debug_state(DebugState {
-                    breakpoints: ack.breakpoints,
+                    breakpoints: Breakpoints::from_list(ack.breakpoints),
                     mode: ack.mode,
                 });
                 inner.ring().rewind();
@@ -587,15 +588,11 @@ fn handle_control(inner: &Inner, text: &str) {
         };
         match env.message {
             Message::ExecResume(resume) => inner.gates.resolve(resume, &env.run_id),
-            Message::BreakpointSet(change) => inner.update_debug_state(|s| {
-                if !s.breakpoints.iter().any(|m| m.same_rule(&change.matcher)) {
-                    s.breakpoints.push(change.matcher);
-                }
-            }),
+            Message::BreakpointSet(change) => {
+                inner.update_debug_state(|s| s.breakpoints.set(change.matcher));
+            }
             Message::BreakpointClear(change) => {
-                inner.update_debug_state(|s| {
-                    s.breakpoints.retain(|m| !m.same_rule(&change.matcher))
-                });
+                inner.update_debug_state(|s| s.breakpoints.clear(&change.matcher));
             }
             Message::ModeSet(set) => inner.update_debug_state(|s| s.mode = set.mode),
             _ => {}
