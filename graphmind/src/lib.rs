@@ -5,8 +5,11 @@
 //!
 //! # The model
 //! - A [`Session`] is one connection to one debugger. Most apps use the process default:
-//!   [`init`] sets it from a [`Config`], [`session`] returns it (built from the environment
-//!   if `init` was never called). More sessions can be made with [`Session::new`].
+//!   [`init`] sets it from a [`Config`] and returns its [`InitGuard`], which flushes and
+//!   closes the session when dropped (bind it for the life of `main`: `let _gm =
+//!   graphmind::init(…);`); [`session`] returns it (built from the environment if `init`
+//!   was never called). More sessions can be made with [`Session::new`]; one closes the
+//!   same way when its last handle is dropped.
 //! - Instrumented code records events (run started, node started/finished, tokens, pauses)
 //!   into the session's replay ring as plain structs. The app never waits for the socket: a
 //!   transport thread with its own small runtime serializes and sends them, and replays the
@@ -87,7 +90,7 @@ pub use config::{
     Config, LOOP_THRESHOLD, OnLoop, RING_BYTES, RING_EVENTS, TOKEN_INTERVAL, WarnHook,
 };
 pub use env::{DEFAULT_URL, PRODUCTION_VARS};
-pub use session::{Session, Stats, init, session};
+pub use session::{InitGuard, Session, Stats, init, session};
 
 /// The wire protocol types (messages, payloads, matchers), for [`Session::emit`] and adapters.
 pub use graphmind_protocol as protocol;

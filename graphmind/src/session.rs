@@ -74,14 +74,69 @@ pub struct Session {
     owner: Arc<Owner>,
 }
 
-/// Stops the transport when the last public handle goes away.
+/// Closes the session when the last public handle goes away.
 struct Owner {
     inner: Arc<Inner>,
 }
 
 impl Drop for Owner {
     fn drop(&mut self) {
-        self.inner.signal_shutdown();
+        // The same bounded close as the guard of `init`: a process that lets its last
+        // handle go at the end of `main` still has its run delivered.
+        self.inner.close_blocking(CLOSE_BUDGET);
+    }
+}
+
+/// How long closing waits for the transport to flush and say goodbye (`dispose`, the drop of
+/// an [`InitGuard`] or of a session's last handle). A local debugger needs milliseconds; a
+/// hung one costs this much at most.
+const CLOSE_BUDGET: Duration = Duration::from_millis(1500);
+
+/// What [`init`] returns: the process default [`Session`] (every `Session` method is
+/// reachable through it), which is closed when the guard is dropped.
+///
+/// Keep it alive for as long as the app reports to the debugger, typically by binding it
+/// at the top of `main`: `let _gm = graphmind::init(…);`. (`let _ = graphmind::init(…)`
+/// drops it at once and closes the session right away.) Dropping it does what
+/// [`Session::dispose`] does, synchronously and within a bounded time (1.5 s at most):
+/// every held gate continues, what is still queued is sent, the socket is closed and the
+/// session's implicit run is finished. It never needs a runtime and is safe to drop
+/// inside one: it waits on the session's own transport thread. Async code can still call
+/// `dispose().await` first, which makes the drop a no-op. Closing with events that never
+/// reached a debugger that was attached is said once on stderr (or to
+/// [`Config::on_warning`]).
+///
+/// Like sentry's `ClientInitGuard` or tracing-appender's `WorkerGuard`.
+#[must_use = "dropping the guard closes the session at once: bind it, `let _gm = graphmind::init(…);`"]
+pub struct InitGuard {
+    session: Session,
+}
+
+impl InitGuard {
+    /// The guarded session (also reachable through `Deref`).
+    #[must_use]
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+}
+
+impl std::ops::Deref for InitGuard {
+    type Target = Session;
+
+    fn deref(&self) -> &Session {
+        &self.session
+    }
+}
+
+impl std::fmt::Debug for InitGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("InitGuard").field(&self.session).finish()
+    }
+}
+
+impl Drop for InitGuard {
+    fn drop(&mut self) {
+        self.session.inner().close_blocking(CLOSE_BUDGET);
     }
 }
 
@@ -175,7 +230,9 @@ impl Session {
 
     /// Ends the session: every held gate continues (each emits `exec.resumed`), queued frames
     /// are flushed for a short while (200 ms at most), the socket is closed (code 1000) and
-    /// pending `ready` calls return `false`. Idempotent; later events are ignored.
+    /// pending `ready` calls return `false`. Idempotent; later events are ignored. Dropping
+    /// the [`InitGuard`] of [`init`], or the last handle of a session, does the same
+    /// synchronously; `dispose` is the way to do it without blocking a thread.
     ///
     /// A connection still being set up (a short program that disposes right after its run)
     /// gets 200 ms more to finish first, so what was recorded still reaches the debugger; a
@@ -192,6 +249,9 @@ pub(crate) struct Inner {
     pub(crate) url: String,
     enabled: bool,
     attached: AtomicBool,
+    /// A debugger was attached at some point (so events left unsent at close are a loss
+    /// worth saying, not the normal life of an app run without a debugger).
+    ever_attached: AtomicBool,
     /// `dispose` began or the last handle was dropped: no new gates, no reconnects.
     closing: AtomicBool,
     /// `dispose` finished: events are ignored.
@@ -244,6 +304,7 @@ impl Inner {
             url,
             enabled,
             attached: AtomicBool::new(false),
+            ever_attached: AtomicBool::new(false),
             closing: AtomicBool::new(false),
             disposed: AtomicBool::new(false),
             ring: Mutex::new(ring),
@@ -281,8 +342,11 @@ impl Inner {
     }
 
     pub(crate) fn set_attached(&self, on: bool) {
-        self.attached
-            .store(on && !self.closing.load(Relaxed), Relaxed);
+        let on = on && !self.closing.load(Relaxed);
+        if on {
+            self.ever_attached.store(true, Relaxed);
+        }
+        self.attached.store(on, Relaxed);
     }
 
     pub(crate) fn ring(&self) -> MutexGuard<'_, Ring> {
@@ -479,11 +543,50 @@ impl Inner {
         if let Some(Some(handle)) = self.transport.get() {
             self.signal_shutdown();
             if let Some(done) = handle.take_done() {
-                let _ = handle.deadline(Duration::from_millis(1500), done).await;
+                let _ = handle.deadline(CLOSE_BUDGET, done).await;
             }
             handle.set_link(Link::Closed);
         }
         self.disposed.store(true, Relaxed);
+        self.warn_unsent();
+    }
+
+    /// [`Inner::dispose`] without a runtime: blocks this thread (never a runtime's timer or
+    /// IO) for at most `limit` while the transport thread flushes and closes.
+    pub(crate) fn close_blocking(&self, limit: Duration) {
+        if !self.enabled || self.closing.swap(true, Relaxed) {
+            self.signal_shutdown();
+            return;
+        }
+        self.attached.store(false, Relaxed);
+        self.gates.release_all(ReleaseReason::Dispose);
+        self.flush_tokens();
+        crate::exec::end_implicit_run(self);
+        if let Some(Some(handle)) = self.transport.get() {
+            self.signal_shutdown();
+            // Waiting for itself would only burn the budget.
+            let on_transport = std::thread::current().name() == Some(transport::THREAD_NAME);
+            if !on_transport {
+                handle.wait_finished(limit);
+            }
+            handle.set_link(Link::Closed);
+        }
+        self.disposed.store(true, Relaxed);
+        self.warn_unsent();
+    }
+
+    /// Says once that the session closed before every event reached the debugger it was
+    /// attached to (a session that never attached keeps its events by design, silently).
+    fn warn_unsent(&self) {
+        if self.ever_attached.load(Relaxed) && self.ring().has_pending() {
+            self.warn_once(
+                "unsent",
+                &format!(
+                    "the session closed before all its events reached the debugger at {}:                      the last run there is incomplete (keep the guard of graphmind::init                      alive to the end of main, or await dispose())",
+                    self.url
+                ),
+            );
+        }
     }
 
     /// Remembers an armed token batch, so `dispose` can send it before closing.
@@ -562,8 +665,13 @@ pub(crate) fn default_inner() -> Arc<Inner> {
     inner
 }
 
-fn set_default(s: &Session) -> Option<Session> {
+/// The default session was built from the environment by [`session`] (not by [`init`]).
+static DEFAULT_FROM_ENV: AtomicBool = AtomicBool::new(false);
+
+/// Makes `s` the default; the previous default, and whether [`session`] had built it.
+fn set_default(s: &Session) -> (Option<Session>, bool) {
     let mut slot = DEFAULT.write().unwrap_or_else(PoisonError::into_inner);
+    let from_env = DEFAULT_FROM_ENV.swap(false, Relaxed);
     DEFAULT_STATE.store(
         if s.inner().enabled {
             DEFAULT_ON
@@ -574,18 +682,41 @@ fn set_default(s: &Session) -> Option<Session> {
     );
     let old = slot.replace(s.clone());
     DEFAULT_GEN.fetch_add(1, Release);
-    old
+    (old, from_env)
 }
 
 /// Builds a session from `config` and makes it the process default (what
-/// [`session`] returns and what instrumented code reports to). The previous default, if any,
-/// stops once its last handle is dropped; [`Session::dispose`] it first to release its held
-/// gates and flush it.
-pub fn init(config: Config) -> Session {
+/// [`session`] returns and what instrumented code reports to). Returns its [`InitGuard`]:
+/// bind it for the life of the app (`let _gm = graphmind::init(…);`); dropping it flushes
+/// and closes the session. The previous default, if any, stops once its last handle is
+/// dropped; [`Session::dispose`] it first to release its held gates and flush it.
+///
+/// Call it before the first instrumented call. Instrumented code that ran earlier reported
+/// to a default session built from the environment ([`Config::from_env`]): `init` closes that
+/// one here as its guard would (its implicit run is finished, what it recorded is flushed,
+/// within 1.5 s at most) and says once, through the new config's warning hook, that it
+/// happened. The early session is not reconfigured in place: its events were already
+/// stamped with its app, URL and redaction switches, so they stay what they were.
+pub fn init(config: Config) -> InitGuard {
     let s = Session::new(config);
-    let old = set_default(&s);
-    drop(old);
-    s
+    let (old, old_from_env) = set_default(&s);
+    if let Some(old) = old.filter(|_| old_from_env) {
+        let early = old.inner();
+        if early.is_enabled() && early.ring().last_seq().is_some() {
+            s.inner().warn_once(
+                "used-before-init",
+                &format!(
+                    "instrumented code ran before graphmind::init: it reported to a default \
+                     session built from the environment (app \"{}\", {}), now closed with its \
+                     implicit run finished; call graphmind::init before the first \
+                     instrumented call",
+                    early.config.app, early.url
+                ),
+            );
+        }
+        early.close_blocking(CLOSE_BUDGET);
+    }
+    InitGuard { session: s }
 }
 
 /// The process default session; built from [`Config::from_env`] on first use if
@@ -604,6 +735,7 @@ pub fn session() -> Session {
         return s.clone();
     }
     let s = Session::new(Config::from_env());
+    DEFAULT_FROM_ENV.store(true, Relaxed);
     DEFAULT_STATE.store(
         if s.inner().enabled {
             DEFAULT_ON

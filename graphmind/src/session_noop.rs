@@ -96,9 +96,34 @@ impl Session {
     pub async fn dispose(&self) {}
 }
 
+/// What [`init`] returns; with feature `enabled` off dropping it does nothing.
+#[must_use = "bind it, `let _gm = graphmind::init(…);`"]
+#[derive(Debug)]
+pub struct InitGuard {
+    session: Session,
+}
+
+impl InitGuard {
+    /// The guarded session (also reachable through `Deref`).
+    #[must_use]
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+}
+
+impl std::ops::Deref for InitGuard {
+    type Target = Session;
+
+    fn deref(&self) -> &Session {
+        &self.session
+    }
+}
+
 /// Builds a no-op session.
-pub fn init(config: Config) -> Session {
-    Session::new(config)
+pub fn init(config: Config) -> InitGuard {
+    InitGuard {
+        session: Session::new(config),
+    }
 }
 
 /// A no-op session.

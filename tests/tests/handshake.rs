@@ -24,7 +24,16 @@ async fn hello_announces_versions_capabilities_app_and_sdk() {
     assert_eq!(p["versions"]["client"], env!("CARGO_PKG_VERSION"));
     assert_eq!(
         p["capabilities"],
-        serde_json::json!(["pause", "step", "inject", "retry", "abort", "run-claim"])
+        serde_json::json!([
+            "pause",
+            "step",
+            "inject",
+            "retry",
+            "abort",
+            "run-claim",
+            "request-id"
+        ]),
+        "request-id is announced: exec.resumed echoes an exec.resume's requestId"
     );
     assert_eq!(p["app"], "handshake-app");
     assert_eq!(

@@ -64,9 +64,19 @@ const BATCH: usize = 32;
 const BATCH_BYTES: usize = 64 * 1024;
 /// Largest frame accepted from the debugger (the protocol's cap).
 const MAX_FRAME: usize = 16 * 1024 * 1024;
+/// The transport thread's name (a close never waits for the thread it runs on).
+pub(crate) const THREAD_NAME: &str = "graphmind-transport";
 /// Capabilities announced in `hello`.
-pub(crate) const CAPABILITIES: [&str; 6] =
-    ["pause", "step", "inject", "retry", "abort", "run-claim"];
+/// `request-id`: the `requestId` of an `exec.resume` is echoed in its `exec.resumed`.
+pub(crate) const CAPABILITIES: [&str; 7] = [
+    "pause",
+    "step",
+    "inject",
+    "retry",
+    "abort",
+    "run-claim",
+    "request-id",
+];
 
 type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
@@ -86,6 +96,9 @@ pub(crate) struct Handle {
     failures: Arc<watch::Sender<u64>>,
     rt: tokio::runtime::Handle,
     done: Mutex<Option<oneshot::Receiver<()>>>,
+    /// Set once the transport thread has finished, for waiters outside any runtime (a
+    /// guard dropped in synchronous code, or on an app runtime that must not be blocked on).
+    finished: Arc<(Mutex<bool>, std::sync::Condvar)>,
 }
 
 impl Handle {
@@ -108,6 +121,17 @@ impl Handle {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take()
+    }
+
+    /// Blocks this thread until the transport thread has finished, for at most `limit`;
+    /// `true` if it finished. Never touches a runtime, so it is safe inside one.
+    pub(crate) fn wait_finished(&self, limit: Duration) -> bool {
+        let (lock, cvar) = &*self.finished;
+        let done = lock.lock().unwrap_or_else(PoisonError::into_inner);
+        let (done, _) = cvar
+            .wait_timeout_while(done, limit, |finished| !*finished)
+            .unwrap_or_else(PoisonError::into_inner);
+        *done
     }
 
     /// Runs `f` for at most `limit`, timed by the transport runtime so it works on any
@@ -141,12 +165,14 @@ pub(crate) fn start(inner: Arc<Inner>) -> Option<Handle> {
     let (done_tx, done_rx) = oneshot::channel();
     let thread_link = Arc::clone(&link);
     let thread_failures = Arc::clone(&failures);
+    let finished = Arc::new((Mutex::new(false), std::sync::Condvar::new()));
+    let thread_finished = Arc::clone(&finished);
     // The first attempt starts at once: `ready` calls from now on share it.
     inner
         .attempting
         .store(true, std::sync::atomic::Ordering::Relaxed);
     std::thread::Builder::new()
-        .name("graphmind-transport".into())
+        .name(THREAD_NAME.into())
         .spawn(move || {
             let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
                 rt.block_on(run(&inner, &thread_link, &thread_failures));
@@ -159,6 +185,9 @@ pub(crate) fn start(inner: Arc<Inner>) -> Option<Handle> {
             thread_link.send_replace(Link::Closed);
             drop(rt);
             let _ = done_tx.send(());
+            let (lock, cvar) = &*thread_finished;
+            *lock.lock().unwrap_or_else(PoisonError::into_inner) = true;
+            cvar.notify_all();
         })
         .ok()?;
     Some(Handle {
@@ -166,6 +195,7 @@ pub(crate) fn start(inner: Arc<Inner>) -> Option<Handle> {
         failures,
         rt: handle,
         done: Mutex::new(Some(done_rx)),
+        finished,
     })
 }
 
