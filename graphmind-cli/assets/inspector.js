@@ -252,7 +252,7 @@ export class Inspector {
     if (e.input !== undefined) d.append(this.input(n, e));
     if (e.reasoning) d.append(block('reasoning', e.reasoning, 'exec-reasoning', 'reasoning'));
     if (e.text) d.append(block('streamed text', e.text, 'exec-text'));
-    if (e.toolArgs && !callsNamed(e.calls.list)) d.append(block('tool-call arguments', e.toolArgs, 'exec-tool-args'));
+    if (e.toolArgs && !callsNamed(e.calls?.list ?? [])) d.append(block('tool-call arguments', e.toolArgs, 'exec-tool-args'));
     else if (e.toolArgs) {
       // calls the sender named stream apart: one block each, in the order they started
       for (const c of e.calls.list) {

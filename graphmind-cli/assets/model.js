@@ -119,7 +119,8 @@ export class RunModel {
       text: '',
       reasoning: '',
       toolArgs: '',
-      calls: newCalls(),
+      // tool calls by the names their deltas carry, made on the first tool-args delta
+      calls: null,
       pauses: [],
       extras: {},
     };
@@ -239,7 +240,7 @@ export class RunModel {
       } else if (d.t === 'tool-args') {
         if (e && e.toolArgs.length < STREAM_CAP) e.toolArgs += d.v;
         // parallel calls stream interleaved: each delta goes to the call it names
-        const calls = e ? e.calls : (n.looseCalls ??= newCalls());
+        const calls = e ? (e.calls ??= newCalls()) : (n.looseCalls ??= newCalls());
         const call = callFor(calls, d, p);
         if (call.args.length < STREAM_CAP) call.args += d.v;
         n.tailCalls = calls.list;
