@@ -150,6 +150,27 @@ export function chatOf(input) {
   return { model: model ?? null, tools, messages };
 }
 
+/**
+ * A model step's reply read as one assistant message: GraphMind 0.6's output shape
+ * `{text, finishReason, rawFinishReason, toolCalls}` (calls as `{toolCallId|id, toolName|name,
+ * input|args|arguments}`). Null for any other output.
+ */
+export function replyOf(output) {
+  if (!isObj(output)) return null;
+  const calls = Array.isArray(output.toolCalls) ? output.toolCalls : null;
+  if (typeof output.text !== 'string' && !calls) return null;
+  const parts = [];
+  if (typeof output.text === 'string' && output.text !== '') parts.push({ kind: 'text', text: output.text });
+  for (const c of calls || []) {
+    if (!isObj(c)) continue;
+    parts.push({ kind: 'call', id: str(c.toolCallId) ?? str(c.id) ?? str(c.callId), name: str(c.toolName) ?? str(c.name), args: argsOf(c.input ?? c.args ?? c.arguments ?? c.inputText) });
+  }
+  const finish = str(output.finishReason);
+  const raw = str(output.rawFinishReason);
+  const about = finish ? `finish: ${finish}${raw && raw !== finish ? ` (${raw})` : ''}` : null;
+  return { model: null, tools: [], about, messages: [{ role: 'assistant', parts }] };
+}
+
 // ---- the DOM ------------------------------------------------------------------------------
 
 function el(tag, cls, text) {
@@ -224,7 +245,8 @@ export function renderChat(chat) {
   root.dataset.testid = 'exec-chat';
   const facts = [];
   if (chat.model) facts.push(chat.model);
-  facts.push(`${chat.messages.length} message${chat.messages.length === 1 ? '' : 's'}`);
+  if (chat.about) facts.push(chat.about);
+  else facts.push(`${chat.messages.length} message${chat.messages.length === 1 ? '' : 's'}`);
   const about = el('div', 'chat-about', facts.join(' · '));
   if (chat.tools.length) {
     const t = el('span', 'chat-tools', ` · tools: ${chat.tools.join(', ')}`);

@@ -2,7 +2,7 @@
 
 import { fmtMs } from './canvas.js';
 import { unfinishedStatus, callLabel, callsNamed } from './model.js';
-import { chatOf, renderChat } from './chat.js';
+import { chatOf, replyOf, renderChat } from './chat.js';
 
 const SHOW_CHARS = 20_000;
 
@@ -45,11 +45,14 @@ function block(label, text, testid, cls) {
 
 // the inspector is drawn again while a step streams: read each input as a chat once
 const chats = new WeakMap();
-function chatCached(input) {
-  if (input === null || typeof input !== 'object') return chatOf(input);
-  if (!chats.has(input)) chats.set(input, chatOf(input));
-  return chats.get(input);
+const replies = new WeakMap();
+function cached(map, read, v) {
+  if (v === null || typeof v !== 'object') return read(v);
+  if (!map.has(v)) map.set(v, read(v));
+  return map.get(v);
 }
+const chatCached = (input) => cached(chats, chatOf, input);
+const replyCached = (output) => cached(replies, replyOf, output);
 
 const NEVER_FINISHED = {
   abandoned: 'the app went away (exited or lost its connection) without ending the run; nobody aborted it',
@@ -76,7 +79,7 @@ function heldOutput(holding, e) {
 export class Inspector {
   /**
    * @param {HTMLElement} root
-   * @param {{toggleBreakpoint:(node:any, point:string)=>void, canControl:()=>boolean}} hooks
+   * @param {{toggleBreakpoint:(node:any, point:string)=>void, canControl:()=>boolean, redraw?:()=>void}} hooks
    */
   constructor(root, hooks) {
     this.root = root;
@@ -160,24 +163,35 @@ export class Inspector {
   /** A model step's input as a conversation, the raw JSON one click away; else the JSON. */
   input(n, e) {
     const chat = n.kind === 'llm' ? chatCached(e.input) : null;
-    if (!chat) return block('input', json(e.input), 'exec-input');
+    return this.chatField('input', e.input, chat, 'exec-input', '');
+  }
+
+  /**
+   * A value shown as a chat (`chat`, when it reads as one) or as its JSON, with the switch
+   * between them; one choice for every execution, kept across redraws.
+   */
+  chatField(label, value, chat, testid, cls) {
+    if (!chat) return block(label, json(value), testid, cls);
     const raw = this.inputView === 'raw';
-    const wrap = raw ? block('input', json(e.input), 'exec-input') : el('div', 'field');
+    const wrap = raw ? block(label, json(value), testid, cls) : el('div', `field ${cls}`);
     if (!raw) {
-      wrap.dataset.testid = 'exec-input';
-      wrap.append(el('div', 'field-label', 'input'), renderChat(chat));
+      wrap.dataset.testid = testid;
+      wrap.append(el('div', 'field-label', label), renderChat(chat));
     }
     wrap.dataset.view = this.inputView;
     const seg = el('span', 'seg view-toggle');
-    for (const [view, label] of [['chat', 'chat'], ['raw', 'raw JSON']]) {
-      const b = el('button', view === this.inputView ? 'on' : '', label);
+    for (const [view, text] of [['chat', 'chat'], ['raw', 'raw JSON']]) {
+      const b = el('button', view === this.inputView ? 'on' : '', text);
       b.type = 'button';
-      b.dataset.testid = `input-view-${view}`;
+      b.dataset.testid = `${testid.replace(/^exec-/, '')}-view-${view}`;
       b.setAttribute('aria-pressed', String(view === this.inputView));
       b.addEventListener('click', () => {
         if (this.inputView === view) return;
         this.inputView = view;
-        wrap.replaceWith(this.input(n, e));
+        // every chat of the inspector follows
+        this.sig = '';
+        wrap.replaceWith(this.chatField(label, value, chat, testid, cls));
+        this.hooks.redraw?.();
       });
       seg.append(b);
     }
@@ -263,7 +277,9 @@ export class Inspector {
       }
     }
     if (e.output !== undefined) {
-      d.append(block(e.injected ? 'output (injected)' : 'output', json(e.output), 'exec-output'));
+      // a model step's reply (GraphMind 0.6's {text, finishReason, toolCalls}) reads as one
+      const reply = n.kind === 'llm' && !e.injected ? replyCached(e.output) : null;
+      d.append(this.chatField(e.injected ? 'output (injected)' : 'output', e.output, reply, 'exec-output', ''));
     } else {
       // held at its `after` gate: the output exists and waits for the gate (exec.paused
       // carries it; the hub's pause lists it too)

@@ -330,6 +330,7 @@ const gates = new Gates($('#overlay'), {
 
 const inspector = new Inspector($('#inspector'), {
   canControl,
+  redraw: () => scheduleCanvas(),
   toggleBreakpoint: (n, point, on) => setBreakpoint({ kind: n.kind, name: n.name, point }, !on),
 });
 inspector.clear();

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { ROOT } from '../lib/harness.mjs';
 
-const { chatOf } = await import(path.join(ROOT, 'graphmind-cli/assets/chat.js'));
+const { chatOf, replyOf } = await import(path.join(ROOT, 'graphmind-cli/assets/chat.js'));
 const brief = (chat) => chat.messages.map((m) => [m.role, m.parts.map((p) => (p.kind === 'text' ? p.text : p.kind === 'call' ? `call ${p.name} ${p.id} ${JSON.stringify(p.args)}` : p.kind === 'result' ? `result ${p.name} ${p.id}` : p.kind))]);
 
 test('Anthropic: system on top, tool_use and tool_result blocks', () => {
@@ -47,4 +47,12 @@ test('inputs that are not a conversation are left to the raw view', () => {
   // odd parts do not throw and are kept as they are
   const odd = chatOf({ messages: [{ role: 'user', content: [null, 7, { weird: true }] }, { role: 'assistant', content: null, tool_calls: [null, { function: { name: 'f', arguments: '{bad json' } }] }] });
   assert.deepEqual(brief(odd), [['user', ['other', 'other', 'other']], ['assistant', ['call f undefined "{bad json"']]]);
+});
+
+test("a model step's reply in GraphMind 0.6's output shape; other outputs are not one", () => {
+  const r = replyOf({ text: 'Hi', finishReason: 'tool-calls', rawFinishReason: 'tool_calls', toolCalls: [{ toolCallId: 'a', toolName: 't', input: { x: 1 } }, { id: 'b', name: 'u', inputText: '{"y":' }, null] });
+  assert.equal(r.about, 'finish: tool-calls (tool_calls)');
+  assert.deepEqual(brief(r), [['assistant', ['Hi', 'call t a {"x":1}', 'call u b "{\\"y\\":"']]]);
+  assert.equal(replyOf({ text: '', finishReason: 'stop', rawFinishReason: 'stop' }).about, 'finish: stop');
+  for (const v of [undefined, null, 'text', [], { refund: 1 }, { text: 3 }]) assert.equal(replyOf(v), null, JSON.stringify(v));
 });

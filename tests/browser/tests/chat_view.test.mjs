@@ -53,7 +53,11 @@ test('tool calls, their results and the tool list: the AI SDK prompt and OpenAI 
         tools: [{ name: 'get_weather', schemaHash: 'h1' }],
       },
     });
-    app.send(runId, 'node.finished', { nodeId: 'llm:step', instanceId: 's1', status: 'ok', durationMs: 5 });
+    // its reply in GraphMind 0.6's output shape
+    app.send(runId, 'node.finished', {
+      nodeId: 'llm:step', instanceId: 's1', status: 'ok', durationMs: 5,
+      output: { text: 'Also Faro.', finishReason: 'tool-calls', rawFinishReason: 'tool_calls', toolCalls: [{ toolCallId: 'c9', toolName: 'get_weather', input: { city: 'Faro' } }] },
+    });
     // OpenAI chat completions: tool_calls with string arguments, role tool with tool_call_id
     app.send(runId, 'node.started', {
       nodeId: 'llm:step', kind: 'llm', name: 'step', instanceId: 's2', parentId: 'agent:a',
@@ -93,12 +97,18 @@ test('tool calls, their results and the tool list: the AI SDK prompt and OpenAI 
     assert.deepEqual(roles, ['system', 'user', 'assistant', 'tool']);
     assert.match(await aisdk.locator('[data-testid="chat-tool-call"]').textContent(), /get_weather c1.*"city": "Lisbon"/s);
     assert.match(await aisdk.locator('[data-testid="chat-tool-result"]').textContent(), /celsius/);
+    const reply = inspectorExecs(page).nth(1).locator('[data-testid="exec-output"]');
+    assert.match(await reply.locator('.chat-about').textContent(), /finish: tool-calls \(tool_calls\)/);
+    assert.match(await reply.locator('[data-testid="chat-msg"][data-role="assistant"]').textContent(), /Also Faro\..*get_weather c9.*"city": "Faro"/s);
     await shot(page, 'chat-view-shapes');
 
     // the choice of view holds for every execution and across re-renders
     await openai.locator('[data-testid="input-view-raw"]').click();
     await until(async () => (await inspectorExecs(page).nth(0).locator('[data-testid="exec-input"]').getAttribute('data-view')) === 'raw', 5000, 'raw view');
     assert.match(await inspectorExecs(page).nth(0).locator('[data-testid="exec-input"] pre').textContent(), /SCHEMA-TEXT/);
+    // the reply follows the same choice at once, with no new event
+    await until(async () => (await reply.getAttribute('data-view')) === 'raw', 5000, 'the reply in raw view');
+    assert.match(await reply.locator('pre').textContent(), /"rawFinishReason": "tool_calls"/);
     app.send(runId, 'node.finished', { nodeId: 'agent:a', instanceId: runId, status: 'ok', durationMs: 9 });
     await until(async () => (await card(page, 'agent:a').getAttribute('data-status')) === 'ok', 5000, 'the agent to finish');
     await until(async () => (await inspectorExecs(page).nth(1).locator('[data-testid="exec-input"]').getAttribute('data-view')) === 'raw', 5000, 'raw view after a re-render');
