@@ -267,6 +267,16 @@ impl BreakpointMatcher {
     pub fn same_rule(&self, other: &Self) -> bool {
         self.kind == other.kind && self.name == other.name && self.point == other.point
     }
+
+    /// Whether the two hold exactly the same gates: [`BreakpointMatcher::same_rule`] with an
+    /// absent `point` read as `before` (so `{kind: tool}` and `{kind: tool, point: before}`
+    /// are one breakpoint to whoever sets and clears them by hand).
+    #[must_use]
+    pub fn same_gates(&self, other: &Self) -> bool {
+        self.kind == other.kind
+            && self.name == other.name
+            && self.point.unwrap_or(PausePoint::Before) == other.point.unwrap_or(PausePoint::Before)
+    }
 }
 
 /// `run.started`.

@@ -82,5 +82,14 @@ async fn the_first_step_hints_the_agent_the_step_and_every_tool() {
         ],
         "the hint comes before the step's node.started"
     );
+    // The tools' node.started agree with the hint: under the model step.
+    let started = hub.frames_of("node.started");
+    for tool in ["tool:lookup_order", "tool:refund"] {
+        let s = started
+            .iter()
+            .find(|f| f.payload()["nodeId"] == tool)
+            .unwrap_or_else(|| panic!("{tool} started"));
+        assert_eq!(s.payload()["parentId"], "llm:step", "{tool}: {s:?}");
+    }
     gm.dispose().await;
 }

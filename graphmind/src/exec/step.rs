@@ -18,7 +18,7 @@ use crate::model::{Grouping, StepChunk, StepResponse, Usage, hash_str};
 use crate::node::{NodeRun, StartSpec, error_info, short_type_name, to_value};
 use crate::tee::{Observer, Tee};
 
-const STEP_NODE: &str = "llm:step";
+pub(crate) const STEP_NODE: &str = "llm:step";
 
 fn usage_of(u: Usage) -> TokenUsage {
     TokenUsage {

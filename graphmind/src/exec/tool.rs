@@ -76,9 +76,23 @@ impl Call {
         )
     }
 
-    /// The run's agent node (the parent of the call's node).
+    /// The parent of the call's node: `llm:step` once the run has had a model step (its
+    /// graph hint drew the tools there, and the reference clients parent tool calls under
+    /// the model step too), else the run's agent node.
     fn parent(&self) -> Option<crate::small::SmallStr> {
-        self.run.as_ref().map(|r| r.agent_node.clone())
+        self.run.as_ref().map(|r| {
+            let stepped = r
+                .steps
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .invocation
+                .is_some();
+            if stepped {
+                crate::small::SmallStr::from(super::step::STEP_NODE)
+            } else {
+                r.agent_node.clone()
+            }
+        })
     }
 
     async fn gate(

@@ -41,7 +41,8 @@ impl Hub {
             ..m
         };
         let mut st = self.lock();
-        if !st.breakpoints.iter().any(|b| b.same_rule(&m)) {
+        // An absent point is `before`: the same breakpoint however it is spelled.
+        if !st.breakpoints.iter().any(|b| b.same_gates(&m)) {
             if st.breakpoints.len() >= MAX_BREAKPOINTS {
                 self.stats
                     .breakpoints_refused
@@ -61,12 +62,13 @@ impl Hub {
         Ok(debug_json(&st))
     }
 
-    /// Removes breakpoints equal to `m`, or all of them.
+    /// Removes the breakpoints that hold the same gates as `m` (an absent point is
+    /// `before`), or all of them. Apps are told with each removed matcher as it was stored.
     pub fn clear_breakpoints(&self, m: Option<BreakpointMatcher>) -> Value {
         let mut st = self.lock();
         let (gone, keep): (Vec<_>, Vec<_>) = std::mem::take(&mut st.breakpoints)
             .into_iter()
-            .partition(|b| m.as_ref().is_none_or(|m| b.same_rule(m)));
+            .partition(|b| m.as_ref().is_none_or(|m| b.same_gates(m)));
         st.breakpoints = keep;
         let mut frames = Vec::new();
         let mut sent: Vec<BreakpointMatcher> = Vec::new();
