@@ -57,6 +57,11 @@ pub struct Stats {
     pub buffered: usize,
     /// Events dropped from the ring so far (oldest first, when a limit was reached).
     pub dropped: u64,
+    /// Events recorded so far (each is stored by the hub, or lost and announced).
+    pub recorded: u64,
+    /// Events evicted from the ring before the hub confirmed them (announced to the hub as
+    /// lost seqs; see `docs/PROTOCOL.md`, `hub.ack`).
+    pub lost: u64,
     /// Gates held right now.
     pub held_gates: usize,
     /// The last seq handed out (hello included), if any.
@@ -509,15 +514,23 @@ impl Inner {
         if !self.enabled {
             return Stats::default();
         }
-        let (buffered, dropped, last_seq) = {
+        let (buffered, dropped, last_seq, recorded, lost) = {
             let ring = self.ring();
-            (ring.len(), ring.dropped(), ring.last_seq())
+            (
+                ring.len(),
+                ring.dropped(),
+                ring.last_seq(),
+                ring.recorded(),
+                ring.lost(),
+            )
         };
         Stats {
             enabled: self.is_enabled(),
             attached: self.is_attached(),
             buffered,
             dropped,
+            recorded,
+            lost,
             held_gates: self.gates.held_count(),
             last_seq,
         }

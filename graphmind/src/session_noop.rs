@@ -17,6 +17,11 @@ pub struct Stats {
     pub buffered: usize,
     /// Events dropped from the ring so far.
     pub dropped: u64,
+    /// Events recorded so far (each is stored by the hub, or lost and announced).
+    pub recorded: u64,
+    /// Events evicted from the ring before the hub confirmed them (announced to the hub as
+    /// lost seqs; see `docs/PROTOCOL.md`, `hub.ack`).
+    pub lost: u64,
     /// Gates held right now.
     pub held_gates: usize,
     /// The last seq handed out, if any.

@@ -31,7 +31,8 @@ async fn hello_announces_versions_capabilities_app_and_sdk() {
             "retry",
             "abort",
             "run-claim",
-            "request-id"
+            "request-id",
+            "hub-ack"
         ]),
         "request-id is announced: exec.resumed echoes an exec.resume's requestId"
     );

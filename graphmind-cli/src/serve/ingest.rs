@@ -1,5 +1,13 @@
 //! `/ingest`: the apps' WebSocket. Handshake, then every frame is parsed, shrunk if its
 //! payload is over budget, deduped and stored; bad frames are counted and ignored.
+//!
+//! An app whose `hello` lists the `hub-ack` capability gets `hub.ack {"upTo": seq}` frames:
+//! every frame it sent up to `seq` was handled — stored and committed to SQLite, or a
+//! duplicate of a stored one, or refused and counted — so its replay ring may stop keeping
+//! it for this hub. Acks are sent after the commit and batched: one per writer barrier.
+
+use std::sync::atomic::AtomicU64;
+use tokio::sync::Notify;
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -55,6 +63,7 @@ async fn serve_app(hub: Arc<Hub>, socket: WebSocket) {
         let _ = sink.close().await;
     });
     let mut conn: Option<u64> = None;
+    let mut acks: Option<(Arc<Acks>, tokio::task::JoinHandle<()>)> = None;
     // A socket that never says hello holds a connection and a task: close it after a while.
     let hello_deadline = tokio::time::Instant::now() + hub.cfg.hello_timeout;
     loop {
@@ -94,14 +103,29 @@ async fn serve_app(hub: Arc<Hub>, socket: WebSocket) {
                 hub.stats.frames_in.fetch_add(1, Ordering::Relaxed);
                 let keep_going = match conn {
                     None => match handshake(&hub, text, &tx).await {
-                        Handshake::Done(c) => {
+                        Handshake::Done(c, wants_acks) => {
                             conn = Some(c);
+                            if wants_acks {
+                                let shared = Arc::new(Acks::default());
+                                let task = tokio::spawn(ack_loop(
+                                    Arc::clone(&hub),
+                                    Arc::clone(&shared),
+                                    tx.clone(),
+                                ));
+                                acks = Some((shared, task));
+                            }
                             true
                         }
                         Handshake::Ignored => true,
                         Handshake::Close => false,
                     },
-                    Some(c) => event(&hub, c, text, &tx).await,
+                    Some(c) => {
+                        let (go, seq) = event(&hub, c, text, &tx).await;
+                        if let (Some((shared, _)), Some(seq)) = (&acks, seq) {
+                            shared.handled(seq);
+                        }
+                        go
+                    }
                 };
                 if !keep_going {
                     break;
@@ -114,6 +138,9 @@ async fn serve_app(hub: Arc<Hub>, socket: WebSocket) {
             WsMessage::Ping(_) | WsMessage::Pong(_) => {}
         }
     }
+    if let Some((_, task)) = acks {
+        task.abort();
+    }
     if let Some(c) = conn {
         hub.app_disconnected(c);
     }
@@ -121,8 +148,54 @@ async fn serve_app(hub: Arc<Hub>, socket: WebSocket) {
     let _ = tokio::time::timeout(std::time::Duration::from_secs(2), writer).await;
 }
 
+/// What an acking connection handled so far.
+#[derive(Default)]
+struct Acks {
+    /// One more than the highest seq handled (0: none yet).
+    below: AtomicU64,
+    changed: Notify,
+}
+
+impl Acks {
+    fn handled(&self, seq: u64) {
+        self.below
+            .fetch_max(seq.saturating_add(1), Ordering::Relaxed);
+        self.changed.notify_one();
+    }
+}
+
+/// Sends `hub.ack` once what was handled is committed: a barrier on the writer per round, so
+/// a burst of frames costs one ack.
+async fn ack_loop(hub: Arc<Hub>, acks: Arc<Acks>, tx: mpsc::UnboundedSender<AppOut>) {
+    let mut sent = 0;
+    loop {
+        acks.changed.notified().await;
+        let below = acks.below.load(Ordering::Relaxed);
+        if below <= sent {
+            continue;
+        }
+        hub.writer.barrier().await;
+        let frame = hub.control_frame(
+            graphmind_protocol::RUN_ANY,
+            Message::Unknown {
+                kind: "hub.ack".into(),
+                payload: serde_json::json!({ "upTo": below - 1 }),
+            },
+        );
+        if tx.send(AppOut::Text(frame)).is_err() {
+            return;
+        }
+        hub.stats.acks_sent.fetch_add(1, Ordering::Relaxed);
+        sent = below;
+    }
+}
+
+/// The capability an app announces to get `hub.ack` frames.
+pub const HUB_ACK: &str = "hub-ack";
+
 enum Handshake {
-    Done(u64),
+    /// The connection, and whether it wants `hub.ack` frames.
+    Done(u64, bool),
     Ignored,
     Close,
 }
@@ -197,6 +270,7 @@ async fn handshake(hub: &Hub, text: &str, tx: &mpsc::UnboundedSender<AppOut>) ->
             return Handshake::Ignored;
         }
     };
+    let wants_acks = info.capabilities.iter().any(|c| c == HUB_ACK);
     let (conn, _identity, ack, reclaimed) = hub.app_hello(
         tx.clone(),
         info.app,
@@ -207,7 +281,7 @@ async fn handshake(hub: &Hub, text: &str, tx: &mpsc::UnboundedSender<AppOut>) ->
     for row in reclaimed {
         hub.writer.run(row).await;
     }
-    Handshake::Done(conn)
+    Handshake::Done(conn, wants_acks)
 }
 
 /// Shrinks an envelope whose payload is over budget. Returns the envelope to account with
@@ -319,8 +393,14 @@ fn run_id_allowed(hub: &Hub, run_id: &str, raw: &str, text: &str) -> bool {
     true
 }
 
-/// Handles one frame after the handshake. Returns false when the connection must close.
-async fn event(hub: &Arc<Hub>, conn: u64, text: &str, tx: &mpsc::UnboundedSender<AppOut>) -> bool {
+/// Handles one frame after the handshake. Returns false when the connection must close, and
+/// the frame's seq once it was handled (stored, deduped, or refused and counted).
+async fn event(
+    hub: &Arc<Hub>,
+    conn: u64,
+    text: &str,
+    tx: &mpsc::UnboundedSender<AppOut>,
+) -> (bool, Option<u64>) {
     let mended;
     let raw = text;
     let mut text = text;
@@ -341,11 +421,11 @@ async fn event(hub: &Arc<Hub>, conn: u64, text: &str, tx: &mpsc::UnboundedSender
         }
         Parsed::VersionMismatch(gm) => {
             version_mismatch(tx, &gm);
-            return false;
+            return (false, None);
         }
         Parsed::Invalid(_) => {
             hub.stats.invalid_frames.fetch_add(1, Ordering::Relaxed);
-            return true;
+            return (true, None);
         }
     };
     // Run-independent frames and hub → app types carry no event of a run.
@@ -361,14 +441,16 @@ async fn event(hub: &Arc<Hub>, conn: u64, text: &str, tx: &mpsc::UnboundedSender
                 | Message::ModeSet(_)
         )
     {
-        return true;
+        return (true, Some(env.seq));
     }
     if !run_id_allowed(hub, &env.run_id, raw, text) {
-        return true;
+        // Refused and counted: handled, so acknowledged.
+        return (true, Some(env.seq));
     }
     // Events the app's replay ring lost before it could send them (the client announces the
     // count on the next frame it sends; counted once, not again when that frame is replayed).
     let dropped = env.extra.get("dropped").and_then(Value::as_u64);
+    let seq = env.seq;
     let (env, body, shrunk) = shrink(env, text);
     if shrunk {
         hub.stats.shrunk.fetch_add(1, Ordering::Relaxed);
@@ -404,7 +486,7 @@ async fn event(hub: &Arc<Hub>, conn: u64, text: &str, tx: &mpsc::UnboundedSender
     {
         hub.stats.client_dropped.fetch_add(n, Ordering::Relaxed);
     }
-    true
+    (true, Some(seq))
 }
 
 #[cfg(test)]

@@ -13,8 +13,11 @@
 //! attached); `ready()` asks for an attempt at once. An ack with another protocol version is
 //! warned about once and the client stays detached until the next regular retry.
 //!
-//! Events lost from the ring before any connection sent them are announced with an extra
-//! envelope field `"dropped": n` on the next frame sent (the hub keeps unknown fields).
+//! Events lost from the ring before they were confirmed are announced with extra envelope
+//! fields `"dropped": n, "lost": [[from, to], …]` on the next new frame sent (the hub keeps
+//! unknown fields). Confirmed: acknowledged by a `hub.ack {upTo}` frame when the hub's
+//! `hello.ack` lists `hub-ack` in `hubCapabilities` (the client announces `hub-ack` in its
+//! capabilities); with another hub, written to its socket, which is all such a hub tells.
 
 mod ring;
 
@@ -68,7 +71,8 @@ const MAX_FRAME: usize = 16 * 1024 * 1024;
 pub(crate) const THREAD_NAME: &str = "graphmind-transport";
 /// Capabilities announced in `hello`.
 /// `request-id`: the `requestId` of an `exec.resume` is echoed in its `exec.resumed`.
-pub(crate) const CAPABILITIES: [&str; 7] = [
+/// `hub-ack`: the client relies on `hub.ack` from a hub that announces it.
+pub(crate) const CAPABILITIES: [&str; 8] = [
     "pause",
     "step",
     "inject",
@@ -76,7 +80,10 @@ pub(crate) const CAPABILITIES: [&str; 7] = [
     "abort",
     "run-claim",
     "request-id",
+    HUB_ACK,
 ];
+/// The capability of a hub that acknowledges stored events with `hub.ack`.
+pub(crate) const HUB_ACK: &str = "hub-ack";
 
 type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
@@ -420,7 +427,11 @@ async fn attempt(inner: &Inner, token: &mut Option<String>) -> Attempt {
                     breakpoints: Breakpoints::from_list(ack.breakpoints),
                     mode: ack.mode,
                 });
-                inner.ring().rewind();
+                {
+                    let mut ring = inner.ring();
+                    ring.set_acking(ack.acking);
+                    ring.rewind();
+                }
                 inner.set_attached(true);
                 // Any pending `ready()` kick is satisfied by this attach.
                 inner
@@ -456,6 +467,8 @@ struct Ack {
     breakpoints: Vec<BreakpointMatcher>,
     mode: Mode,
     session_token: Option<String>,
+    /// The hub acknowledges what it stored (`hubCapabilities` lists `hub-ack`).
+    acking: bool,
 }
 
 enum AckRead {
@@ -511,10 +524,15 @@ fn read_ack(text: &str) -> AckRead {
         .and_then(Value::as_str)
         .filter(|t| !t.is_empty())
         .map(str::to_owned);
+    let acking = payload
+        .get("hubCapabilities")
+        .and_then(Value::as_array)
+        .is_some_and(|caps| caps.iter().any(|c| c.as_str() == Some(HUB_ACK)));
     AckRead::Ack(Ack {
         breakpoints,
         mode,
         session_token,
+        acking,
     })
 }
 
@@ -613,8 +631,18 @@ where
 /// Applies one frame from the debugger. Anything unknown, invalid or unexpected is ignored.
 fn handle_control(inner: &Inner, text: &str) {
     let apply = || {
-        let Parsed::Ok(env) = graphmind_protocol::parse(text) else {
-            return;
+        let env = match graphmind_protocol::parse(text) {
+            Parsed::Ok(env) => env,
+            Parsed::UnknownType(env) => {
+                if let Message::Unknown { kind, payload } = &env.message
+                    && kind == "hub.ack"
+                    && let Some(up_to) = payload.get("upTo").and_then(Value::as_u64)
+                {
+                    inner.ring().acked(up_to.saturating_add(1));
+                }
+                return;
+            }
+            _ => return,
         };
         match env.message {
             Message::ExecResume(resume) => inner.gates.resolve(resume, &env.run_id),

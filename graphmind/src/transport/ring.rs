@@ -2,6 +2,15 @@
 //! bytes, oldest dropped first. It doubles as the outbox: the transport keeps a send cursor
 //! (a seq) and sends what lies at or after it, so an event is never copied on the app's path.
 //!
+//! Losses: an event evicted before it was confirmed is lost. Confirmed means acknowledged by
+//! a hub that acknowledges what it stored (`hub.ack`, announced by `hubCapabilities:
+//! ["hub-ack"]`), else written to a connection (all a hub without acks lets the client
+//! know). Lost seqs are announced on the next event sent: `"dropped": n` and `"lost": [[from,
+//! to], …]` (inclusive seq ranges). That event keeps its announcement for every resend (a hub
+//! may have stored it already: a resend is deduped, never counted twice); if it is evicted
+//! unconfirmed itself, its seq and its ranges are announced again by a later one (ranges
+//! overlap harmlessly: a seq announced and stored was not lost).
+//!
 //! Events are [`Record`]s: the compact node records are small by construction and are
 //! serialized by the transport while it holds the lock (no allocation per event on the
 //! app's path); any other message sits behind an `Arc`, so the transport takes it with a
@@ -103,19 +112,66 @@ pub(crate) struct Event {
     pub(crate) record: Record,
     /// Estimated JSON size, for the byte limit.
     pub(crate) size: usize,
+    /// The lost seqs this event announces (fixed once sent).
+    lost: Option<Box<Lost>>,
+}
+
+/// Lost seqs as sorted, disjoint, inclusive ranges.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct Lost(Vec<(u64, u64)>);
+
+impl Lost {
+    fn add(&mut self, seq: u64) {
+        self.add_range(seq, seq);
+    }
+
+    fn add_range(&mut self, from: u64, to: u64) {
+        // Losses come oldest first: the usual case extends the last range.
+        if let Some(last) = self.0.last_mut()
+            && from <= last.1.saturating_add(1)
+            && from >= last.0
+        {
+            last.1 = last.1.max(to);
+            return;
+        }
+        self.0.push((from, to));
+        self.0.sort_unstable();
+        let mut merged: Vec<(u64, u64)> = Vec::with_capacity(self.0.len());
+        for (a, b) in self.0.drain(..) {
+            match merged.last_mut() {
+                Some(m) if a <= m.1.saturating_add(1) => m.1 = m.1.max(b),
+                _ => merged.push((a, b)),
+            }
+        }
+        self.0 = merged;
+    }
+
+    fn merge(&mut self, other: &Lost) {
+        for &(a, b) in &other.0 {
+            self.add_range(a, b);
+        }
+    }
+
+    fn count(&self) -> u64 {
+        self.0.iter().map(|(a, b)| b - a + 1).sum()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
 }
 
 impl Event {
-    /// Compact wire JSON, with `"dropped": n` after `payload` when `n` events were lost just
-    /// before this one (see [`Ring::take_batch`]).
-    fn write_json(&self, run_id: &str, dropped: u64, out: &mut Vec<u8>) -> bool {
+    /// Compact wire JSON, with `"dropped": n, "lost": [...]` after `payload` when this event
+    /// announces lost seqs (see [`Ring::take_batch`]).
+    fn write_json(&self, run_id: &str, out: &mut Vec<u8>) -> bool {
         write_frame(
             Frame {
                 seq: self.seq,
                 ts: self.ts,
                 run_id,
                 record: &self.record,
-                dropped,
+                lost: self.lost.as_deref(),
             },
             out,
         )
@@ -139,7 +195,7 @@ struct Frame<'a> {
     ts: u64,
     run_id: &'a str,
     record: &'a Record,
-    dropped: u64,
+    lost: Option<&'a Lost>,
 }
 
 struct Payload<'a>(&'a Record);
@@ -159,8 +215,9 @@ impl Serialize for Frame<'_> {
         m.serialize_entry("runId", self.run_id)?;
         m.serialize_entry("type", self.record.type_name())?;
         m.serialize_entry("payload", &Payload(self.record))?;
-        if self.dropped > 0 {
-            m.serialize_entry("dropped", &self.dropped)?;
+        if let Some(lost) = self.lost.filter(|l| !l.is_empty()) {
+            m.serialize_entry("dropped", &lost.count())?;
+            m.serialize_entry("lost", &lost.0)?;
         }
         m.end()
     }
@@ -177,12 +234,12 @@ pub(crate) enum Pending {
         run_id: Arc<str>,
         message: Arc<Message>,
         size: usize,
-        dropped: u64,
+        lost: Option<Box<Lost>>,
     },
 }
 
 impl Pending {
-    fn take(event: &Event, run_id: &Arc<str>, dropped: u64) -> Self {
+    fn take(event: &Event, run_id: &Arc<str>) -> Self {
         match &event.record {
             Record::Message(m) => Self::Shared {
                 seq: event.seq,
@@ -190,13 +247,13 @@ impl Pending {
                 run_id: Arc::clone(run_id),
                 message: Arc::clone(m),
                 size: event.size,
-                dropped,
+                lost: event.lost.clone(),
             },
             Record::Started(_) | Record::Finished(_) => {
                 let mut buf = Vec::with_capacity(event.size + 64);
                 Self::Text(
                     event
-                        .write_json(run_id, dropped, &mut buf)
+                        .write_json(run_id, &mut buf)
                         .then(|| String::from_utf8(buf).ok())
                         .flatten(),
                 )
@@ -214,7 +271,7 @@ impl Pending {
                 run_id,
                 message,
                 size,
-                dropped,
+                lost,
             } => {
                 let mut buf = Vec::with_capacity(size + 64);
                 write_frame(
@@ -223,7 +280,7 @@ impl Pending {
                         ts,
                         run_id: &run_id,
                         record: &Record::Message(message),
-                        dropped,
+                        lost: lost.as_deref(),
                     },
                     &mut buf,
                 )
@@ -245,10 +302,19 @@ pub(crate) struct Ring {
     next_seq: u64,
     /// Events evicted so far (all of them, sent or not).
     dropped: u64,
-    /// Events evicted before any connection sent them, not yet announced.
-    lost_unannounced: u64,
-    /// Every event below this seq has been written to some connection.
-    delivered_below: u64,
+    /// Events evicted unconfirmed, counted once each.
+    lost: u64,
+    /// Lost seqs no held event announces yet.
+    lost_unannounced: Lost,
+    /// Every event below this seq was taken for sending at least once (so a hub may hold it).
+    sent_below: u64,
+    /// Events recorded so far.
+    recorded: u64,
+    /// Every event below this seq is confirmed (see the module docs).
+    confirmed_below: u64,
+    /// Whether the hub of the current connection acknowledges what it stored (then only a
+    /// `hub.ack` confirms).
+    acking: bool,
     /// The transport sends events with `seq >= cursor`; reset to 0 on attach (replay).
     cursor: u64,
     /// The run ids of the events held.
@@ -265,8 +331,12 @@ impl Ring {
             max_bytes: max_bytes.max(1),
             next_seq: 0,
             dropped: 0,
-            lost_unannounced: 0,
-            delivered_below: 0,
+            lost: 0,
+            lost_unannounced: Lost::default(),
+            sent_below: 0,
+            recorded: 0,
+            confirmed_below: 0,
+            acking: false,
             cursor: 0,
             runs: Runs::default(),
         }
@@ -288,6 +358,7 @@ impl Ring {
     /// limit would be exceeded. Returns the seq.
     pub(crate) fn push(&mut self, ts: u64, run_id: &str, record: Record) -> u64 {
         let seq = self.take_seq();
+        self.recorded += 1;
         let size = estimate_record(&record) + run_id.len() + 64;
         while !self.events.is_empty() && self.bytes + size > self.max_bytes {
             self.evict_oldest();
@@ -299,16 +370,16 @@ impl Ring {
             run: self.runs.acquire(run_id),
             record,
             size,
+            lost: None,
         };
         if self.events.len() >= self.max_events
             && let Some(oldest) = self.events.front_mut()
         {
             // Full: the new event takes the oldest one's slot (dropped in place, not copied
             // out), and the slot turns from front to back.
-            let (old_size, old_seq, old_run) = (oldest.size, oldest.seq, oldest.run);
-            *oldest = event;
+            let old = std::mem::replace(oldest, event);
             self.events.rotate_left(1);
-            self.evicted(old_size, old_seq, old_run);
+            self.evicted(old);
         } else {
             self.events.push_back(event);
         }
@@ -317,17 +388,22 @@ impl Ring {
 
     fn evict_oldest(&mut self) {
         if let Some(old) = self.events.pop_front() {
-            self.evicted(old.size, old.seq, old.run);
+            self.evicted(old);
         }
     }
 
-    /// Accounts for an evicted event.
-    fn evicted(&mut self, size: usize, seq: u64, run: usize) {
-        self.runs.release(run);
-        self.bytes = self.bytes.saturating_sub(size);
+    /// Accounts for an evicted event: unconfirmed, it and what it announced are announced
+    /// by a later one.
+    fn evicted(&mut self, old: Event) {
+        self.runs.release(old.run);
+        self.bytes = self.bytes.saturating_sub(old.size);
         self.dropped += 1;
-        if seq >= self.delivered_below {
-            self.lost_unannounced += 1;
+        if old.seq >= self.confirmed_below {
+            self.lost += 1;
+            self.lost_unannounced.add(old.seq);
+            if let Some(carried) = &old.lost {
+                self.lost_unannounced.merge(carried);
+            }
         }
     }
 
@@ -339,6 +415,26 @@ impl Ring {
     /// Events evicted so far.
     pub(crate) fn dropped(&self) -> u64 {
         self.dropped
+    }
+
+    /// Events recorded so far.
+    pub(crate) fn recorded(&self) -> u64 {
+        self.recorded
+    }
+
+    /// Events evicted before they were confirmed (each counted once).
+    pub(crate) fn lost(&self) -> u64 {
+        self.lost
+    }
+
+    /// Sets whether the current connection's hub acknowledges what it stored.
+    pub(crate) fn set_acking(&mut self, acking: bool) {
+        self.acking = acking;
+    }
+
+    /// The hub stored (or deduped, or counted as refused) every event below `below`.
+    pub(crate) fn acked(&mut self, below: u64) {
+        self.confirmed_below = self.confirmed_below.max(below.min(self.next_seq));
     }
 
     /// Starts a replay: the next batches begin with the oldest event.
@@ -358,20 +454,25 @@ impl Ring {
         let start = self.events.partition_point(|e| e.seq < self.cursor);
         let mut batch = Vec::new();
         let mut bytes = 0;
-        let mut lost = self.lost_unannounced;
         let mut last = None;
-        for event in self.events.range(start..) {
+        for event in self.events.range_mut(start..) {
             if batch.len() >= max || (bytes >= max_bytes && !batch.is_empty()) {
                 break;
             }
+            if !self.lost_unannounced.is_empty() && event.seq >= self.sent_below {
+                // Never sent before, so no hub stored it without the announcement: it carries
+                // the announcement from now on, on every resend. (There is always such an
+                // event: a loss happens when a new event is pushed.)
+                event.lost = Some(Box::new(std::mem::take(&mut self.lost_unannounced)));
+            }
             bytes += event.size;
             let run_id = self.runs.id(event.run);
-            batch.push(Pending::take(event, run_id, std::mem::take(&mut lost)));
+            batch.push(Pending::take(event, run_id));
             last = Some(event.seq);
         }
         if let Some(seq) = last {
             self.cursor = seq + 1;
-            self.lost_unannounced = 0;
+            self.sent_below = self.sent_below.max(seq + 1);
         }
         (batch, last)
     }
@@ -381,9 +482,12 @@ impl Ring {
         self.events.back().is_some_and(|e| e.seq >= self.cursor)
     }
 
-    /// Records that every event below `seq` reached a connection.
+    /// Records that every event below `seq` reached a connection (confirms them unless the
+    /// hub acknowledges what it stored).
     pub(crate) fn delivered(&mut self, below: u64) {
-        self.delivered_below = self.delivered_below.max(below);
+        if !self.acking {
+            self.confirmed_below = self.confirmed_below.max(below);
+        }
     }
 }
 
@@ -608,7 +712,10 @@ mod tests {
         let texts = texts(batch);
         assert_eq!(last, Some(4));
         assert_eq!(texts.len(), 3);
-        assert!(texts[0].contains(r#""seq":2,"#) && texts[0].ends_with(r#","dropped":2}"#));
+        assert!(
+            texts[0].contains(r#""seq":2,"#)
+                && texts[0].ends_with(r#","dropped":2,"lost":[[0,1]]}"#)
+        );
         assert!(!texts[1].contains("dropped") && texts[2].contains(r#""seq":4,"#));
         r.delivered(5);
         // Evicting delivered events is not a loss.
@@ -705,11 +812,84 @@ mod tests {
             run: 0,
             record: msg(0),
             size: 0,
+            lost: Some(Box::new(Lost(vec![(3, 4), (9, 9)]))),
         };
-        assert!(e.write_json("run_1", 3, &mut out));
+        assert!(e.write_json("run_1", &mut out));
         assert_eq!(
             String::from_utf8(out).unwrap(),
-            r#"{"gm":1,"seq":0,"ts":7,"runId":"run_1","type":"exec.resumed","payload":{"pauseId":"p0","action":"continue"},"dropped":3}"#
+            r#"{"gm":1,"seq":0,"ts":7,"runId":"run_1","type":"exec.resumed","payload":{"pauseId":"p0","action":"continue"},"dropped":3,"lost":[[3,4],[9,9]]}"#
         );
+    }
+
+    fn lost_of(text: &str) -> Vec<(u64, u64)> {
+        serde_json::from_str::<Value>(text).unwrap()["lost"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|r| (r[0].as_u64().unwrap(), r[1].as_u64().unwrap()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// The hub died with events written to its socket and never stored: with an acking hub
+    /// they are lost when evicted, not delivered, and announced once, on a new event.
+    #[test]
+    fn written_but_unacknowledged_events_evicted_are_lost_and_announced() {
+        let mut r = Ring::new(3, usize::MAX);
+        r.set_acking(true);
+        for i in 0..3 {
+            r.push(0, "run", msg(i));
+        }
+        let (_, last) = r.take_batch(10, usize::MAX);
+        r.delivered(last.unwrap() + 1);
+        r.acked(1); // the hub stored seq 0 only
+        for i in 3..5 {
+            r.push(0, "run", msg(i)); // evicts 0 (acked) and 1 (written, not acked)
+        }
+        assert_eq!((r.dropped(), r.lost(), r.recorded()), (2, 1, 5));
+        r.rewind();
+        let sent = texts(r.take_batch(10, usize::MAX).0);
+        assert_eq!(sent.len(), 3);
+        assert!(
+            !sent[0].contains("lost"),
+            "seq 2 was sent before: it cannot carry it"
+        );
+        assert_eq!(lost_of(&sent[1]), [(1, 1)], "seq 3, never sent, carries it");
+        r.rewind();
+        let again = texts(r.take_batch(10, usize::MAX).0);
+        assert_eq!(again, sent, "a resend carries the same announcement");
+        // The carrier evicted unacknowledged: it and what it carried are announced again.
+        for i in 5..7 {
+            r.push(0, "run", msg(i)); // evicts 2 and 3
+        }
+        assert_eq!(r.lost(), 3);
+        let next = texts(r.take_batch(10, usize::MAX).0);
+        assert_eq!(lost_of(&next[0]), [(1, 3)]);
+        assert!(next[0].contains(r#""dropped":3"#));
+    }
+
+    #[test]
+    fn without_acks_a_written_event_counts_as_delivered() {
+        let mut r = Ring::new(2, usize::MAX);
+        for i in 0..2 {
+            r.push(0, "run", msg(i));
+        }
+        let (_, last) = r.take_batch(10, usize::MAX);
+        r.delivered(last.unwrap() + 1);
+        r.push(0, "run", msg(2));
+        assert_eq!((r.dropped(), r.lost()), (1, 0));
+    }
+
+    #[test]
+    fn lost_ranges_merge() {
+        let mut l = Lost::default();
+        for s in [5, 6, 7, 1, 2, 9, 8] {
+            l.add(s);
+        }
+        assert_eq!(l.0, [(1, 2), (5, 9)]);
+        l.merge(&Lost(vec![(0, 3), (11, 12)]));
+        assert_eq!(l.0, [(0, 3), (5, 9), (11, 12)]);
+        assert_eq!(l.count(), 4 + 5 + 2);
     }
 }

@@ -71,6 +71,7 @@ impl Hub {
                     "shrink",
                     "request-id",
                     "pause-registry",
+                    crate::serve::ingest::HUB_ACK,
                 ]
                 .map(String::from)
                 .to_vec(),

@@ -107,6 +107,8 @@ pub struct Stats {
     /// Events the apps announced lost (`"dropped": n`: evicted from their replay rings before
     /// they were sent).
     pub client_dropped: AtomicU64,
+    /// `hub.ack` frames sent (to apps that announced `hub-ack`).
+    pub acks_sent: AtomicU64,
     /// Finished runs dropped from memory (they stay in storage).
     pub runs_evicted: AtomicU64,
     /// Runs deleted by the retention rule while running.
@@ -144,6 +146,7 @@ impl Stats {
             "ignoredBeforeHello": g(&self.ignored_before_hello),
             "helloTimeouts": g(&self.hello_timeouts),
             "clientDropped": g(&self.client_dropped),
+            "acksSent": g(&self.acks_sent),
             "runsEvicted": g(&self.runs_evicted),
             "runsDeleted": g(&self.runs_deleted),
             "eventsForDeletedRuns": g(&self.events_for_deleted_runs),
@@ -535,6 +538,11 @@ impl Hub {
 
     fn next_id(&self) -> u64 {
         self.ids.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// [`Hub::frame`] for the ingest socket (`hub.ack`).
+    pub(crate) fn control_frame(&self, run_id: &str, message: Message) -> String {
+        self.frame(run_id, message)
     }
 
     /// A hub → app frame with runId `*` (or the given run) and the hub's own seq.
