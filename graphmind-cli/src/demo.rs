@@ -368,8 +368,9 @@ fn agent_token(port: u16) -> Result<String, String> {
              free port"
         ));
     }
-    v["token"]
-        .as_str()
+    ["agentToken", "token"]
+        .iter()
+        .find_map(|k| v[*k].as_str())
         .map(str::to_owned)
         .ok_or_else(|| format!("{} holds no token", file.display()))
 }

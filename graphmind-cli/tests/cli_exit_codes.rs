@@ -150,7 +150,8 @@ fn tampered_run_file_is_unauthorized_exit_5() {
     let mut doc: serde_json::Value = serde_json::from_str(&original).unwrap();
 
     // Wrong token.
-    doc["token"] = json!("0123456789abcdef0123456789abcdef");
+    doc["agentToken"] = json!("0123456789abcdef0123456789abcdef");
+    doc["token"] = doc["agentToken"].clone();
     std::fs::write(&file, doc.to_string()).unwrap();
     for a in [
         vec!["break", "set", "--kind", "tool", "--port", &port],
@@ -163,7 +164,8 @@ fn tampered_run_file_is_unauthorized_exit_5() {
         assert!(out.stderr.contains("wrong token"), "{a:?}: {}", out.stderr);
     }
     // The viewer token is not an agent token.
-    doc["token"] = json!(h.viewer_token);
+    doc["agentToken"] = json!(h.viewer_token);
+    doc["token"] = doc["agentToken"].clone();
     std::fs::write(&file, doc.to_string()).unwrap();
     let out = gm(&h.home, &["mode", "step", "--port", &port]).expect(5);
     assert!(out.stderr.contains("viewer token"), "{}", out.stderr);
@@ -341,7 +343,7 @@ fn unconfirmed_resume_exits_2_and_a_later_resume_can_finish_it() {
         let out = first.await.unwrap().expect(2);
         assert_eq!(
             out.one_line_error(),
-            "graphmind: sent retry to the app, but it did not confirm within 5 s"
+            "graphmind: sent retry to the app, but it did not confirm in time"
         );
         // A later resume goes through once the app answers.
         let second = resume();

@@ -15,6 +15,19 @@ fn matcher_text(m: &Value) -> String {
     parts.join(" ")
 }
 
+/// `break list` against a hub without `/api/debug`: what is known, and where to look.
+fn print_no_debug_api(port: u16, as_json: bool) -> Result<(), Fail> {
+    let note = format!(
+        "the hub on port {port} has no /api/debug (a GraphMind 0.6 hub?): its breakpoints \
+         and mode are set and shown in its viewer"
+    );
+    if as_json {
+        return print_json(&json!({"breakpoints": null, "mode": null, "note": note}));
+    }
+    println!("breakpoints: unknown\n{note}");
+    Ok(())
+}
+
 pub(super) fn print_debug(state: &Value, as_json: bool) -> Result<(), Fail> {
     if as_json {
         return print_json(state);
@@ -68,7 +81,14 @@ pub(super) fn breakpoints(
     }
     let h = Hub::locate(port)?;
     let state = match op {
-        "list" => expect_ok(h.get("/api/debug", READ_TIMEOUT)?)?,
+        "list" => {
+            let a = h.get("/api/debug", READ_TIMEOUT)?;
+            if a.status == 404 {
+                // A GraphMind 0.6 hub keeps breakpoints in its viewer, with no HTTP API.
+                return print_no_debug_api(h.port, as_json);
+            }
+            expect_ok(a)?
+        }
         "set" => expect_ok(h.post(
             "/api/debug/breakpoints/set",
             &json!({"matcher": matcher}),

@@ -170,7 +170,12 @@ impl Hub {
                         .get("allowControl")
                         .and_then(Value::as_str)
                         .map(str::to_owned);
-                    match v.get("token").and_then(Value::as_str) {
+                    // `agentToken` is the key of the reference family (GraphMind 0.6 hubs
+                    // write only that one); `token` is what earlier graphmind hubs wrote.
+                    let token = ["agentToken", "token"]
+                        .iter()
+                        .find_map(|k| v.get(*k).and_then(Value::as_str).filter(|t| !t.is_empty()));
+                    match token {
                         Some(t) if !t.is_empty() => (Some(t.to_owned()), None),
                         _ => (None, Some(format!("{} holds no token", file.display()))),
                     }

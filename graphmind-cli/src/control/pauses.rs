@@ -219,6 +219,7 @@ pub(super) fn wait(
             ));
         }
     };
+    let pause = with_node_details(h, pause);
     let (commands, note) = resume_advice(
         &pause,
         h.port,
@@ -261,6 +262,40 @@ pub(super) fn wait(
         .lock()
         .write_all(out.as_bytes())
         .map_err(io_fail)
+}
+
+/// A listed pause with its held node's input, output and error. A graphmind hub lists them
+/// with the pause; a GraphMind 0.6 hub lists only the pause and answers
+/// `GET /api/runs/:run/pauses/:pause` with `{pause: {node: {input, output, error}}}`.
+fn with_node_details(h: &Hub, mut pause: Value) -> Value {
+    if ["input", "output", "error"]
+        .iter()
+        .any(|k| pause.get(*k).is_some())
+    {
+        return pause;
+    }
+    let path = format!(
+        "/api/runs/{}/pauses/{}",
+        enc(s(&pause, "runId")),
+        enc(s(&pause, "pauseId"))
+    );
+    let Ok(a) = h.get(&path, READ_TIMEOUT) else {
+        return pause;
+    };
+    if a.status != 200 {
+        return pause;
+    }
+    let detail = a.json();
+    let detail = detail.get("pause").unwrap_or(&detail);
+    let node = detail.get("node").unwrap_or(detail);
+    if let Some(m) = pause.as_object_mut() {
+        for k in ["input", "output", "error"] {
+            if let Some(v) = node.get(k).or_else(|| detail.get(k)) {
+                m.insert(k.into(), v.clone());
+            }
+        }
+    }
+    pause
 }
 
 /// `--output`: JSON text, or `@file` holding JSON.
@@ -321,8 +356,10 @@ pub(super) fn resume(
         print_json(&v)?;
     }
     let f = Fail::of(&a);
+    // Both answer shapes: graphmind's (`202 sent`, `410 gone`) and GraphMind 0.6's
+    // (`202 timeout`, `404 no-such-pause`).
     let msg = match a.status {
-        202 => format!("sent {action} to the app, but it did not confirm within 5 s"),
+        202 => format!("sent {action} to the app, but it did not confirm in time"),
         422 => format!(
             "the app refused {action}{}: {} (the gate stays held)",
             v.get("code")
@@ -331,7 +368,7 @@ pub(super) fn resume(
             f.msg
         ),
         409 => format!("{pause_id} is taken: {}", f.msg),
-        410 => format!("{pause_id} is gone: {}", f.msg),
+        404 | 410 => format!("{pause_id} is gone: {}", f.msg),
         _ => f.msg,
     };
     Err(Fail::new(f.code, msg))

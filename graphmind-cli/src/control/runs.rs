@@ -26,7 +26,8 @@ pub(super) fn runs(h: &Hub, as_json: bool) -> Result<(), Fail> {
             let _ = writeln!(
                 out,
                 "{:<20} {:<10} {:<4} {:>7} {:<19} {:<16} {}",
-                s(r, "runId"),
+                // A GraphMind 0.6 hub lists `id` and no name.
+                run_id_of(r),
                 s(r, "status"),
                 if r["live"] == json!(true) {
                     "yes"
@@ -44,6 +45,14 @@ pub(super) fn runs(h: &Hub, as_json: bool) -> Result<(), Fail> {
         .lock()
         .write_all(out.as_bytes())
         .map_err(io_fail)
+}
+
+/// A listed run's id: `runId` (graphmind) or `id` (GraphMind 0.6).
+fn run_id_of(r: &Value) -> &str {
+    ["runId", "id"]
+        .iter()
+        .find_map(|k| r.get(*k).and_then(Value::as_str))
+        .unwrap_or("-")
 }
 
 /// Page size of `record`.

@@ -278,6 +278,8 @@ pub async fn start(args: &ServeArgs) -> Result<Running, String> {
         "port": port,
         "pid": std::process::id(),
         "url": url,
+        // The reference family's key, and the one earlier graphmind CLIs read.
+        "agentToken": cfg.agent_token.as_str(),
         "token": cfg.agent_token.as_str(),
         "allowControl": cfg.allow_control.as_str(),
         "version": cfg.version,

@@ -47,7 +47,12 @@ impl Serve {
         let run: Value =
             serde_json::from_str(&std::fs::read_to_string(&run_file).expect("run file"))
                 .expect("run file is JSON");
-        let agent_token = run["token"].as_str().expect("token").to_owned();
+        let agent_token = run["agentToken"].as_str().expect("agentToken").to_owned();
+        assert_eq!(
+            run["token"].as_str(),
+            Some(agent_token.as_str()),
+            "the run file holds the token under both keys"
+        );
         let viewer_token = line["viewerUrl"]
             .as_str()
             .expect("viewerUrl")
