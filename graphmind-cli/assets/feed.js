@@ -1,5 +1,7 @@
-// The /ws/ui connection: reconnects by itself with a capped backoff, answers control
-// frames' results by requestId.
+// The /ws/ui connection: authenticates with its first frame (the token never goes in the
+// URL, which ends up in logs), reconnects by itself with a capped backoff, answers control
+// frames' results by requestId. A hub that refuses the token is not retried: a new token
+// needs a new link.
 
 const BACKOFF_MS = [250, 500, 1000, 2000];
 const RESULT_TIMEOUT_MS = 15_000;
@@ -7,7 +9,7 @@ const RESULT_TIMEOUT_MS = 15_000;
 export class Feed {
   /**
    * @param {string} url
-   * @param {{onFrame:(f:any)=>void, onState:(s:string, info?:any)=>void}} hooks
+   * @param {{onFrame:(f:any)=>void, onState:(s:string, info?:any)=>void, token:()=>string|null}} hooks
    */
   constructor(url, hooks) {
     this.url = url;
@@ -33,6 +35,7 @@ export class Feed {
     this.ws = ws;
     ws.onopen = () => {
       this.attempt = 0;
+      ws.send(JSON.stringify({ type: 'auth', token: this.hooks.token ? this.hooks.token() : null }));
       this.setState('open');
     };
     ws.onmessage = (ev) => {
@@ -44,6 +47,7 @@ export class Feed {
         return;
       }
       if (!f || typeof f !== 'object') return;
+      if (f.type === 'unauthorized') this.denied = true;
       if (f.type === 'result' && typeof f.requestId === 'string' && this.pending.has(f.requestId)) {
         const p = this.pending.get(f.requestId);
         this.pending.delete(f.requestId);
@@ -66,6 +70,10 @@ export class Feed {
   }
 
   retry() {
+    if (this.denied) {
+      this.setState('denied');
+      return;
+    }
     const delay = BACKOFF_MS[Math.min(this.attempt, BACKOFF_MS.length - 1)];
     this.attempt++;
     this.setState('closed', { retryInMs: delay });

@@ -77,12 +77,13 @@ const feed = new Feed(wsUrl, {
     state.conn = s;
     const c = $('#conn');
     c.dataset.state = s;
-    c.textContent = s === 'open' ? 'connected' : s === 'connecting' ? 'connecting…' : `disconnected · retrying in ${Math.ceil((info?.retryInMs ?? 0) / 100) / 10} s`;
+    c.textContent = s === 'open' ? 'connected' : s === 'connecting' ? 'connecting…' : s === 'denied' ? 'no access (token refused)' : `disconnected · retrying in ${Math.ceil((info?.retryInMs ?? 0) / 100) / 10} s`;
     c.title = s === 'open' ? `connected to ${wsUrl}` : 'the page reconnects by itself when the hub is back';
     document.body.classList.toggle('offline', s !== 'open');
     scheduleRuns();
   },
   onFrame,
+  token: () => state.token,
 });
 
 function onFrame(f) {
@@ -156,6 +157,11 @@ function onFrame(f) {
       metrics.nodes = state.model.nodes.size;
       metrics.runId = f.runId;
       $('#viewport').dataset.replayed = 'true';
+      break;
+    case 'unauthorized':
+      // the hub lets no one watch without a token: the note says how to get the link
+      state.tokenRejected = true;
+      renderTokenNote();
       break;
     case 'result':
       if (f.outcome === 'unauthorized') {
@@ -577,8 +583,8 @@ function renderTokenNote() {
   note.hidden = false;
   note.dataset.reason = state.token ? 'rejected' : 'missing';
   note.textContent = state.token
-    ? 'The hub refused this tab’s viewer token (the hub restarted?). Open the link `graphmind serve` printed to control runs again; watching still works.'
-    : 'Read-only: runs show, but continuing, injecting or setting breakpoints needs the link `graphmind serve` printed (it carries #token=…).';
+    ? 'The hub refused this tab’s viewer token (the hub restarted?). Run `graphmind open` (or open the link `graphmind serve` printed) to watch and control runs again.'
+    : 'No token: the hub shows runs only to the link `graphmind serve` printed (it carries #token=…). Run `graphmind open` to get it.';
   renderDebug();
   // the inspector's break buttons and the banners' controls follow
   scheduleCanvas();

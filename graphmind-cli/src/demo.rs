@@ -263,14 +263,21 @@ async fn drive(
         if Instant::now() > deadline {
             return Err("--auto: the run did not finish in time".to_owned());
         }
-        let pauses = blocking(port, "GET", "/api/pauses?wait=0.3", None, None).await?;
+        let pauses = blocking(
+            port,
+            "GET",
+            "/api/pauses?wait=0.3",
+            Some(token.to_owned()),
+            None,
+        )
+        .await?;
         let list = pauses.1["pauses"].as_array().cloned().unwrap_or_default();
         for p in list {
             let (Some(run_id), Some(pause_id)) = (p["runId"].as_str(), p["pauseId"].as_str())
             else {
                 continue;
             };
-            if handled.contains(pause_id) || !is_demo_run(port, run_id, started_ms).await {
+            if handled.contains(pause_id) || !is_demo_run(port, token, run_id, started_ms).await {
                 continue;
             }
             let node = p["nodeId"].as_str().unwrap_or("");
@@ -321,8 +328,9 @@ async fn drive(
 async fn run_status(port: u16, started_ms: u64) -> Option<String> {
     // the hub writes in batches; give the final events a moment to land
     let until = Instant::now() + Duration::from_secs(3);
+    let token = read_token(port);
     loop {
-        if let Ok((_, v)) = blocking(port, "GET", "/api/runs?limit=50", None, None).await {
+        if let Ok((_, v)) = blocking(port, "GET", "/api/runs?limit=50", token.clone(), None).await {
             let found = v["runs"].as_array().and_then(|runs| {
                 runs.iter()
                     .find(|r| is_demo_summary(r, started_ms))
@@ -347,11 +355,23 @@ fn is_demo_summary(r: &Value, started_ms: u64) -> bool {
         && r["startedAt"].as_u64().unwrap_or(0) + 1_000 >= started_ms
 }
 
-async fn is_demo_run(port: u16, run_id: &str, started_ms: u64) -> bool {
-    match blocking(port, "GET", &format!("/api/runs/{run_id}"), None, None).await {
+async fn is_demo_run(port: u16, token: &str, run_id: &str, started_ms: u64) -> bool {
+    let path = format!("/api/runs/{run_id}");
+    match blocking(port, "GET", &path, Some(token.to_owned()), None).await {
         Ok((200, r)) => is_demo_summary(&r, started_ms),
         _ => false,
     }
+}
+
+/// The agent token in the run file of the hub on `port`, whatever it may do: reads of runs
+/// and pauses need a token. `None` without a readable run file (then reads get `401`).
+fn read_token(port: u16) -> Option<String> {
+    let text = std::fs::read_to_string(paths::run_file(port)).ok()?;
+    let v: Value = serde_json::from_str(&text).ok()?;
+    v.get("agentToken")
+        .or_else(|| v.get("token"))
+        .and_then(Value::as_str)
+        .map(str::to_owned)
 }
 
 /// The agent token of the hub on `port`, from its run file; --auto needs it to allow inject.

@@ -14,7 +14,7 @@ fn debug_changes_reach_every_app_and_viewer() {
     block_on(async {
         let mut a = App::connect(port).await;
         let mut b = App::connect(port).await;
-        let mut v = Peer::connect(port, "/ws/ui").await;
+        let mut v = Peer::viewer(port).await;
         let hello = v.until(5000, |f| f["type"] == "hello").await;
         assert_eq!(
             hello["debug"],

@@ -66,13 +66,7 @@ fn read_all(port: u16, run: &str) -> (Vec<u64>, usize, u32) {
     loop {
         assert!(Instant::now() < deadline, "reading {run} took over 120 s");
         let q = after.map_or_else(String::new, |a| format!("&afterSeq={a}"));
-        let r = http(
-            port,
-            "GET",
-            &format!("/api/runs/{run}/events?limit=10000{q}"),
-            &[],
-            None,
-        );
+        let r = read(port, &format!("/api/runs/{run}/events?limit=10000{q}"));
         if r.status == 503 {
             let wait: u64 = r
                 .header("retry-after")
@@ -161,8 +155,9 @@ fn a_busy_hub_answers_event_pages_503_with_retry_after() {
                 .connect(([127, 0, 0, 1], port).into())
                 .await
                 .expect("connect");
+            let token = tokens_of(port).expect("tokens").0;
             let req = format!(
-                "GET /api/runs/{run}/events?limit=10000 HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n"
+                "GET /api/runs/{run}/events?limit=10000 HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {token}\r\n\r\n"
             );
             s.write_all(req.as_bytes()).await.expect("write");
             stalled.push(s);
@@ -191,13 +186,7 @@ fn a_busy_hub_answers_event_pages_503_with_retry_after() {
             30,
             "an events page after the stalled readers left",
             move || {
-                let r = http(
-                    port,
-                    "GET",
-                    &format!("/api/runs/{run}/events?limit=10"),
-                    &[],
-                    None,
-                );
+                let r = read(port, &format!("/api/runs/{run}/events?limit=10"));
                 (r.status == 200).then_some(r)
             },
         )

@@ -49,7 +49,7 @@ fn runs_without_port_uses_the_one_live_hub_and_skips_stale_run_files() {
         wait_async(5, "the run listed", {
             let port = h.port;
             move || {
-                let r = http(port, "GET", "/api/runs", &[], None);
+                let r = read(port, "/api/runs");
                 (r.body.contains("run_f1d000000001")).then_some(())
             }
         })

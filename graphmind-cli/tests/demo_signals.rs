@@ -40,8 +40,18 @@ impl Demo {
         };
         assert!(demo.run_file.exists(), "the demo's hub wrote its run file");
         // The agent holds on its error gate: the demo is in its longest wait.
+        let run: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&demo.run_file).expect("run file"))
+                .expect("run file is JSON");
+        let auth = format!("Bearer {}", run["token"].as_str().expect("token"));
         wait_for(20, "the demo run to hold on its error", || {
-            let r = http(port, "GET", "/api/pauses", &[], None);
+            let r = http(
+                port,
+                "GET",
+                "/api/pauses",
+                &[("Authorization", &auth)],
+                None,
+            );
             (r.status == 200 && r.json()["pauses"].as_array().is_some_and(|p| !p.is_empty()))
                 .then_some(())
         });

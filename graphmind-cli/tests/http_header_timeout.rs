@@ -74,7 +74,7 @@ fn slow_answers_and_quiet_websockets_are_not_cut() {
     assert_eq!(r.status, 200, "{}", r.body);
     assert!(start.elapsed() >= Duration::from_millis(900));
     block_on(async {
-        let mut viewer = Peer::connect(h.port, "/ws/ui").await;
+        let mut viewer = Peer::viewer(h.port).await;
         let hello = viewer.next_json(2000).await;
         assert_eq!(hello["type"], json!("hello"));
         assert!(matches!(viewer.recv(800).await, Got::Timeout));

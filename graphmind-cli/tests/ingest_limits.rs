@@ -46,7 +46,7 @@ fn payload_over_512_kb_is_shrunk_before_storing_and_fan_out() {
     let h = hub(&[]);
     let run = "run_ffffffffffff";
     block_on(async {
-        let mut viewer = Peer::connect(h.port, "/ws/ui").await;
+        let mut viewer = Peer::viewer(h.port).await;
         viewer.until(5000, |v| v["type"] == "hello").await;
         let mut app = App::running(h.port, run, "big").await;
         viewer

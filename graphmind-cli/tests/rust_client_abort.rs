@@ -68,7 +68,7 @@ fn a_cli_abort_ends_the_rust_run_with_aborted_and_stores_it_aborted() {
         let summary = wait_async(10, "the run stored as aborted", {
             let (port, run) = (h.port, run.clone());
             move || {
-                let r = support::http(port, "GET", &format!("/api/runs/{run}"), &[], None);
+                let r = support::read(port, &format!("/api/runs/{run}"));
                 let v = r.json();
                 (v["status"] != json!("running")).then_some(v)
             }

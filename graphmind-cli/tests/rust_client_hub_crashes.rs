@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use support::{
-    Serve, TempDir, block_on, config, gm, http, kill_hard, labels, run_named, serve_on,
+    Serve, TempDir, block_on, config, gm, kill_hard, labels, read, run_named, serve_on,
     serve_on_free_port, wait_async,
 };
 use tokio::sync::watch;
@@ -232,7 +232,7 @@ fn chaos(stops_plan: &Stops, grace: Option<u64>, hold_at: i64) -> Vec<StopLog> {
                     tokio::time::sleep_until((up_since + Duration::from_millis(ms)).into()).await;
                     // A crash of a hub no app reached yet would prove nothing.
                     wait_async(10, "an app attached", move || {
-                        let h = http(port, "GET", "/health", &[], None).json();
+                        let h = read(port, "/health").json();
                         (h["apps"].as_u64() >= Some(1)).then_some(h)
                     })
                     .await
@@ -241,7 +241,7 @@ fn chaos(stops_plan: &Stops, grace: Option<u64>, hold_at: i64) -> Vec<StopLog> {
                 When::FramesIn(n) => tokio::task::spawn_blocking(move || {
                     let deadline = Instant::now() + Duration::from_secs(10);
                     loop {
-                        let h = http(port, "GET", "/health", &[], None).json();
+                        let h = read(port, "/health").json();
                         if h["stats"]["framesIn"].as_u64() >= Some(n) {
                             return h;
                         }
@@ -418,7 +418,7 @@ async fn abandoned_now(port: u16) -> usize {
 }
 
 fn abandoned_of(port: u16) -> usize {
-    http(port, "GET", "/api/runs", &[], None).json()["runs"]
+    read(port, "/api/runs").json()["runs"]
         .as_array()
         .map_or(0, |runs| {
             runs.iter().filter(|r| r["status"] == "abandoned").count()
@@ -429,7 +429,7 @@ fn abandoned_of(port: u16) -> usize {
 /// app came back first.
 async fn abandoned_before_the_apps_are_back(port: u16) -> usize {
     wait_async(5, "runs abandoned or an app back", move || {
-        let h = http(port, "GET", "/health", &[], None).json();
+        let h = read(port, "/health").json();
         let n = abandoned_of(port);
         (n > 0 || h["apps"].as_u64() > Some(0)).then_some(n)
     })

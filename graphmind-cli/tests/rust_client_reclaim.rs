@@ -52,7 +52,7 @@ fn a_rust_run_abandoned_by_a_lost_connection_is_reclaimed_on_reconnect() {
         });
         let port = h.port;
         let run = wait_async(10, "the run started", move || {
-            let runs = support::http(port, "GET", "/api/runs", &[], None).json()["runs"]
+            let runs = support::read(port, "/api/runs").json()["runs"]
                 .as_array()
                 .cloned()?;
             let r = runs.first()?;
@@ -64,7 +64,7 @@ fn a_rust_run_abandoned_by_a_lost_connection_is_reclaimed_on_reconnect() {
         let s = wait_async(10, "abandoned", {
             let run = run.clone();
             move || {
-                let s = support::http(port, "GET", &format!("/api/runs/{run}"), &[], None).json();
+                let s = support::read(port, &format!("/api/runs/{run}")).json();
                 (s["status"] == json!("abandoned")).then_some(s)
             }
         })
@@ -104,7 +104,7 @@ fn a_rust_run_abandoned_by_a_lost_connection_is_reclaimed_on_reconnect() {
         let s = wait_async(10, "finished", {
             let run = run.clone();
             move || {
-                let s = support::http(port, "GET", &format!("/api/runs/{run}"), &[], None).json();
+                let s = support::read(port, &format!("/api/runs/{run}")).json();
                 (s["status"] == json!("ok")).then_some(s)
             }
         })

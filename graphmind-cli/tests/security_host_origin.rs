@@ -81,8 +81,16 @@ fn foreign_or_null_origin_is_refused_own_origin_allowed() {
         format!("http://127.0.0.1:{p}"),
         format!("http://localhost:{p}"),
     ] {
+        let auth = format!("Bearer {}", h.agent_token);
         assert_eq!(
-            http(p, "GET", "/api/runs", &[("Origin", &origin)], None).status,
+            http(
+                p,
+                "GET",
+                "/api/runs",
+                &[("Origin", &origin), ("Authorization", &auth)],
+                None
+            )
+            .status,
             200
         );
     }

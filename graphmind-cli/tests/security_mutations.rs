@@ -78,7 +78,7 @@ fn oversized_viewer_frame_and_body_are_refused() {
     let h = hub(&[]);
     let p = h.port;
     block_on(async {
-        let mut v = Peer::connect(p, "/ws/ui").await;
+        let mut v = Peer::viewer(p).await;
         v.until(5000, |f| f["type"] == "hello").await;
         let _ = v
             .try_send_text(format!(

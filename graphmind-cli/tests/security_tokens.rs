@@ -164,7 +164,7 @@ fn viewer_control_needs_the_viewer_token() {
     let port = h.port;
     let (viewer_tok, agent_tok) = (h.viewer_token.clone(), h.agent_token.clone());
     block_on(async {
-        let mut v = Peer::connect(port, "/ws/ui").await;
+        let mut v = Peer::viewer(port).await;
         v.until(5000, |f| f["type"] == "hello").await;
         for (i, tok) in [None, Some(agent_tok.as_str()), Some("nope")]
             .into_iter()

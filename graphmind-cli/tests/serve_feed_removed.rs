@@ -91,7 +91,7 @@ fn removed_names_exactly_the_deleted_runs_never_a_running_or_held_one() {
     ]);
     let port = h.port;
     block_on(async {
-        let mut v = Peer::connect(port, "/ws/ui").await;
+        let mut v = Peer::viewer(port).await;
         v.until(5000, |f| f["type"] == "hello").await;
         let mut app = App::connect(port).await;
         // The two oldest runs are protected: one running, one holding a gate.
@@ -135,7 +135,7 @@ fn a_subscription_to_a_deleted_run_ends_with_no_stale_tail() {
     let port = h.port;
     let run = "run_rm_sub";
     block_on(async {
-        let mut v = Peer::connect(port, "/ws/ui").await;
+        let mut v = Peer::viewer(port).await;
         v.until(5000, |f| f["type"] == "hello").await;
         let mut app = App::running(port, run, "watched").await;
         app.emit(run, "x.step", json!({"i": 1})).await;
@@ -186,7 +186,7 @@ fn runs_already_evicted_from_memory_are_announced_too() {
     ]);
     let port = h.port;
     block_on(async {
-        let mut v = Peer::connect(port, "/ws/ui").await;
+        let mut v = Peer::viewer(port).await;
         v.until(5000, |f| f["type"] == "hello").await;
         let mut app = App::connect(port).await;
         for id in ["run_ev_1", "run_ev_2"] {
@@ -223,7 +223,7 @@ fn a_large_pass_is_split_into_frames_of_at_most_500_ids() {
     let port = h.port;
     let all: Vec<String> = (0..1002).map(|i| format!("run_big_{i:04}")).collect();
     block_on(async {
-        let mut v = Peer::connect(port, "/ws/ui").await;
+        let mut v = Peer::viewer(port).await;
         v.until(5000, |f| f["type"] == "hello").await;
         let mut app = App::connect(port).await;
         for id in &all {

@@ -119,7 +119,7 @@ fn finished_runs_beyond_the_cap_leave_memory_and_are_read_from_storage() {
 
     // A viewer's hello lists them too, and a subscription replays an evicted run.
     let (hello, replayed) = rt.block_on(async {
-        let mut viewer = Peer::connect(h.port, "/ws/ui").await;
+        let mut viewer = Peer::viewer(h.port).await;
         let hello = viewer.until(5000, |v| v["type"] == "hello").await;
         viewer
             .send(&json!({"type": "subscribe", "runId": run_id(0)}))

@@ -18,7 +18,7 @@ fn subscribe_replays_then_tails_without_gaps_or_duplicates() {
         for i in 0..500 {
             app.emit(run, "x.step", json!({"i": i})).await;
         }
-        let mut v = Peer::connect(port, "/ws/ui").await;
+        let mut v = Peer::viewer(port).await;
         let hello = v.next_json(5000).await;
         assert_eq!(hello["type"], json!("hello"));
         assert_eq!(hello["version"], json!(env!("CARGO_PKG_VERSION")));
@@ -74,7 +74,7 @@ fn pauses_and_resume_through_the_feed() {
     let token = h.viewer_token.clone();
     let run = "run_900000000002";
     block_on(async {
-        let mut v = Peer::connect(port, "/ws/ui").await;
+        let mut v = Peer::viewer(port).await;
         v.until(5000, |f| f["type"] == "hello").await;
         let mut app = App::holding(
             port,

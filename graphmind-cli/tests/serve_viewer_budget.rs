@@ -44,7 +44,7 @@ fn non_reading_viewers_are_closed_past_their_byte_budget_and_the_hub_stays_bound
 
         let mut viewers = Vec::new();
         for _ in 0..VIEWERS {
-            let mut v = Peer::connect(port, "/ws/ui").await;
+            let mut v = Peer::viewer(port).await;
             assert_eq!(v.next_json(5000).await["type"], json!("hello"));
             v.send(&json!({"type": "subscribe", "runId": run})).await;
             v.until(10_000, |f| f["type"] == "replayed").await;

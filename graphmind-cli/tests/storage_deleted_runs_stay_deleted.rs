@@ -60,7 +60,7 @@ fn seen(port: u16) -> u64 {
 }
 
 fn stat(port: u16, name: &str) -> u64 {
-    http(port, "GET", "/health", &[], None).json()["stats"][name]
+    read(port, "/health").json()["stats"][name]
         .as_u64()
         .unwrap_or(0)
 }
@@ -94,7 +94,7 @@ async fn only_third_left(port: u16, db: &Path) -> (String, usize) {
 }
 
 fn runs_async_blocking(port: u16) -> Vec<Value> {
-    http(port, "GET", "/api/runs", &[], None).json()["runs"]
+    read(port, "/api/runs").json()["runs"]
         .as_array()
         .cloned()
         .unwrap_or_default()
@@ -102,7 +102,7 @@ fn runs_async_blocking(port: u16) -> Vec<Value> {
 
 /// The run ids a new viewer's `hello` lists.
 async fn hello_runs(port: u16) -> HashSet<String> {
-    let mut v = Peer::connect(port, "/ws/ui").await;
+    let mut v = Peer::viewer(port).await;
     let hello = v.until(5000, |f| f["type"] == "hello").await;
     ids(hello["runs"].as_array().expect("runs"))
 }

@@ -158,8 +158,8 @@ impl Hub {
     }
 
     /// Reads `$GRAPHMIND_HOME/run/serve-<port>.json`. A missing or unreadable run file is not
-    /// an error yet: reads need no token, and whether anything listens is found out on the
-    /// first request.
+    /// an error yet: whether anything listens is found out on the first request, and a read
+    /// without a token gets the hub's own `401` explanation.
     pub fn find(port: u16) -> Self {
         let file = paths::run_file(port);
         let mut allow_control = None;
@@ -288,6 +288,11 @@ impl Hub {
                 body.len()
             ));
         } else {
+            // Reads need a token too (they expose every tool input); without one the hub's
+            // 401 explains.
+            if let Some(token) = &self.token {
+                req.push_str(&format!("Authorization: Bearer {token}\r\n"));
+            }
             req.push_str("\r\n");
         }
         s.write_all(req.as_bytes()).map_err(lost)?;

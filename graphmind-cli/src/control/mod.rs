@@ -1,5 +1,5 @@
-//! The control commands (`runs`, `record`, `pauses`, `wait`, `resume`, `break`, `mode`): they
-//! talk to a running `graphmind serve` over its HTTP API (`docs/http-api.md`).
+//! The control commands (`runs`, `record`, `pauses`, `wait`, `resume`, `break`, `mode`,
+//! `open`): they talk to a running `graphmind serve` over its HTTP API (`docs/http-api.md`).
 //!
 //! Exit codes: 0 ok, 1 usage, 2 timeout, 3 unreachable, 4 gone, 5 unauthorized, 6 refused,
 //! 7 taken. Without `--port` a command talks to 4747, or, when nothing answers there, to the one
@@ -11,6 +11,7 @@
 
 mod debug;
 mod http;
+mod open;
 mod pauses;
 mod runs;
 
@@ -121,6 +122,14 @@ pub enum ControlCommand {
         /// Print the debug state as JSON.
         #[arg(long)]
         json: bool,
+    },
+    /// Open the viewer of a running hub (its link, with the viewer token, from the run file).
+    Open {
+        #[command(flatten)]
+        hub: HubArgs,
+        /// Print the link on stdout instead of opening a browser.
+        #[arg(long)]
+        print: bool,
     },
     /// Switch the debugger mode (run or step).
     Mode {
@@ -245,6 +254,7 @@ fn run(cmd: ControlCommand) -> Result<(), Fail> {
             point,
             json,
         } => breakpoints(hub.port, &op, kind, name, point, json),
+        ControlCommand::Open { hub, print } => open::open(hub.port, print),
         ControlCommand::Mode { hub, mode, json } => {
             let h = Hub::locate(hub.port)?;
             let a = h.post("/api/debug/mode", &json!({"mode": mode}), READ_TIMEOUT)?;

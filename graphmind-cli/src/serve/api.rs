@@ -40,6 +40,12 @@ fn error(status: StatusCode, msg: impl Into<String>) -> Response {
     (status, axum::Json(json!({"error": msg.into()}))).into_response()
 }
 
+/// Reads expose every tool input and output: they take the viewer or the agent token.
+fn reader(hub: &Hub, headers: &HeaderMap) -> Result<(), Response> {
+    hub.authorize_reader(bearer(headers))
+        .map_err(|o| error(StatusCode::UNAUTHORIZED, o.message().unwrap_or_default()))
+}
+
 async fn health(State(hub): State<Arc<Hub>>) -> Response {
     axum::Json(hub.health()).into_response()
 }
@@ -49,7 +55,14 @@ struct LimitQuery {
     limit: Option<usize>,
 }
 
-async fn runs(State(hub): State<Arc<Hub>>, Query(q): Query<LimitQuery>) -> Response {
+async fn runs(
+    State(hub): State<Arc<Hub>>,
+    headers: HeaderMap,
+    Query(q): Query<LimitQuery>,
+) -> Response {
+    if let Err(r) = reader(&hub, &headers) {
+        return r;
+    }
     let limit = q.limit.unwrap_or(200).min(1000);
     // Runs evicted from memory are listed from storage.
     let stored = match hub.stored_runs(limit).await {
@@ -59,7 +72,14 @@ async fn runs(State(hub): State<Arc<Hub>>, Query(q): Query<LimitQuery>) -> Respo
     axum::Json(json!({"runs": hub.runs(limit, &stored)})).into_response()
 }
 
-async fn run(State(hub): State<Arc<Hub>>, Path(run_id): Path<String>) -> Response {
+async fn run(
+    State(hub): State<Arc<Hub>>,
+    headers: HeaderMap,
+    Path(run_id): Path<String>,
+) -> Response {
+    if let Err(r) = reader(&hub, &headers) {
+        return r;
+    }
     match hub.run_anywhere(&run_id).await {
         Ok(Some(r)) => axum::Json(r).into_response(),
         Ok(None) => error(StatusCode::NOT_FOUND, format!("no run {run_id}")),
@@ -84,9 +104,13 @@ const BODY_CHUNK: usize = 64 * 1024;
 
 async fn events(
     State(hub): State<Arc<Hub>>,
+    headers: HeaderMap,
     Path(run_id): Path<String>,
     Query(q): Query<EventsQuery>,
 ) -> Response {
+    if let Err(r) = reader(&hub, &headers) {
+        return r;
+    }
     match hub.run_anywhere(&run_id).await {
         Ok(Some(_)) => {}
         Ok(None) => return error(StatusCode::NOT_FOUND, format!("no run {run_id}")),
@@ -163,7 +187,14 @@ struct PausesQuery {
     wait: Option<f64>,
 }
 
-async fn pauses(State(hub): State<Arc<Hub>>, Query(q): Query<PausesQuery>) -> Response {
+async fn pauses(
+    State(hub): State<Arc<Hub>>,
+    headers: HeaderMap,
+    Query(q): Query<PausesQuery>,
+) -> Response {
+    if let Err(r) = reader(&hub, &headers) {
+        return r;
+    }
     let list = match q.wait.filter(|w| w.is_finite() && *w > 0.0) {
         Some(w) => {
             hub.wait_pauses(q.run_id.as_deref(), Duration::from_secs_f64(w.min(600.0)))
@@ -176,8 +207,12 @@ async fn pauses(State(hub): State<Arc<Hub>>, Query(q): Query<PausesQuery>) -> Re
 
 async fn pause(
     State(hub): State<Arc<Hub>>,
+    headers: HeaderMap,
     Path((run_id, pause_id)): Path<(String, String)>,
 ) -> Response {
+    if let Err(r) = reader(&hub, &headers) {
+        return r;
+    }
     match hub.pause(&run_id, &pause_id) {
         Some(p) => axum::Json(p).into_response(),
         None => error(

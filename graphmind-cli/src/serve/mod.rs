@@ -88,6 +88,10 @@ pub struct ServeArgs {
     /// closed (default 10000; tests shorten it; env GRAPHMIND_HELLO_TIMEOUT_MS too).
     #[arg(long, hide = true)]
     pub hello_timeout_ms: Option<u64>,
+    /// Milliseconds a /ws/ui socket may take to send its auth frame before it is closed
+    /// (default 5000; tests shorten it; env GRAPHMIND_UI_AUTH_TIMEOUT_MS too).
+    #[arg(long, hide = true)]
+    pub ui_auth_timeout_ms: Option<u64>,
     /// Milliseconds a connection may take to send a request's headers (also the most an idle
     /// keep-alive connection is kept) before it is closed (default 10000; tests shorten it;
     /// env GRAPHMIND_HEADER_TIMEOUT_MS too).
@@ -248,6 +252,11 @@ pub async fn start(args: &ServeArgs) -> Result<Running, String> {
     let grace_ms = ms(args.abandon_grace_ms, "GRAPHMIND_ABANDON_GRACE_MS", 15_000);
     let resume_wait_ms = ms(args.resume_wait_ms, "GRAPHMIND_RESUME_WAIT_MS", 5_000);
     let hello_timeout_ms = ms(args.hello_timeout_ms, "GRAPHMIND_HELLO_TIMEOUT_MS", 10_000);
+    let ui_auth_timeout_ms = ms(
+        args.ui_auth_timeout_ms,
+        "GRAPHMIND_UI_AUTH_TIMEOUT_MS",
+        5_000,
+    );
     let header_timeout = Duration::from_millis(ms(
         args.header_timeout_ms,
         "GRAPHMIND_HEADER_TIMEOUT_MS",
@@ -271,6 +280,7 @@ pub async fn start(args: &ServeArgs) -> Result<Running, String> {
         resume_wait: Duration::from_millis(resume_wait_ms),
         hello_timeout: Duration::from_millis(hello_timeout_ms),
         memory_runs: args.memory_runs,
+        ui_auth_timeout: Duration::from_millis(ui_auth_timeout_ms),
     };
     let url = format!("http://127.0.0.1:{port}");
     let viewer_url = format!("{url}/#token={}", cfg.viewer_token.as_str());
@@ -281,6 +291,7 @@ pub async fn start(args: &ServeArgs) -> Result<Running, String> {
         // The reference family's key, and the one earlier graphmind CLIs read.
         "agentToken": cfg.agent_token.as_str(),
         "token": cfg.agent_token.as_str(),
+        "viewerToken": cfg.viewer_token.as_str(),
         "allowControl": cfg.allow_control.as_str(),
         "version": cfg.version,
     });
@@ -407,23 +418,25 @@ pub fn main(args: ServeArgs) -> ExitCode {
                 return ExitCode::from(1);
             }
         };
+        // The viewer token appears in one place only, the human-readable line on stderr;
+        // stdout (often captured by scripts) and --json output never carry a token. The run
+        // file holds both tokens, and `graphmind open` builds the link from it.
         if args.json {
             let line = json!({
                 "port": running.port,
                 "url": running.url,
                 "pid": std::process::id(),
                 "version": env!("CARGO_PKG_VERSION"),
-                "viewerUrl": running.viewer_url,
                 "runFile": running.run_file,
             });
             println!("{line}");
             eprintln!("graphmind: listening on {}", running.url);
-            eprintln!("graphmind: viewer at {}", running.viewer_url);
         } else {
             println!("graphmind: listening on {}", running.url);
-            println!("graphmind: viewer at {}", running.viewer_url);
+            eprintln!("graphmind: viewer at {}", running.viewer_url);
             println!(
-                "graphmind: apps report to ws://127.0.0.1:{}/ingest; agent token in {}",
+                "graphmind: apps report to ws://127.0.0.1:{}/ingest; tokens in {} \
+                 (`graphmind open` opens the viewer)",
                 running.port,
                 running.run_file.display()
             );

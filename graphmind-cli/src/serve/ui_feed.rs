@@ -72,8 +72,81 @@ fn events_frame(run: &str, bodies: &[Arc<str>], replay: bool) -> String {
     s
 }
 
+/// Why a viewer socket was not let in.
+enum Denied {
+    /// No auth frame in time.
+    Timeout,
+    /// A first frame without a valid token.
+    Rejected(String),
+    /// The socket went away.
+    Gone,
+}
+
+/// Waits for the viewer's first frame, `{"type":"auth","token":…}` with the viewer or the
+/// agent token, within the handshake budget. The token is not taken from the URL: query
+/// strings end up in logs and browser history.
+async fn authenticate(hub: &Hub, stream: &mut SplitStream<WebSocket>) -> Result<(), Denied> {
+    let deadline = tokio::time::Instant::now() + hub.cfg.ui_auth_timeout;
+    loop {
+        let text = match tokio::time::timeout_at(deadline, stream.next()).await {
+            Err(_) => return Err(Denied::Timeout),
+            Ok(Some(Ok(WsMessage::Text(t)))) => t,
+            Ok(Some(Ok(WsMessage::Ping(_) | WsMessage::Pong(_)))) => continue,
+            Ok(Some(Ok(WsMessage::Binary(_)))) => {
+                return Err(Denied::Rejected(
+                    "the first frame must be {\"type\":\"auth\",\"token\":…}".into(),
+                ));
+            }
+            Ok(_) => return Err(Denied::Gone),
+        };
+        let frame = serde_json::from_str::<Value>(text.as_str()).unwrap_or(Value::Null);
+        if frame.get("type").and_then(Value::as_str) != Some("auth") {
+            return Err(Denied::Rejected(
+                "the first frame must be {\"type\":\"auth\",\"token\":…}".into(),
+            ));
+        }
+        return hub
+            .authorize_reader(frame.get("token").and_then(Value::as_str))
+            .map_err(|o| Denied::Rejected(o.message().unwrap_or_default()));
+    }
+}
+
 async fn serve_viewer(hub: Arc<Hub>, socket: WebSocket) {
-    let (mut sink, stream) = socket.split();
+    let (mut sink, mut stream) = socket.split();
+    if let Err(d) = authenticate(&hub, &mut stream).await {
+        let reason = match d {
+            Denied::Gone => return,
+            Denied::Timeout => {
+                hub.stats.ui_auth_timeouts.fetch_add(1, Ordering::Relaxed);
+                format!(
+                    "no auth frame within {} ms",
+                    hub.cfg.ui_auth_timeout.as_millis()
+                )
+            }
+            Denied::Rejected(why) => {
+                hub.stats.ui_auth_rejected.fetch_add(1, Ordering::Relaxed);
+                let _ = send(
+                    &mut sink,
+                    json!({"type": "unauthorized", "message": &why}).to_string(),
+                )
+                .await;
+                why
+            }
+        };
+        // A close reason is at most 123 bytes.
+        let mut reason = reason;
+        while reason.len() > 123 {
+            reason.pop();
+        }
+        let _ = sink
+            .send(WsMessage::Close(Some(CloseFrame {
+                code: 1008,
+                reason: reason.into(),
+            })))
+            .await;
+        let _ = sink.close().await;
+        return;
+    }
     let (tx, rx) = mpsc::channel(VIEWER_QUEUE);
     let queue = Arc::new(ViewerQueue::default());
     // Runs evicted from memory are listed from storage.

@@ -53,6 +53,20 @@ impl Peer {
         }
     }
 
+    /// A viewer of `/ws/ui` that sent its auth frame with the viewer token of the hub on
+    /// `port` (started here).
+    pub async fn viewer(port: u16) -> Self {
+        let (_, viewer) = super::tokens_of(port).expect("a hub started by the tests");
+        Self::viewer_with(port, Some(&viewer)).await
+    }
+
+    /// A viewer of `/ws/ui` whose first frame is `{"type":"auth","token":token}`.
+    pub async fn viewer_with(port: u16, token: Option<&str>) -> Self {
+        let mut p = Self::connect(port, "/ws/ui").await;
+        p.send(&json!({"type": "auth", "token": token})).await;
+        p
+    }
+
     pub async fn send(&mut self, v: &Value) {
         self.ws
             .send(Message::text(v.to_string()))

@@ -11,6 +11,42 @@ use serde_json::{Value, json};
 
 use super::{TempDir, free_port};
 
+/// The tokens of the hubs started here, by port (a hub restarted on a port replaces the
+/// entry): reads need one, and many helpers know only the port.
+static TOKENS: std::sync::Mutex<Vec<(u16, String, String)>> = std::sync::Mutex::new(Vec::new());
+
+fn register(port: u16, agent: &str, viewer: &str) {
+    let mut t = TOKENS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    t.retain(|(p, _, _)| *p != port);
+    t.push((port, agent.to_owned(), viewer.to_owned()));
+}
+
+/// The agent and viewer tokens of the hub started here on `port`.
+pub fn tokens_of(port: u16) -> Option<(String, String)> {
+    let t = TOKENS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    t.iter()
+        .find(|(p, _, _)| *p == port)
+        .map(|(_, a, v)| (a.clone(), v.clone()))
+}
+
+/// `GET path` with the agent token of the hub on `port` (reads need a token).
+pub fn read(port: u16, path: &str) -> Response {
+    match tokens_of(port) {
+        Some((agent, _)) => http(
+            port,
+            "GET",
+            path,
+            &[("Authorization", &format!("Bearer {agent}"))],
+            None,
+        ),
+        None => http(port, "GET", path, &[], None),
+    }
+}
+
 /// A running `graphmind serve`.
 pub struct Serve {
     pub child: Child,
@@ -53,13 +89,11 @@ impl Serve {
             Some(agent_token.as_str()),
             "the run file holds the token under both keys"
         );
-        let viewer_token = line["viewerUrl"]
+        let viewer_token = run["viewerToken"]
             .as_str()
-            .expect("viewerUrl")
-            .split_once("#token=")
-            .expect("token in fragment")
-            .1
+            .expect("viewerToken in the run file")
             .to_owned();
+        register(port, &agent_token, &viewer_token);
         Ok(Self {
             child,
             port,
@@ -105,8 +139,9 @@ impl Serve {
         }
     }
 
+    /// `GET path` with the agent token.
     pub fn get(&self, path: &str) -> Response {
-        http(self.port, "GET", path, &[], None)
+        read(self.port, path)
     }
 
     pub fn get_json(&self, path: &str) -> Value {
@@ -139,13 +174,7 @@ impl Serve {
         let mut after: Option<u64> = None;
         loop {
             let q = after.map_or_else(String::new, |a| format!("&afterSeq={a}"));
-            let r = http(
-                port,
-                "GET",
-                &format!("/api/runs/{run}/events?limit=10000{q}"),
-                &[],
-                None,
-            );
+            let r = read(port, &format!("/api/runs/{run}/events?limit=10000{q}"));
             if r.status == 404 {
                 return out; // the run is not known (yet)
             }
@@ -402,9 +431,9 @@ pub async fn resume_async(
     .expect("join")
 }
 
-/// GET off the async runtime.
+/// GET with the agent token, off the async runtime.
 pub async fn get_async(port: u16, path: String) -> Response {
-    tokio::task::spawn_blocking(move || http(port, "GET", &path, &[], None))
+    tokio::task::spawn_blocking(move || read(port, &path))
         .await
         .expect("join")
 }

@@ -195,7 +195,7 @@ pub fn run_named(runs: &[Value], name: &str) -> Option<Value> {
 /// (at most 10 s), polled off the runtime's worker threads.
 pub async fn runs_once_ok(port: u16, name: &'static str, what: &'static str) -> Vec<Value> {
     super::wait_async(10, what, move || {
-        let runs = super::http(port, "GET", "/api/runs", &[], None).json()["runs"]
+        let runs = super::read(port, "/api/runs").json()["runs"]
             .as_array()
             .cloned()?;
         run_named(&runs, name)

@@ -145,9 +145,9 @@ function viewerToken(info, home) {
   throw new Error(`cannot find the viewer token in ${JSON.stringify(info)}`);
 }
 
-/** JSON from the hub's HTTP API. */
+/** JSON from the hub's HTTP API (reads need a token: the viewer token will do). */
 export async function api(hub, p) {
-  const r = await fetch(`${hub.base}${p}`);
+  const r = await fetch(`${hub.base}${p}`, { headers: { Authorization: `Bearer ${hub.token}` } });
   if (!r.ok) throw new Error(`GET ${p}: ${r.status}`);
   return r.json();
 }

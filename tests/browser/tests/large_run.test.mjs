@@ -90,12 +90,12 @@ test('a 300-node, 5,000-event run renders within 1 s of selecting it', async () 
 });
 
 test('a cold page load with a deep link to the 300-node run renders within 1 s', async () => {
-  const page = await gm.newPage(`${gm.hub.base}/?run=${runId}`);
+  const page = await gm.newPage(`${gm.hub.base}/?run=${runId}#token=${gm.hub.token}`);
   const m = await renderedIn(page);
   // performance.now() counts from the navigation's start
   console.log(`viewer: cold load with deep link, navigation to drawn: ${m.renderedAt.toFixed(0)} ms (subscribe to drawn ${m.renderMs.toFixed(0)} ms)`);
   assert.ok(m.renderedAt < BUDGET_MS, `cold load took ${m.renderedAt.toFixed(0)} ms`);
-  // a deep link without a token still shows the run, read-only
-  await page.locator('[data-testid="token-note"]').waitFor({ state: 'visible' });
+  // the token came with the link: no note
+  assert.ok(await page.locator('[data-testid="token-note"]').isHidden());
   await shot(page, 'large-run-cold');
 });

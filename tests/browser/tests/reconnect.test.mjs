@@ -1,5 +1,6 @@
-// The page reconnects by itself when the hub restarts, shows the connection state meanwhile,
-// and picks up runs that arrive after the restart.
+// The page reconnects by itself when the hub goes away, shows the connection state meanwhile;
+// a restarted hub refuses the tab's old token (tokens are new on every start), the page says
+// so, and the new link picks up runs that arrive after the restart.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { withHubAndBrowser, startHub, shot, card, waitConn, assertNoPageErrors } from '../lib/harness.mjs';
@@ -27,8 +28,15 @@ test('the page reconnects after the hub restarts on the same port', () =>
     assert.match(await dot.getAttribute('title'), /not connected/);
     await shot(page, 'reconnect-down');
 
+    // a restarted hub has new tokens: the tab's is refused, the page says so and stops
+    // retrying; the new link (`graphmind open`) watches again
     const again = await startHub({ port, home });
     defer(again.stop);
+    await waitConn(page, 'denied', 10_000);
+    await page.locator('[data-testid="token-note"][data-reason="rejected"]').waitFor();
+    // (a fragment-only navigation does not reload the page: reload it with the new link)
+    await page.goto(again.viewerUrl());
+    await page.reload();
     await waitConn(page, 'open', 10_000);
 
     const app = await connectApp('after-restart', again);

@@ -45,7 +45,7 @@ test('runs are listed newest first with status, live marker, duration and event 
 });
 
 test('a deep link selects an older run and keeps it when a newer one starts', async () => {
-  for (const url of [`${gm.hub.base}/?run=${older}`, `${gm.hub.base}/#run=${older}`]) {
+  for (const url of [`${gm.hub.base}/?run=${older}#token=${gm.hub.token}`, gm.hub.viewerUrl(`run=${older}`)]) {
     const page = await gm.newPage(url);
     await page.locator(`[data-testid="canvas"][data-run-id="${older}"][data-replayed="true"]`).waitFor();
     assert.match(await runItem(page, { runId: older }).getAttribute('class'), /selected/);
@@ -57,7 +57,7 @@ test('a deep link selects an older run and keeps it when a newer one starts', as
 });
 
 test('a deep link to a run the hub does not have says so', async () => {
-  const page = await gm.newPage(`${gm.hub.base}/#run=run_000000000000`);
+  const page = await gm.newPage(gm.hub.viewerUrl('run=run_000000000000'));
   const empty = page.locator('[data-testid="canvas-empty"]');
   await waitText(empty, /No run run_000000000000 on this hub/, 10_000, 'the not-found note');
   await shot(page, 'runs-deep-link-unknown');

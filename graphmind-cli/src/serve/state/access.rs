@@ -40,6 +40,26 @@ impl Hub {
         }
     }
 
+    /// Checks the token of a read (HTTP reads of runs, events and pauses; the `/ws/ui`
+    /// feed): the viewer token or the agent token, as either holder may watch.
+    pub fn authorize_reader(&self, token: Option<&str>) -> Result<(), Outcome> {
+        match token {
+            Some(t) if self.cfg.viewer_token.matches(t) || self.cfg.agent_token.matches(t) => {
+                Ok(())
+            }
+            Some(_) => Err(Outcome::Unauthorized(
+                "wrong token (the hub restarted?): use the agent token of the run file or the \
+                 viewer link (`graphmind open`)"
+                    .into(),
+            )),
+            None => Err(Outcome::Unauthorized(
+                "reads need a token: Authorization: Bearer <agent token of the run file>, or \
+                 the viewer link (`graphmind open`)"
+                    .into(),
+            )),
+        }
+    }
+
     /// Checks the viewer token of a `/ws/ui` control frame.
     pub fn authorize_viewer(&self, token: Option<&str>) -> Result<(), Outcome> {
         match token {

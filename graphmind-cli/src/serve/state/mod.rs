@@ -81,6 +81,8 @@ pub struct Config {
     pub hello_timeout: Duration,
     /// Most finished (or abandoned) runs kept in memory; older ones are read from storage.
     pub memory_runs: usize,
+    /// How long a `/ws/ui` socket may take to send its auth frame (5 s).
+    pub ui_auth_timeout: Duration,
 }
 
 /// Counters since start (reported by `/health`).
@@ -130,6 +132,10 @@ pub struct Stats {
     pub viewers_closed_slow: AtomicU64,
     /// Event pages refused with `503` because [`READ_PERMITS`] reads were running.
     pub reads_busy: AtomicU64,
+    /// `/ws/ui` sockets closed for sending no auth frame in time.
+    pub ui_auth_timeouts: AtomicU64,
+    /// `/ws/ui` sockets closed for a first frame without a valid token.
+    pub ui_auth_rejected: AtomicU64,
 }
 
 impl Stats {
@@ -157,6 +163,8 @@ impl Stats {
             "breakpointsRefused": g(&self.breakpoints_refused),
             "viewersClosedSlow": g(&self.viewers_closed_slow),
             "readsBusy": g(&self.reads_busy),
+            "uiAuthTimeouts": g(&self.ui_auth_timeouts),
+            "uiAuthRejected": g(&self.ui_auth_rejected),
         })
     }
 }
