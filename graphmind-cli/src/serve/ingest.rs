@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use axum::extract::State;
-use axum::extract::ws::{CloseFrame, Message as WsMessage, WebSocket, WebSocketUpgrade};
+use axum::extract::ws::{CloseFrame, Message as WsMessage, Utf8Bytes, WebSocket, WebSocketUpgrade};
 use axum::response::Response;
 use futures_util::{SinkExt, StreamExt};
 use graphmind_protocol::{Envelope, Message, PAYLOAD_BUDGET, Parsed, parse, shrink_payload};
@@ -24,6 +24,12 @@ use super::state::{AppOut, Hub, Load, MAX_RUN_ID_CHARS};
 
 /// Largest frame an app may send (close 1009 above it).
 pub const MAX_FRAME: usize = 16 * 1024 * 1024;
+/// Frames larger than this are parsed (and shrunk) on the blocking pool, not on the runtime's
+/// workers: a 15 MiB frame takes a worker for tens of milliseconds, which every other
+/// connection (`/health`, handshakes, gate controls) would otherwise wait out.
+pub const OFFLOAD_FRAME: usize = 64 * 1024;
+/// Largest frame taken for a `hello`; a larger one before the handshake is ignored unparsed.
+pub const MAX_HELLO_FRAME: usize = 1024 * 1024;
 
 /// Upgrades to the app protocol.
 pub async fn handler(ws: WebSocketUpgrade, State(hub): State<Arc<Hub>>) -> Response {
@@ -98,10 +104,18 @@ async fn serve_app(hub: Arc<Hub>, socket: WebSocket) {
             }
         };
         match msg {
-            WsMessage::Text(text) => {
-                let text = text.as_str();
+            WsMessage::Text(frame) => {
+                let text = frame.as_str();
                 hub.stats.frames_in.fetch_add(1, Ordering::Relaxed);
                 let keep_going = match conn {
+                    // A hello is small: a large frame before it is not parsed on the path
+                    // that serves other connections.
+                    None if text.len() > MAX_HELLO_FRAME => {
+                        hub.stats
+                            .ignored_before_hello
+                            .fetch_add(1, Ordering::Relaxed);
+                        true
+                    }
                     None => match handshake(&hub, text, &tx).await {
                         Handshake::Done(c, wants_acks) => {
                             conn = Some(c);
@@ -120,7 +134,7 @@ async fn serve_app(hub: Arc<Hub>, socket: WebSocket) {
                         Handshake::Close => false,
                     },
                     Some(c) => {
-                        let (go, seq) = event(&hub, c, text, &tx).await;
+                        let (go, seq) = event(&hub, c, frame, &tx).await;
                         if let (Some((shared, _)), Some(seq)) = (&acks, seq) {
                             shared.handled(seq);
                         }
@@ -393,17 +407,23 @@ fn run_id_allowed(hub: &Hub, run_id: &str, raw: &str, text: &str) -> bool {
     true
 }
 
-/// Handles one frame after the handshake. Returns false when the connection must close, and
-/// the frame's seq once it was handled (stored, deduped, or refused and counted).
-async fn event(
-    hub: &Arc<Hub>,
-    conn: u64,
-    text: &str,
-    tx: &mpsc::UnboundedSender<AppOut>,
-) -> (bool, Option<u64>) {
+/// What a frame after the handshake holds, once parsed, checked and shrunk.
+enum Decoded {
+    /// An event of a run: the envelope to account with, the text to store, and the events the
+    /// app announced lost.
+    Event(Box<Envelope>, Arc<str>, Option<u64>),
+    /// Nothing to take in; the frame's seq when it counts as handled (run-independent, or
+    /// refused and counted).
+    Skip(Option<u64>),
+    /// The connection must close (the close frame is queued).
+    Close,
+}
+
+/// Parses, checks and shrinks one frame after the handshake: the CPU-bound part of taking in
+/// an event, run off the runtime's workers for a large frame ([`OFFLOAD_FRAME`]).
+fn decode(hub: &Hub, raw: &str, tx: &mpsc::UnboundedSender<AppOut>) -> Decoded {
     let mended;
-    let raw = text;
-    let mut text = text;
+    let mut text = raw;
     let mut parsed = parse(text);
     if let Parsed::Invalid(why) = &parsed
         && why.starts_with("not JSON")
@@ -421,11 +441,11 @@ async fn event(
         }
         Parsed::VersionMismatch(gm) => {
             version_mismatch(tx, &gm);
-            return (false, None);
+            return Decoded::Close;
         }
         Parsed::Invalid(_) => {
             hub.stats.invalid_frames.fetch_add(1, Ordering::Relaxed);
-            return (true, None);
+            return Decoded::Skip(None);
         }
     };
     // Run-independent frames and hub → app types carry no event of a run.
@@ -441,20 +461,49 @@ async fn event(
                 | Message::ModeSet(_)
         )
     {
-        return (true, Some(env.seq));
+        return Decoded::Skip(Some(env.seq));
     }
     if !run_id_allowed(hub, &env.run_id, raw, text) {
         // Refused and counted: handled, so acknowledged.
-        return (true, Some(env.seq));
+        return Decoded::Skip(Some(env.seq));
     }
     // Events the app's replay ring lost before it could send them (the client announces the
     // count on the next frame it sends; counted once, not again when that frame is replayed).
     let dropped = env.extra.get("dropped").and_then(Value::as_u64);
-    let seq = env.seq;
     let (env, body, shrunk) = shrink(env, text);
     if shrunk {
         hub.stats.shrunk.fetch_add(1, Ordering::Relaxed);
     }
+    Decoded::Event(Box::new(env), body, dropped)
+}
+
+/// Handles one frame after the handshake. Returns false when the connection must close, and
+/// the frame's seq once it was handled (stored, deduped, or refused and counted).
+async fn event(
+    hub: &Arc<Hub>,
+    conn: u64,
+    frame: Utf8Bytes,
+    tx: &mpsc::UnboundedSender<AppOut>,
+) -> (bool, Option<u64>) {
+    let decoded = if frame.len() > OFFLOAD_FRAME {
+        let (h, t) = (Arc::clone(hub), tx.clone());
+        tokio::task::spawn_blocking(move || decode(&h, frame.as_str(), &t))
+            .await
+            .unwrap_or_else(|_| {
+                // A panic while parsing one frame costs that frame, counted, not the hub.
+                hub.stats.invalid_frames.fetch_add(1, Ordering::Relaxed);
+                Decoded::Skip(None)
+            })
+    } else {
+        decode(hub, frame.as_str(), tx)
+    };
+    let (env, body, dropped) = match decoded {
+        Decoded::Event(env, body, dropped) => (*env, body, dropped),
+        Decoded::Skip(seq) => return (true, seq),
+        Decoded::Close => return (false, None),
+    };
+    // The shrunk envelope keeps the frame's seq.
+    let seq = env.seq;
     let load = hub.needs_load(&env.run_id);
     if load != Load::Nothing {
         // A run missing from memory was evicted after everything of it was committed; one in
