@@ -87,10 +87,10 @@ impl graphmind::model::StepChunk for Chunk {
                 input_tokens,
                 output_tokens,
                 ..
-            } => Some(graphmind::model::Usage {
-                input_tokens: *input_tokens,
-                output_tokens: *output_tokens,
-            }),
+            } => Some(graphmind::model::Usage::inclusive(
+                *input_tokens,
+                *output_tokens,
+            )),
             _ => None,
         }
     }

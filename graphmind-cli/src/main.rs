@@ -24,6 +24,11 @@ enum Command {
     /// Start the debugger hub: apps report to /ingest, the viewer is served on the same port.
     Serve(serve::ServeArgs),
     /// Start a hub, open the viewer and run the bundled support agent (pauses on its planted error).
+    ///
+    /// The demo's hub stores its runs as `graphmind serve` does, also with `--port 0` or
+    /// `--auto`: in `$GRAPHMIND_HOME/graphmind.db` (default `~/.graphmind/graphmind.db`,
+    /// or `--db PATH`), with its run file in `$GRAPHMIND_HOME/run/`. To leave `~/.graphmind`
+    /// untouched, run it with `GRAPHMIND_HOME=$(mktemp -d)`.
     Demo(demo::DemoArgs),
     /// Commands that talk to a running `graphmind serve`.
     #[command(flatten)]

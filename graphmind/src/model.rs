@@ -1,17 +1,49 @@
 //! What graphmind reads from model requests, responses and stream chunks. Implemented for
 //! `String` / `&str`; implement them for any SDK's types (a few lines each).
+//!
+//! [`StepRequest`] is only needed for a request without a `messages` field: steps are
+//! grouped into one invocation (one conversation) by the request's captured `messages`
+//! array (at the top level or one level down), which OpenAI-, Anthropic- and Gemini-style
+//! requests already have.
 
 use std::borrow::Cow;
 
-use graphmind_protocol::DeltaKind;
+/// The delta kinds a [`StepChunk`] reports (answer text, reasoning, tool-call arguments).
+pub use graphmind_protocol::DeltaKind;
 
 /// Token counts of one model step.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Usage {
-    /// Prompt tokens.
+    /// Prompt tokens, as the provider reports them.
     pub input_tokens: u64,
     /// Completion tokens.
     pub output_tokens: u64,
+    /// Whether `input_tokens` already counts the prompt tokens served from the provider's
+    /// cache (OpenAI's `prompt_tokens` and Gemini's `promptTokenCount` do; Anthropic's
+    /// `input_tokens` does not). Sent as `usage.inclusive: true`, so a GraphMind 0.6 viewer
+    /// does not add the cached tokens a second time.
+    pub inclusive: bool,
+}
+
+impl Usage {
+    /// Counts as a provider reports them, cached prompt tokens not included.
+    #[must_use]
+    pub fn new(input_tokens: u64, output_tokens: u64) -> Self {
+        Self {
+            input_tokens,
+            output_tokens,
+            inclusive: false,
+        }
+    }
+
+    /// Counts whose `input_tokens` include the cached prompt tokens (OpenAI-style).
+    #[must_use]
+    pub fn inclusive(input_tokens: u64, output_tokens: u64) -> Self {
+        Self {
+            inclusive: true,
+            ..Self::new(input_tokens, output_tokens)
+        }
+    }
 }
 
 /// A non-streaming model response.

@@ -33,10 +33,8 @@ struct Reply {
 
 impl StepResponse for Reply {
     fn usage(&self) -> Option<Usage> {
-        Some(Usage {
-            input_tokens: 10,
-            output_tokens: 3,
-        })
+        // OpenAI-style counts: the prompt tokens include the cached ones.
+        Some(Usage::inclusive(10, 3))
     }
     fn finish_reason(&self) -> Option<Cow<'_, str>> {
         Some(Cow::Borrowed("stop"))
@@ -146,7 +144,8 @@ async fn steps_group_into_invocations_and_the_first_step_hints_the_graph() {
         .expect("finished");
     assert_eq!(
         fin.payload()["usage"],
-        json!({"inputTokens": 10, "outputTokens": 3})
+        json!({"inputTokens": 10, "outputTokens": 3, "inclusive": true}),
+        "counts that include cached prompt tokens say so"
     );
     assert_eq!(fin.payload()["finishReason"], "stop");
     assert_eq!(fin.payload()["output"], json!({"text": "2 messages"}));

@@ -177,15 +177,13 @@ struct Chunk {
 }
 
 impl graphmind::model::StepChunk for Chunk {
-    fn deltas(&self, emit: &mut dyn FnMut(graphmind::protocol::DeltaKind, &str)) {
-        emit(graphmind::protocol::DeltaKind::Reasoning, self.thinking);
-        emit(graphmind::protocol::DeltaKind::Text, self.text);
+    // `DeltaKind` from `graphmind::model`, beside the trait that needs it.
+    fn deltas(&self, emit: &mut dyn FnMut(graphmind::model::DeltaKind, &str)) {
+        emit(graphmind::model::DeltaKind::Reasoning, self.thinking);
+        emit(graphmind::model::DeltaKind::Text, self.text);
     }
     fn usage(&self) -> Option<graphmind::model::Usage> {
-        self.last.then_some(graphmind::model::Usage {
-            input_tokens: 7,
-            output_tokens: 2,
-        })
+        self.last.then_some(graphmind::model::Usage::new(7, 2))
     }
     fn finish_reason(&self) -> Option<std::borrow::Cow<'_, str>> {
         self.last.then_some(std::borrow::Cow::Borrowed("stop"))

@@ -21,10 +21,14 @@ use crate::tee::{Observer, Tee};
 pub(crate) const STEP_NODE: &str = "llm:step";
 
 fn usage_of(u: Usage) -> TokenUsage {
+    let mut extra = Extra::new();
+    if u.inclusive {
+        extra.insert("inclusive".into(), Value::Bool(true));
+    }
     TokenUsage {
         input_tokens: u.input_tokens,
         output_tokens: u.output_tokens,
-        extra: Extra::new(),
+        extra,
     }
 }
 
