@@ -252,6 +252,8 @@ pub(crate) struct Inner {
     me: Weak<Inner>,
     pub(crate) config: Config,
     pub(crate) url: String,
+    /// The URL came from `GRAPHMIND_URL` (not from code): a debugger is expected there.
+    pub(crate) url_from_env: bool,
     enabled: bool,
     attached: AtomicBool,
     /// A debugger was attached at some point (so events left unsent at close are a loss
@@ -300,6 +302,8 @@ impl Inner {
     fn new(config: Config) -> Arc<Self> {
         let enabled = config.resolved_enabled();
         let url = config.resolved_url();
+        let url_from_env =
+            config.url.is_none() && config.var("GRAPHMIND_URL").is_some_and(|v| !v.is_empty());
         let ring = Ring::new(config.ring_events, config.ring_bytes);
         let hide = config.resolved_hide();
         let loop_guard = config.resolved_loop_guard();
@@ -307,6 +311,7 @@ impl Inner {
         Arc::new_cyclic(|me| Self {
             me: me.clone(),
             url,
+            url_from_env,
             enabled,
             attached: AtomicBool::new(false),
             ever_attached: AtomicBool::new(false),
@@ -507,7 +512,42 @@ impl Inner {
                 futures_util::future::Either::Right(_) => false,
             }
         };
-        handle.deadline(timeout, attached).await.unwrap_or(false)
+        let attached = handle.deadline(timeout, attached).await.unwrap_or(false);
+        if !attached && !self.closing.load(Relaxed) {
+            // The app asked for a debugger and got none: say so (once), unless the reason
+            // was said already (a bad URL, not a WebSocket, another protocol version).
+            self.warn_no_debugger(&format!("ready() waited {timeout:?}"));
+        }
+        attached
+    }
+
+    /// Says once that no debugger answered at the session's URL, the app running detached.
+    /// Only when it matters: `GRAPHMIND_URL` named the debugger, or `ready()` failed; an app
+    /// run without a debugger on purpose hears nothing.
+    pub(crate) fn warn_no_debugger(&self, context: &str) {
+        const SAID: [&str; 4] = [
+            "bad-url",
+            "not-websocket",
+            "version-mismatch",
+            "no-debugger",
+        ];
+        let said = self
+            .warned
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .any(|k| SAID.contains(k));
+        if !said {
+            self.warn_once(
+                "no-debugger",
+                &format!(
+                    "no debugger answered at {} ({context}): the app runs detached; start \
+                     `graphmind serve`, or check the port (`graphmind serve` prints its \
+                     ws://…/ingest address)",
+                    self.url
+                ),
+            );
+        }
     }
 
     pub(crate) fn stats(&self) -> Stats {

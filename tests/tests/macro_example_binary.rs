@@ -81,6 +81,17 @@ async fn detached_it_answers_and_exits_zero_without_waiting() {
         "{stdout}"
     );
     assert!(took < Duration::from_secs(5), "took {took:?}");
+    // GRAPHMIND_URL names a port nothing listens on: said once, not silent.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        stderr
+            .matches(&format!(
+                "no debugger answered at ws://127.0.0.1:{port}/ingest"
+            ))
+            .count(),
+        1,
+        "{stderr}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

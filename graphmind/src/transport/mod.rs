@@ -377,7 +377,12 @@ async fn attempt(inner: &Inner, token: &mut Option<String>) -> Attempt {
             );
             return Attempt::Failed;
         }
-        _ => return Attempt::Failed,
+        _ => {
+            if inner.url_from_env {
+                inner.warn_no_debugger("GRAPHMIND_URL");
+            }
+            return Attempt::Failed;
+        }
     };
     let deadline = Instant::now() + cfg.handshake_timeout;
     let hello = hello_frame(inner, token.as_ref());

@@ -1,0 +1,99 @@
+//! A wrong port is not silent when it matters: no debugger at the address `GRAPHMIND_URL`
+//! names, or a `ready()` that failed, is said once; an app run without a debugger on purpose
+//! (no `GRAPHMIND_URL`, no `ready()`) hears nothing.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+const SECOND: Duration = Duration::from_secs(1);
+
+#[graphmind::tool]
+async fn double(n: i64) -> i64 {
+    n * 2
+}
+
+fn nothing_listens() -> String {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port();
+    format!("ws://127.0.0.1:{port}/ingest")
+}
+
+fn collecting(config: graphmind::Config) -> (graphmind::Config, Arc<Mutex<Vec<String>>>) {
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let sink = Arc::clone(&seen);
+    let config = config.on_warning(move |m| sink.lock().expect("lock").push(m.to_owned()));
+    (config, seen)
+}
+
+async fn settle() {
+    // The transport's first attempt fails at once (connection refused); give it ample time.
+    tokio::time::sleep(SECOND).await;
+}
+
+#[tokio::test]
+async fn graphmind_url_naming_a_port_nobody_listens_on_is_said_once() {
+    let url = nothing_listens();
+    let (config, seen) = collecting(
+        graphmind::Config::new("wrong-port").env_vars([("GRAPHMIND_URL".to_owned(), url.clone())]),
+    );
+    let gm = graphmind::Session::new(config);
+    gm.run("r", async { double(1).await })
+        .await
+        .expect("not aborted");
+    graphmind_tests::eventually("the warning", 5 * SECOND, || {
+        !seen.lock().expect("lock").is_empty()
+    })
+    .await;
+    assert!(!gm.ready(Duration::from_millis(200)).await);
+    gm.run("r2", async { double(2).await })
+        .await
+        .expect("not aborted");
+    settle().await;
+    let said = seen.lock().expect("lock").clone();
+    assert_eq!(said.len(), 1, "once: {said:?}");
+    assert!(
+        said[0].contains(&format!("no debugger answered at {url}")),
+        "{said:?}"
+    );
+    gm.dispose().await;
+}
+
+#[tokio::test]
+async fn a_failed_ready_is_said_once() {
+    let url = nothing_listens();
+    let (config, seen) = collecting(
+        graphmind::Config::new("ready-fails")
+            .url(url.clone())
+            .env_vars(std::iter::empty::<(String, String)>()),
+    );
+    let gm = graphmind::Session::new(config);
+    assert!(!gm.ready(Duration::from_millis(300)).await);
+    assert!(!gm.ready(Duration::from_millis(300)).await);
+    let said = seen.lock().expect("lock").clone();
+    assert_eq!(said.len(), 1, "once: {said:?}");
+    assert!(
+        said[0].contains(&format!("no debugger answered at {url}")),
+        "{said:?}"
+    );
+    assert!(said[0].contains("ready()"), "{said:?}");
+    gm.dispose().await;
+}
+
+#[tokio::test]
+async fn an_app_run_without_a_debugger_on_purpose_hears_nothing() {
+    let (config, seen) = collecting(
+        graphmind::Config::new("no-debugger")
+            .url(nothing_listens())
+            .env_vars(std::iter::empty::<(String, String)>()),
+    );
+    let gm = graphmind::Session::new(config);
+    gm.run("r", async { double(1).await })
+        .await
+        .expect("not aborted");
+    settle().await;
+    assert!(seen.lock().expect("lock").is_empty(), "{seen:?}");
+    gm.dispose().await;
+}
