@@ -443,6 +443,22 @@ function runTitle(r) {
   return r?.name || loaded || r?.runId || '';
 }
 
+/**
+ * The run's status pill; a run whose app announced events of it lost (`incomplete`) never
+ * reads as a plain `ok`: it shows `incomplete` instead, or next to any other status.
+ */
+function statusPills(status, incomplete) {
+  const lostTitle = 'events of this run were lost before the hub stored them (the app announced the gap)';
+  const gap = () => {
+    const p = Object.assign(el('span', 'pill st-incomplete', 'incomplete'), { title: lostTitle });
+    p.dataset.testid = 'run-incomplete';
+    return p;
+  };
+  if (incomplete && status === 'ok') return [gap()];
+  const pill = Object.assign(el('span', `pill st-${status}`, status), { title: 'run status' });
+  return incomplete ? [pill, ' ', gap()] : [pill];
+}
+
 function renderTitle() {
   const t = $('#run-title');
   const r = state.runs.get(state.selectedRun);
@@ -461,7 +477,7 @@ function renderTitle() {
     ' ',
     el('span', 'muted', rest),
     ' ',
-    Object.assign(el('span', `pill st-${status}`, status), { title: 'run status' }),
+    ...statusPills(status, r?.incomplete === true),
   );
   if (state.selectedRemoved) {
     const d = Object.assign(el('span', 'pill st-aborted', 'deleted'), { title: 'deleted by the retention rule' });
@@ -487,7 +503,7 @@ function renderRuns() {
     const live = el('span', `live${isLive ? ' on' : ''}`);
     live.dataset.testid = 'run-live';
     live.title = state.conn !== 'open' ? 'unknown: not connected to the hub' : r.live ? 'live: the app is connected' : 'not live';
-    top.append(live, el('span', 'run-name', runTitle(r)), el('span', `pill st-${r.status}`, r.status));
+    top.append(live, el('span', 'run-name', runTitle(r)), ...statusPills(r.status, r.incomplete === true));
     if (heldRuns.has(r.runId)) {
       const h = el('span', 'pill st-paused', 'held');
       h.dataset.testid = 'run-held';

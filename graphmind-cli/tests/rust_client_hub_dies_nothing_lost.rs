@@ -3,8 +3,9 @@
 //! The hub acknowledges what it committed (`hub.ack`), so events written to the dead hub's
 //! socket and never stored are not evicted as if delivered: every event the app recorded is
 //! either stored or announced as lost (`"lost"` seq ranges on a later frame), exactly.
-//! (Before acks, 3,000 gates stored 5,553–8,309 of 12,004 events and announced only
-//! 1,002–3,366 as dropped.)
+//! A run with events lost is marked incomplete (`incomplete: true` in its summary), not
+//! shown as a plain `ok`. (Before acks, 3,000 gates stored 5,553–8,309 of 12,004 events,
+//! announced only 1,002–3,366 as dropped, and the runs showed `ok`.)
 
 mod support;
 
@@ -12,10 +13,15 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::{TempDir, block_on, config, kill_hard, restart_on, serve_on_free_port};
+use support::{TempDir, block_on, config, kill_hard, serve_on, serve_on_free_port};
 
 const GATES: u32 = 1500;
 const RING: usize = 1000;
+/// The events of one gated run: run.started, the agent node's start, the tool's start,
+/// exec.paused, exec.resumed, the tool's finish, the agent's finish, run.finished.
+const RUN_EVENTS: i64 = 8;
+/// Retention keeps every run: what a hub drops by its retention rule is not a loss.
+const HUB_ARGS: [&str; 4] = ["--keep", "100000", "--memory-runs", "100000"];
 
 #[graphmind::tool]
 async fn held(i: u32) -> u32 {
@@ -53,7 +59,7 @@ fn stored_and_announced(db: &std::path::Path) -> (BTreeSet<u64>, BTreeSet<u64>) 
 fn hub_killed_with_more_than_the_ring_in_flight_loses_nothing_silently() {
     let dir = TempDir::new("nothing-lost");
     let db = dir.0.join("graphmind.db");
-    let mut first = serve_on_free_port(&dir.0, &db, &[]);
+    let mut first = serve_on_free_port(&dir.0, &db, &HUB_ARGS);
     let port = first.port;
     let r = first.post(
         "/api/debug/breakpoints/set",
@@ -61,7 +67,7 @@ fn hub_killed_with_more_than_the_ring_in_flight_loses_nothing_silently() {
     );
     assert_eq!(r.status, 200, "{}", r.body);
     let home = dir.0.clone();
-    block_on(async move {
+    let hub = block_on(async move {
         let gm = graphmind::Session::new(
             config(port, "nothing-lost")
                 .ring_limits(RING, 64 * 1024 * 1024)
@@ -97,7 +103,14 @@ fn hub_killed_with_more_than_the_ring_in_flight_loses_nothing_silently() {
         );
         assert!(stats.lost > 0, "the ring overflowed unconfirmed: {stats:?}");
 
-        let second = restart_on(&home, port, &db).await;
+        let second = {
+            let (home, db) = (home.clone(), db.clone());
+            tokio::task::spawn_blocking(move || {
+                serve_on(&home, port, &db, &HUB_ARGS).expect("restart on the same port")
+            })
+            .await
+            .expect("join")
+        };
         assert!(gm.ready(Duration::from_secs(10)).await, "attached again");
         let recorded = gm.stats().recorded;
         // The replay of the ring is stored (and committed) within moments; poll until the
@@ -116,6 +129,11 @@ fn hub_killed_with_more_than_the_ring_in_flight_loses_nothing_silently() {
             tokio::time::sleep(Duration::from_millis(100)).await;
         };
         let health = second.health();
+        assert_eq!(
+            health["stats"]["eventsForDeletedRuns"],
+            json!(0),
+            "{health}"
+        );
         assert_eq!(
             stored.len() as u64 + missing.len() as u64,
             recorded,
@@ -137,6 +155,38 @@ fn hub_killed_with_more_than_the_ring_in_flight_loses_nothing_silently() {
             gm.stats().lost
         );
         gm.dispose().await;
-        drop(second);
+        second
     });
+    // Every run missing events is marked incomplete, in storage and in its summary.
+    let hub = &hub;
+    let conn = hub.open_db();
+    let mut stmt = conn
+        .prepare(
+            "SELECT r.run_id, (SELECT count(*) FROM events e WHERE e.run_id = r.run_id),
+                    EXISTS (SELECT 1 FROM run_gaps g WHERE g.run_id = r.run_id)
+             FROM runs r",
+        )
+        .expect("query");
+    let runs: Vec<(String, i64, bool)> = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .expect("rows")
+        .map(|r| r.expect("row"))
+        .collect();
+    let short: Vec<&(String, i64, bool)> = runs.iter().filter(|r| r.1 < RUN_EVENTS).collect();
+    assert!(!short.is_empty(), "some runs lost events");
+    let unmarked: Vec<_> = short.iter().filter(|r| !r.2).collect();
+    assert!(
+        unmarked.is_empty(),
+        "runs with a gap not marked: {unmarked:?}"
+    );
+    for (id, _, _) in short.iter().take(20) {
+        let summary = hub.get_json(&format!("/api/runs/{id}"));
+        assert_eq!(summary["incomplete"], json!(true), "{summary}");
+    }
+    let whole = runs.iter().find(|r| r.1 == RUN_EVENTS && !r.2);
+    if let Some((id, _, _)) = whole {
+        let summary = hub.get_json(&format!("/api/runs/{id}"));
+        assert_eq!(summary["incomplete"], json!(false), "{summary}");
+        assert_eq!(summary["status"], json!("ok"), "{summary}");
+    }
 }

@@ -504,6 +504,19 @@ async fn event(
     };
     // The shrunk envelope keeps the frame's seq.
     let seq = env.seq;
+    // Runs with events the app lost (taken from every copy: a replayed frame is deduped, its
+    // announcement is idempotent). Bounded like any frame: by the frame cap.
+    if let Some(Value::Array(runs)) = env.extra.get("lostRuns") {
+        let runs: Vec<String> = runs
+            .iter()
+            .filter_map(Value::as_str)
+            .filter(|r| !r.is_empty() && r.chars().count() <= MAX_RUN_ID_CHARS)
+            .map(str::to_owned)
+            .collect();
+        if !runs.is_empty() {
+            hub.mark_incomplete(conn, runs).await;
+        }
+    }
     let load = hub.needs_load(&env.run_id);
     if load != Load::Nothing {
         // A run missing from memory was evicted after everything of it was committed; one in

@@ -54,6 +54,8 @@ pub struct RunRow {
     pub created_at: u64,
     /// Stored events (read side only).
     pub event_count: u64,
+    /// Its app announced events of it lost (read side only; written by [`Writer::gap`]).
+    pub incomplete: bool,
 }
 
 enum WriteOp {
@@ -64,6 +66,8 @@ enum WriteOp {
     Revive(RunRow),
     Barrier(oneshot::Sender<()>),
     Retain(RetainOp),
+    /// A run with a gap.
+    Gap(String),
 }
 
 /// A retention pass asked of the writer.
@@ -122,6 +126,12 @@ impl Writer {
     }
 
     /// Resolves once everything queued before it is committed.
+    /// Marks `run_id` as having a gap (idempotent).
+    pub async fn gap(&self, run_id: String) {
+        let _ = self.tx.send(WriteOp::Gap(run_id)).await;
+    }
+
+    /// Waits until everything queued before it is committed.
     pub async fn barrier(&self) {
         let (tx, rx) = oneshot::channel();
         if self.tx.send(WriteOp::Barrier(tx)).await.is_ok() {
@@ -213,6 +223,11 @@ CREATE INDEX IF NOT EXISTS runs_by_start ON runs (coalesce(started_at, created_a
 CREATE TABLE IF NOT EXISTS deleted_runs (
     run_id TEXT PRIMARY KEY,
     deleted_at INTEGER NOT NULL
+) WITHOUT ROWID;
+-- Runs with a gap: their app announced events of them lost (`lostRuns`). Added to databases
+-- of earlier versions on open.
+CREATE TABLE IF NOT EXISTS run_gaps (
+    run_id TEXT PRIMARY KEY
 ) WITHOUT ROWID;
 ";
 
@@ -322,6 +337,7 @@ fn delete_runs(conn: &Connection, ids: &[String], now_ms: u64) -> rusqlite::Resu
     {
         let mut ev = tx.prepare_cached("DELETE FROM events WHERE run_id = ?1")?;
         let mut run = tx.prepare_cached("DELETE FROM runs WHERE run_id = ?1")?;
+        let mut gap = tx.prepare_cached("DELETE FROM run_gaps WHERE run_id = ?1")?;
         let mut tomb = tx.prepare_cached(
             "INSERT INTO deleted_runs (run_id, deleted_at) VALUES (?1, ?2)
              ON CONFLICT (run_id) DO UPDATE SET deleted_at = excluded.deleted_at",
@@ -329,6 +345,7 @@ fn delete_runs(conn: &Connection, ids: &[String], now_ms: u64) -> rusqlite::Resu
         for id in ids {
             ev.execute([id])?;
             run.execute([id])?;
+            gap.execute([id])?;
             tomb.execute(params![id, i64_of(now_ms)])?;
         }
     }
@@ -376,13 +393,15 @@ fn run_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RunRow> {
         sdk: row.get(6)?,
         created_at: u64_of(row.get(7)?).unwrap_or(0),
         event_count: u64_of(row.get(8)?).unwrap_or(0),
+        incomplete: row.get::<_, i64>(9)? != 0,
     })
 }
 
 /// The newest `limit` runs, newest first (by start), ties by id, newest id first.
 fn load_runs(conn: &Connection, limit: usize) -> rusqlite::Result<Vec<RunRow>> {
     let mut st = conn.prepare_cached(
-        "SELECT run_id, app, name, status, started_at, ended_at, sdk, created_at, event_count
+        "SELECT run_id, app, name, status, started_at, ended_at, sdk, created_at, event_count,
+                EXISTS (SELECT 1 FROM run_gaps g WHERE g.run_id = runs.run_id)
          FROM runs ORDER BY coalesce(started_at, created_at) DESC, run_id DESC LIMIT ?1",
     )?;
     st.query_map([i64_of(limit as u64)], run_row)?.collect()
@@ -489,6 +508,8 @@ fn write_batch(
                    ended_at = excluded.ended_at, sdk = excluded.sdk",
             )?;
             let mut undelete = tx.prepare_cached("DELETE FROM deleted_runs WHERE run_id = ?1")?;
+            let mut gap =
+                tx.prepare_cached("INSERT OR IGNORE INTO run_gaps (run_id) VALUES (?1)")?;
             for op in batch.drain(..) {
                 let revive = matches!(op, WriteOp::Revive(_));
                 match op {
@@ -519,6 +540,9 @@ fn write_batch(
                             i64_of(r.created_at)
                         ])?;
                     }
+                    WriteOp::Gap(id) => {
+                        gap.execute([&id])?;
+                    }
                     WriteOp::Barrier(b) => barriers.push(b),
                     WriteOp::Retain(r) => retains.push(r),
                 }
@@ -539,7 +563,7 @@ fn write_batch(
         match op {
             WriteOp::Barrier(b) => barriers.push(b),
             WriteOp::Retain(r) => retains.push(r),
-            WriteOp::Event(_) | WriteOp::Run(_) | WriteOp::Revive(_) => {}
+            WriteOp::Event(_) | WriteOp::Run(_) | WriteOp::Revive(_) | WriteOp::Gap(_) => {}
         }
     }
     result
@@ -611,7 +635,8 @@ impl Reader {
         self.with(|c| {
             let mut st = c.prepare_cached(
                 "SELECT run_id, app, name, status, started_at, ended_at, sdk, created_at,
-                        event_count FROM runs WHERE run_id = ?1",
+                        event_count, EXISTS (SELECT 1 FROM run_gaps g WHERE g.run_id = ?1)
+                 FROM runs WHERE run_id = ?1",
             )?;
             let mut rows = st.query_map([run_id], run_row)?;
             rows.next().transpose()

@@ -16,7 +16,7 @@
 //! app's path); any other message sits behind an `Arc`, so the transport takes it with a
 //! refcount increment and serializes it after releasing the lock.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 
 use graphmind_protocol::Message;
@@ -116,48 +116,55 @@ pub(crate) struct Event {
     lost: Option<Box<Lost>>,
 }
 
-/// Lost seqs as sorted, disjoint, inclusive ranges.
+/// Lost seqs as sorted, disjoint, inclusive ranges, and the runs they were of.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub(crate) struct Lost(Vec<(u64, u64)>);
+pub(crate) struct Lost {
+    seqs: Vec<(u64, u64)>,
+    runs: BTreeSet<Arc<str>>,
+}
 
 impl Lost {
-    fn add(&mut self, seq: u64) {
+    fn add(&mut self, seq: u64, run: &Arc<str>) {
         self.add_range(seq, seq);
+        if !self.runs.contains(run) {
+            self.runs.insert(Arc::clone(run));
+        }
     }
 
     fn add_range(&mut self, from: u64, to: u64) {
         // Losses come oldest first: the usual case extends the last range.
-        if let Some(last) = self.0.last_mut()
+        if let Some(last) = self.seqs.last_mut()
             && from <= last.1.saturating_add(1)
             && from >= last.0
         {
             last.1 = last.1.max(to);
             return;
         }
-        self.0.push((from, to));
-        self.0.sort_unstable();
-        let mut merged: Vec<(u64, u64)> = Vec::with_capacity(self.0.len());
-        for (a, b) in self.0.drain(..) {
+        self.seqs.push((from, to));
+        self.seqs.sort_unstable();
+        let mut merged: Vec<(u64, u64)> = Vec::with_capacity(self.seqs.len());
+        for (a, b) in self.seqs.drain(..) {
             match merged.last_mut() {
                 Some(m) if a <= m.1.saturating_add(1) => m.1 = m.1.max(b),
                 _ => merged.push((a, b)),
             }
         }
-        self.0 = merged;
+        self.seqs = merged;
     }
 
     fn merge(&mut self, other: &Lost) {
-        for &(a, b) in &other.0 {
+        for &(a, b) in &other.seqs {
             self.add_range(a, b);
         }
+        self.runs.extend(other.runs.iter().cloned());
     }
 
     fn count(&self) -> u64 {
-        self.0.iter().map(|(a, b)| b - a + 1).sum()
+        self.seqs.iter().map(|(a, b)| b - a + 1).sum()
     }
 
     fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.seqs.is_empty()
     }
 }
 
@@ -217,7 +224,9 @@ impl Serialize for Frame<'_> {
         m.serialize_entry("payload", &Payload(self.record))?;
         if let Some(lost) = self.lost.filter(|l| !l.is_empty()) {
             m.serialize_entry("dropped", &lost.count())?;
-            m.serialize_entry("lost", &lost.0)?;
+            m.serialize_entry("lost", &lost.seqs)?;
+            let runs: Vec<&str> = lost.runs.iter().map(|r| &**r).collect();
+            m.serialize_entry("lostRuns", &runs)?;
         }
         m.end()
     }
@@ -395,16 +404,16 @@ impl Ring {
     /// Accounts for an evicted event: unconfirmed, it and what it announced are announced
     /// by a later one.
     fn evicted(&mut self, old: Event) {
-        self.runs.release(old.run);
         self.bytes = self.bytes.saturating_sub(old.size);
         self.dropped += 1;
         if old.seq >= self.confirmed_below {
             self.lost += 1;
-            self.lost_unannounced.add(old.seq);
+            self.lost_unannounced.add(old.seq, self.runs.id(old.run));
             if let Some(carried) = &old.lost {
                 self.lost_unannounced.merge(carried);
             }
         }
+        self.runs.release(old.run);
     }
 
     /// Events held now.
@@ -714,7 +723,7 @@ mod tests {
         assert_eq!(texts.len(), 3);
         assert!(
             texts[0].contains(r#""seq":2,"#)
-                && texts[0].ends_with(r#","dropped":2,"lost":[[0,1]]}"#)
+                && texts[0].ends_with(r#","dropped":2,"lost":[[0,1]],"lostRuns":["run"]}"#)
         );
         assert!(!texts[1].contains("dropped") && texts[2].contains(r#""seq":4,"#));
         r.delivered(5);
@@ -812,12 +821,15 @@ mod tests {
             run: 0,
             record: msg(0),
             size: 0,
-            lost: Some(Box::new(Lost(vec![(3, 4), (9, 9)]))),
+            lost: Some(Box::new(Lost {
+                seqs: vec![(3, 4), (9, 9)],
+                runs: [Arc::from("run_0")].into(),
+            })),
         };
         assert!(e.write_json("run_1", &mut out));
         assert_eq!(
             String::from_utf8(out).unwrap(),
-            r#"{"gm":1,"seq":0,"ts":7,"runId":"run_1","type":"exec.resumed","payload":{"pauseId":"p0","action":"continue"},"dropped":3,"lost":[[3,4],[9,9]]}"#
+            r#"{"gm":1,"seq":0,"ts":7,"runId":"run_1","type":"exec.resumed","payload":{"pauseId":"p0","action":"continue"},"dropped":3,"lost":[[3,4],[9,9]],"lostRuns":["run_0"]}"#
         );
     }
 
@@ -884,12 +896,20 @@ mod tests {
     #[test]
     fn lost_ranges_merge() {
         let mut l = Lost::default();
+        let (a, b): (Arc<str>, Arc<str>) = ("run_a".into(), "run_b".into());
         for s in [5, 6, 7, 1, 2, 9, 8] {
-            l.add(s);
+            l.add(s, if s < 5 { &a } else { &b });
         }
-        assert_eq!(l.0, [(1, 2), (5, 9)]);
-        l.merge(&Lost(vec![(0, 3), (11, 12)]));
-        assert_eq!(l.0, [(0, 3), (5, 9), (11, 12)]);
+        assert_eq!(l.seqs, [(1, 2), (5, 9)]);
+        l.merge(&Lost {
+            seqs: vec![(0, 3), (11, 12)],
+            runs: [Arc::from("run_c")].into(),
+        });
+        assert_eq!(l.seqs, [(0, 3), (5, 9), (11, 12)]);
+        assert_eq!(
+            l.runs.iter().map(|r| &**r).collect::<Vec<_>>(),
+            ["run_a", "run_b", "run_c"]
+        );
         assert_eq!(l.count(), 4 + 5 + 2);
     }
 }

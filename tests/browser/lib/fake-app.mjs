@@ -38,8 +38,9 @@ export class FakeApp {
     return this.ack;
   }
 
-  send(runId, type, payload) {
-    const env = { gm: 1, seq: this.seq++, ts: Date.now(), runId, type, payload };
+  /** Sends one envelope; `extra` adds loose envelope fields (e.g. `lostRuns`). */
+  send(runId, type, payload, extra = {}) {
+    const env = { gm: 1, seq: this.seq++, ts: Date.now(), runId, type, payload, ...extra };
     this.ws.send(JSON.stringify(env));
   }
 

@@ -52,8 +52,48 @@ impl Hub {
         } else if let Some(row) = stored {
             let (id, mut r) = RunState::from_row(row);
             r.seqs = Some(seqs);
+            r.incomplete |= st.gaps_pending.remove(&id);
             r.touched = now_ms();
             st.runs.insert(id, r);
+        }
+    }
+
+    /// Marks runs whose app announced events of them lost (`lostRuns`): in memory (viewers
+    /// are told) and in storage, idempotently (the announcement comes again on a replay).
+    /// Runs another identity claimed are left alone (a claim holds for announcements too).
+    pub async fn mark_incomplete(&self, conn: u64, run_ids: Vec<String>) {
+        let mut marked = Vec::new();
+        {
+            let mut guard = self.lock();
+            let st = &mut *guard;
+            let Some(identity) = st.apps.get(&conn).map(|a| a.identity) else {
+                return;
+            };
+            for id in run_ids {
+                match st.runs.get_mut(id.as_str()) {
+                    Some(run) if run.owner.is_some_and(|o| o != identity) => {
+                        self.stats
+                            .foreign_run_frames
+                            .fetch_add(1, Ordering::Relaxed);
+                        continue;
+                    }
+                    Some(run) => {
+                        if !run.incomplete {
+                            run.incomplete = true;
+                            st.dirty.insert(id.clone());
+                        }
+                    }
+                    None => {
+                        if st.gaps_pending.len() < super::MAX_GAPS_PENDING {
+                            st.gaps_pending.insert(id.clone());
+                        }
+                    }
+                }
+                marked.push(id);
+            }
+        }
+        for id in marked {
+            self.writer.gap(id).await;
         }
     }
 
@@ -91,6 +131,7 @@ impl Hub {
                     sdk: None,
                     created_at: now,
                     event_count: 0,
+                    incomplete: st.gaps_pending.remove(run_id),
                     owner: Some(identity),
                     seqs: Some(HashSet::new()),
                     nodes: HashMap::new(),

@@ -353,6 +353,9 @@ struct NodeSeen {
     error: Option<Value>,
 }
 
+/// Most runs remembered as announced incomplete before they are in memory.
+const MAX_GAPS_PENDING: usize = 10_000;
+
 #[derive(Debug)]
 struct RunState {
     app: Option<String>,
@@ -363,6 +366,8 @@ struct RunState {
     sdk: Option<Value>,
     created_at: u64,
     event_count: u64,
+    /// Its app announced events of it lost (`lostRuns`): shown as incomplete.
+    incomplete: bool,
     /// The identity (app session) that owns the run.
     owner: Option<u64>,
     /// Seqs stored; `None` until loaded from the database (a run of an earlier start, or a
@@ -475,6 +480,9 @@ struct State {
     closed: HashMap<PauseKey, Closed>,
     viewers: HashMap<u64, ViewerConn>,
     dirty: HashSet<String>,
+    /// Runs announced incomplete (`lostRuns`) before the hub had them in memory: the flag is
+    /// applied when they come (at most [`MAX_GAPS_PENDING`]; storage keeps them all).
+    gaps_pending: HashSet<String>,
 }
 
 /// The hub.
@@ -528,6 +536,7 @@ impl Hub {
                 closed: HashMap::new(),
                 viewers: HashMap::new(),
                 dirty: HashSet::new(),
+                gaps_pending: HashSet::new(),
             }),
             seq: AtomicU64::new(0),
             ids: AtomicU64::new(1),

@@ -28,6 +28,7 @@ impl RunState {
                 sdk,
                 created_at: r.created_at,
                 event_count: r.event_count,
+                incomplete: r.incomplete,
                 owner: None,
                 seqs: None,
                 nodes: HashMap::new(),
@@ -89,6 +90,7 @@ impl RunState {
             sdk: self.sdk.as_ref().map(Value::to_string),
             created_at: self.created_at,
             event_count: self.event_count,
+            incomplete: self.incomplete,
         }
     }
 }
@@ -263,6 +265,7 @@ pub(super) fn run_json(st: &State, run_id: &str, r: &RunState) -> Value {
         "endedAt": r.ended_at,
         "durationMs": r.ended_at.map(|e| e.saturating_sub(started)),
         "eventCount": r.event_count,
+        "incomplete": r.incomplete,
         "sdk": r.sdk,
     })
 }
