@@ -14,7 +14,11 @@
 //!   into the session's replay ring as plain structs. The app never waits for the socket: a
 //!   transport thread with its own small runtime serializes and sends them, and replays the
 //!   whole ring (5,000 events / 8 MiB, oldest dropped first and counted) with the original
-//!   sequence numbers every time a debugger attaches.
+//!   sequence numbers every time a debugger attaches. With `graphmind serve` (which
+//!   acknowledges what it committed) an event leaves the ring's account only once stored:
+//!   one evicted before that is counted lost ([`Stats::lost`]) and its seq announced to the
+//!   hub, which marks its run incomplete — recorded = stored + announced lost, even when the
+//!   hub dies with more than the ring in flight.
 //! - The transport connects lazily, on the first event, gate or [`Session::ready`]. Until a
 //!   debugger has answered the handshake the session is detached: every gate continues at
 //!   once and nothing waits. When the debugger goes away, every held gate continues at once.

@@ -182,7 +182,7 @@ impl Session {
         self.inner().ready(timeout).await
     }
 
-    /// Counters: enabled, attached, buffered, dropped, held gates, last seq.
+    /// Counters: enabled, attached, buffered, dropped, recorded, lost, held gates, last seq.
     #[must_use]
     pub fn stats(&self) -> Stats {
         self.inner().stats()
