@@ -1,6 +1,7 @@
 //! The hub holds at most 256 breakpoint matchers (it took 3,001, each pushed to every app,
 //! which copies the whole list on each): the 257th is refused with `409` naming the cap, a
-//! replacement list over the cap changes nothing.
+//! replacement list over the cap changes nothing; the feed answers a `breakpoint.set` past
+//! the cap with `ok: false` and the reason.
 
 mod support;
 
@@ -60,6 +61,37 @@ fn a_replacement_list_over_the_cap_changes_nothing() {
     fit.push(matcher(0));
     let r = h.post("/api/debug", &json!({"breakpoints": fit}));
     assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(
+        h.get_json("/api/debug")["breakpoints"]
+            .as_array()
+            .map(Vec::len),
+        Some(256)
+    );
+}
+
+#[test]
+fn the_feed_answers_a_breakpoint_past_the_cap_with_the_reason() {
+    let h = hub(&["--pause-on-error", "off"]);
+    let all: Vec<Value> = (0..256).map(matcher).collect();
+    let r = h.post("/api/debug", &json!({"breakpoints": all}));
+    assert_eq!(r.status, 200, "{}", r.body);
+    let (port, token) = (h.port, h.viewer_token.clone());
+    block_on(async {
+        let mut v = Peer::viewer(port).await;
+        v.until(5000, |f| f["type"] == "hello").await;
+        v.send(
+            &json!({"type": "breakpoint.set", "token": token, "requestId": "r1",
+                       "matcher": matcher(999)}),
+        )
+        .await;
+        let res = v.until(5000, |f| f["type"] == "result").await;
+        assert_eq!(res["requestId"], json!("r1"));
+        assert_eq!(res["ok"], json!(false), "{res}");
+        assert!(
+            res["message"].as_str().unwrap_or("").contains("256"),
+            "{res}"
+        );
+    });
     assert_eq!(
         h.get_json("/api/debug")["breakpoints"]
             .as_array()
