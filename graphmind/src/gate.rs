@@ -159,8 +159,12 @@ impl Registry {
             ResumeAction::Inject => match &held.inject {
                 None => Some((
                     RefusedCode::Unsupported,
+                    // Only a streaming return has no validator: its caller gets a stream,
+                    // which one JSON value cannot stand in for.
                     format!(
-                        "inject is not supported at the {} gate of {}",
+                        "inject is not supported at the {} gate of {}: it returns a stream \
+                         (`impl Stream`), which one JSON value cannot stand in for; continue, \
+                         retry or abort it",
                         held.point, held.node_id
                     ),
                 )),
@@ -419,14 +423,22 @@ pub(crate) fn any_json() -> Validator {
 /// A validator that accepts what deserializes into `T`.
 pub(crate) fn validator_for<T: serde::de::DeserializeOwned>() -> Validator {
     Box::new(|v: &Value| {
-        serde_json::from_value::<T>(v.clone())
+        // The path names the field that does not fit (`celsius: invalid type: …`).
+        serde_path_to_error::deserialize::<_, T>(v)
             .map(drop)
             .map_err(|e| {
+                let path = e.path().to_string();
+                let at = if path == "." {
+                    String::new()
+                } else {
+                    format!("{path}: ")
+                };
                 (
                     RefusedCode::Schema,
                     format!(
-                        "the injected value does not fit `{}`: {e}",
-                        std::any::type_name::<T>()
+                        "the injected value does not fit `{}`: {at}{}",
+                        std::any::type_name::<T>(),
+                        e.inner()
                     ),
                 )
             })
