@@ -77,3 +77,53 @@ fn wait_on_a_hub_with_allow_control_inject_lists_all_four_actions() {
         assert!(p.get("resumeNote").is_none(), "{p}");
     });
 }
+
+#[test]
+fn wait_at_a_before_gate_suggests_the_shape_of_an_output_the_node_returned_before() {
+    let h = hub(&["--allow-control", "inject"]);
+    block_on(async {
+        let run = "run_4a1700000004";
+        let mut app = App::running(h.port, run, "weather").await;
+        app.emit(
+            run,
+            "node.started",
+            json!({"nodeId": "tool:get_weather", "kind": "tool", "name": "get_weather", "instanceId": "call_1", "input": {"city": "Lisbon"}}),
+        )
+        .await;
+        app.emit(
+            run,
+            "node.finished",
+            json!({"nodeId": "tool:get_weather", "instanceId": "call_1", "status": "ok", "durationMs": 1.0,
+                   "output": {"city": "Lisbon", "celsius": 21.5, "days": 3, "sunny": true, "hours": [{"at": "09:00"}]}}),
+        )
+        .await;
+        app.pause_at(
+            run,
+            "get_weather",
+            "pause_h_4",
+            "before",
+            json!({"city": "Porto"}),
+        )
+        .await;
+        let p = gm_wait_pause(&h).await;
+        assert_eq!(
+            p["outputExample"],
+            json!({"city": "", "celsius": 0.0, "days": 0, "sunny": false, "hours": [{"at": ""}]}),
+            "{p}"
+        );
+        let inject = p["resume"]
+            .as_array()
+            .expect("resume")
+            .iter()
+            .filter_map(Value::as_str)
+            .find(|c| c.contains("--action inject"))
+            .expect("an inject command")
+            .to_owned();
+        assert!(
+            inject.contains(
+                r#"--output '{"city":"","celsius":0.0,"days":0,"sunny":false,"hours":[{"at":""}]}'"#
+            ),
+            "a skeleton, not null: {inject}"
+        );
+    });
+}

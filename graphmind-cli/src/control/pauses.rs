@@ -88,6 +88,7 @@ pub(super) fn resume_commands(p: &Value, port: u16, actions: &[&str]) -> Vec<Str
     let example = p
         .get("output")
         .filter(|o| !o.is_null())
+        .or_else(|| p.get("outputExample"))
         .map_or_else(|| "null".to_owned(), Value::to_string);
     let example = if example.len() > 200 {
         "<JSON>".to_owned()
@@ -219,7 +220,7 @@ pub(super) fn wait(
             ));
         }
     };
-    let pause = with_node_details(h, pause);
+    let pause = with_output_example(h, with_node_details(h, pause));
     let (commands, note) = resume_advice(
         &pause,
         h.port,
@@ -296,6 +297,81 @@ fn with_node_details(h: &Hub, mut pause: Value) -> Value {
         }
     }
     pause
+}
+
+/// Runs searched, newest first, for a recorded output of the held node.
+const EXAMPLE_RUNS: usize = 5;
+
+/// A held node without an output of its own (a `before` or `error` gate) gets
+/// `outputExample`: the shape of an output the same node returned before (in this run, or in
+/// one of the newest runs), its values blanked (`""`, `0`, `false`), so the suggested
+/// `--action inject --output …` has the fields and types the app will accept instead of a
+/// `null` it would refuse.
+fn with_output_example(h: &Hub, mut pause: Value) -> Value {
+    if pause.get("output").is_some_and(|o| !o.is_null()) {
+        return pause;
+    }
+    let node = s(&pause, "nodeId").to_owned();
+    let run = s(&pause, "runId").to_owned();
+    let mut runs = vec![run.clone()];
+    if let Ok(a) = h.get("/api/runs", READ_TIMEOUT)
+        && a.status == 200
+    {
+        let listed = a.json();
+        let others = listed
+            .get("runs")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|r| ["runId", "id"].iter().find_map(|k| r.get(*k)?.as_str()))
+            .filter(|id| *id != run)
+            .take(EXAMPLE_RUNS)
+            .map(str::to_owned);
+        runs.extend(others);
+    }
+    let found = runs.iter().find_map(|r| recorded_output(h, r, &node));
+    if let (Some(example), Some(m)) = (found, pause.as_object_mut()) {
+        m.insert("outputExample".into(), skeleton(&example));
+    }
+    pause
+}
+
+/// The last non-null output `node` finished with in `run` (first page of its events).
+fn recorded_output(h: &Hub, run: &str, node: &str) -> Option<Value> {
+    let a = h
+        .get(
+            &format!("/api/runs/{}/events?limit=10000", enc(run)),
+            READ_TIMEOUT,
+        )
+        .ok()?;
+    if a.status != 200 {
+        return None;
+    }
+    let page = a.json();
+    page.get("events")?
+        .as_array()?
+        .iter()
+        .rev()
+        .filter(|e| e["type"] == "node.finished" && e["payload"]["nodeId"] == node)
+        .find_map(|e| e["payload"].get("output").filter(|o| !o.is_null()).cloned())
+}
+
+/// `v` with its values blanked, keeping field names, types and nesting.
+fn skeleton(v: &Value) -> Value {
+    match v {
+        Value::String(_) => Value::String(String::new()),
+        Value::Number(n) if n.is_f64() => json!(0.0),
+        Value::Number(_) => json!(0),
+        Value::Bool(_) => Value::Bool(false),
+        Value::Array(items) => Value::Array(items.first().map(skeleton).into_iter().collect()),
+        Value::Object(fields) => Value::Object(
+            fields
+                .iter()
+                .map(|(k, v)| (k.clone(), skeleton(v)))
+                .collect(),
+        ),
+        Value::Null => Value::Null,
+    }
 }
 
 /// `--output`: JSON text, or `@file` holding JSON.
