@@ -42,12 +42,14 @@ fn example_binary() -> PathBuf {
         .clone()
 }
 
-/// Runs the example against the hub on `port`; its (stdout, stderr, wall time).
-fn run_example(port: u16, flags: &[&str]) -> (String, String, Duration) {
+/// Runs the example against the hub on `port` whose run file is in `home` (so the app can
+/// check the hub's proof); its (stdout, stderr, wall time).
+fn run_example(port: u16, home: &std::path::Path, flags: &[&str]) -> (String, String, Duration) {
     let started = Instant::now();
     let out = Command::new(example_binary())
         .args(flags)
         .env("GRAPHMIND_URL", format!("ws://127.0.0.1:{port}/ingest"))
+        .env("GRAPHMIND_HOME", home)
         .env_remove("GRAPHMIND_DISABLED")
         .env_remove("GRAPHMIND_ENV")
         .stdin(Stdio::null())
@@ -66,7 +68,7 @@ fn a_program_that_never_calls_dispose_has_its_whole_run_stored() {
     let cases: [&[&str]; 4] = [&[], &[], &[], &["--current-thread"]];
     let mut seen: Vec<String> = Vec::new();
     for flags in cases {
-        let (stdout, stderr, took) = run_example(h.port, flags);
+        let (stdout, stderr, took) = run_example(h.port, &h.home, flags);
         assert!(stdout.contains("total: 210"), "{stdout}");
         assert!(
             !stderr.contains("[graphmind]"),

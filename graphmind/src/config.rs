@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -30,7 +31,8 @@ pub type WarnHook = Arc<dyn Fn(&str) + Send + Sync>;
 /// whatever the config says; otherwise [`Config::enabled`] applies; otherwise a production
 /// environment (the first set of `GRAPHMIND_ENV`, `ENVIRONMENT`, `APP_ENV`, `RUST_ENV`, `ENV`,
 /// `NODE_ENV` equal to `production` or `prod`) turns it off unless `GRAPHMIND=1`.
-/// `GRAPHMIND_URL` names the debugger unless [`Config::url`] was set.
+/// `GRAPHMIND_URL` names the debugger unless [`Config::url`] was set. `GRAPHMIND_TRUST_HUB=1`
+/// lets any debugger control the app (see [`Config::trust_hub`]).
 #[derive(Clone)]
 pub struct Config {
     pub(crate) app: String,
@@ -55,6 +57,39 @@ pub struct Config {
     pub(crate) on_loop: OnLoop,
     pub(crate) loop_threshold: u32,
     pub(crate) loop_allow: Vec<String>,
+    pub(crate) trust_hub: TrustHub,
+    pub(crate) hub_home: Option<PathBuf>,
+}
+
+/// Which debugger may control the app (see [`Config::trust_hub`]). Whatever the choice, the
+/// app reports to any debugger it attaches to; this decides whether that debugger's
+/// breakpoints, step mode, inject, retry, edited input and abort are applied.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub enum TrustHub {
+    /// The default: only a `graphmind serve` hub of this user on a loopback address. The hub
+    /// writes a per-start secret into its run file (`<home>/run/serve-<port>.json`, mode
+    /// 0600) and answers the nonce of each `hello` with an HMAC of it under that secret; the
+    /// app reads the file for the URL's port and checks the answer. A hub that cannot prove
+    /// itself (another GraphMind hub, a remote one, a process squatting on the port) is only
+    /// reported to.
+    #[default]
+    SameUser,
+    /// A hub that proves it knows this secret, on any address (for a hub whose run file the
+    /// app cannot read, e.g. behind a relay or in another container).
+    Secret(String),
+    /// Any hub that answers the handshake, as before hub authentication existed
+    /// (`GRAPHMIND_TRUST_HUB=1` does the same).
+    Any,
+}
+
+impl fmt::Debug for TrustHub {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::SameUser => f.write_str("SameUser"),
+            Self::Secret(_) => f.write_str("Secret(…)"),
+            Self::Any => f.write_str("Any"),
+        }
+    }
 }
 
 /// What the loop guard does when a tool is called with the same input several times in a
@@ -163,6 +198,8 @@ impl Config {
             on_loop: OnLoop::Pause,
             loop_threshold: LOOP_THRESHOLD,
             loop_allow: Vec::new(),
+            trust_hub: TrustHub::SameUser,
+            hub_home: None,
         }
     }
 
@@ -262,12 +299,79 @@ impl Config {
     }
 
     /// WebSocket ping interval and how long without any answer counts as a hung debugger
-    /// (default 1 s and 3 s). A reset socket is noticed at once regardless.
+    /// (default 1 s and 3 s): a debugger silent for that long is dropped, and every gate it
+    /// held continues at once, as on a disconnect. A reset socket is noticed at once
+    /// regardless. `GRAPHMIND_PING_INTERVAL_MS` and `GRAPHMIND_HUB_DEAD_AFTER_MS` override
+    /// the two values (a slow or remote debugger may need a longer budget).
     #[must_use]
     pub fn liveness(mut self, ping_every: Duration, dead_after: Duration) -> Self {
         self.ping_interval = ping_every.max(Duration::from_millis(1));
         self.pong_timeout = dead_after;
         self
+    }
+
+    /// Which debugger may control the app: hold its gates, inject results, retry, edit inputs
+    /// and abort (default [`TrustHub::SameUser`]: a local `graphmind serve` of this user that
+    /// proves it with the secret in its run file). Any other debugger is reported to but
+    /// controls nothing: its breakpoints and step mode are not applied, gates never hold, and
+    /// its `exec.resume` frames are ignored (counted in [`Stats`](crate::Stats)); the app
+    /// warns once, saying how to trust it. `GRAPHMIND_TRUST_HUB=1` (or `true`, `any`) means
+    /// [`TrustHub::Any`] whatever the code says.
+    #[must_use]
+    pub fn trust_hub(mut self, trust: TrustHub) -> Self {
+        self.trust_hub = trust;
+        self
+    }
+
+    /// Where the run files of local hubs are looked up for [`TrustHub::SameUser`]
+    /// (`<home>/run/serve-<port>.json`): by default `$GRAPHMIND_HOME`, else `~/.graphmind`,
+    /// the same place `graphmind serve` writes them.
+    #[must_use]
+    pub fn hub_home(mut self, home: impl Into<PathBuf>) -> Self {
+        self.hub_home = Some(home.into());
+        self
+    }
+
+    /// The trust rule in effect: `GRAPHMIND_TRUST_HUB` on beats the config.
+    #[cfg(feature = "enabled")]
+    pub(crate) fn resolved_trust(&self) -> TrustHub {
+        let any = self.var("GRAPHMIND_TRUST_HUB").is_some_and(|v| {
+            let v = v.trim();
+            v == "1" || v.eq_ignore_ascii_case("true") || v.eq_ignore_ascii_case("any")
+        });
+        if any {
+            TrustHub::Any
+        } else {
+            self.trust_hub.clone()
+        }
+    }
+
+    /// The home of local hubs' run files: [`Config::hub_home`], else `$GRAPHMIND_HOME`, else
+    /// `$HOME/.graphmind` (`None` when neither variable is set).
+    #[cfg(feature = "enabled")]
+    pub(crate) fn resolved_hub_home(&self) -> Option<PathBuf> {
+        if let Some(home) = &self.hub_home {
+            return Some(home.clone());
+        }
+        let set = |k: &str| self.var(k).filter(|v| !v.is_empty());
+        set("GRAPHMIND_HOME")
+            .map(PathBuf::from)
+            .or_else(|| set("HOME").map(|h| PathBuf::from(h).join(".graphmind")))
+    }
+
+    /// Ping interval and dead-after budget in effect: the environment's, else the config's.
+    #[cfg(feature = "enabled")]
+    pub(crate) fn resolved_liveness(&self) -> (Duration, Duration) {
+        let ms = |k: &str| {
+            self.var(k)
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .map(Duration::from_millis)
+        };
+        let ping = ms("GRAPHMIND_PING_INTERVAL_MS")
+            .unwrap_or(self.ping_interval)
+            .max(Duration::from_millis(1));
+        let dead = ms("GRAPHMIND_HUB_DEAD_AFTER_MS").unwrap_or(self.pong_timeout);
+        (ping, dead)
     }
 
     /// Reads the switches from these variables instead of the process environment (for tests
@@ -456,6 +560,8 @@ impl fmt::Debug for Config {
                 "on_loop",
                 &(self.on_loop, self.loop_threshold, &self.loop_allow),
             )
+            .field("trust_hub", &self.trust_hub)
+            .field("hub_home", &self.hub_home)
             .finish_non_exhaustive()
     }
 }

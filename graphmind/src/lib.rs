@@ -91,7 +91,7 @@ mod session;
 mod transport;
 
 pub use config::{
-    Config, LOOP_THRESHOLD, OnLoop, RING_BYTES, RING_EVENTS, TOKEN_INTERVAL, WarnHook,
+    Config, LOOP_THRESHOLD, OnLoop, RING_BYTES, RING_EVENTS, TOKEN_INTERVAL, TrustHub, WarnHook,
 };
 pub use env::{DEFAULT_URL, PRODUCTION_VARS};
 pub use session::{InitGuard, Session, Stats, init, session};

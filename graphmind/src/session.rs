@@ -66,6 +66,13 @@ pub struct Stats {
     pub held_gates: usize,
     /// The last seq handed out (hello included), if any.
     pub last_seq: Option<u64>,
+    /// Whether the attached debugger may control the app (it proved itself, or is trusted
+    /// explicitly; see [`Config::trust_hub`](crate::Config::trust_hub)). `attached` and not
+    /// `trusted` means the app only reports to it.
+    pub trusted: bool,
+    /// Control frames (`exec.resume`, `breakpoint.*`, `mode.set`) ignored so far because
+    /// they came from a debugger that was not trusted.
+    pub ignored_controls: u64,
 }
 
 /// A connection to a debugger, or the decision not to have one. Cheap to clone: clones share
@@ -259,6 +266,10 @@ pub(crate) struct Inner {
     /// A debugger was attached at some point (so events left unsent at close are a loss
     /// worth saying, not the normal life of an app run without a debugger).
     ever_attached: AtomicBool,
+    /// The attached debugger proved itself (or is trusted explicitly): its gates may hold.
+    trusted: AtomicBool,
+    /// Control frames ignored from a debugger that was not trusted.
+    ignored_controls: AtomicU64,
     /// `dispose` began or the last handle was dropped: no new gates, no reconnects.
     closing: AtomicBool,
     /// `dispose` finished: events are ignored.
@@ -299,7 +310,8 @@ pub(crate) struct Inner {
 }
 
 impl Inner {
-    fn new(config: Config) -> Arc<Self> {
+    fn new(mut config: Config) -> Arc<Self> {
+        (config.ping_interval, config.pong_timeout) = config.resolved_liveness();
         let enabled = config.resolved_enabled();
         let url = config.resolved_url();
         let url_from_env =
@@ -315,6 +327,8 @@ impl Inner {
             enabled,
             attached: AtomicBool::new(false),
             ever_attached: AtomicBool::new(false),
+            trusted: AtomicBool::new(false),
+            ignored_controls: AtomicU64::new(0),
             closing: AtomicBool::new(false),
             disposed: AtomicBool::new(false),
             ring: Mutex::new(ring),
@@ -349,6 +363,22 @@ impl Inner {
     #[inline]
     pub(crate) fn is_attached(&self) -> bool {
         self.attached.load(Relaxed)
+    }
+
+    /// Attached to a debugger that may control the app: gates may hold.
+    #[inline]
+    pub(crate) fn is_controlled(&self) -> bool {
+        self.attached.load(Relaxed) && self.trusted.load(Relaxed)
+    }
+
+    /// Whether the next attached debugger may control the app (set before attaching).
+    pub(crate) fn set_trusted(&self, on: bool) {
+        self.trusted.store(on, Relaxed);
+    }
+
+    /// Counts one control frame ignored from an untrusted debugger.
+    pub(crate) fn ignored_control(&self) {
+        self.ignored_controls.fetch_add(1, Relaxed);
     }
 
     pub(crate) fn set_attached(&self, on: bool) {
@@ -573,6 +603,8 @@ impl Inner {
             lost,
             held_gates: self.gates.held_count(),
             last_seq,
+            trusted: self.is_attached() && self.trusted.load(Relaxed),
+            ignored_controls: self.ignored_controls.load(Relaxed),
         }
     }
 

@@ -26,6 +26,13 @@ pub struct Stats {
     pub held_gates: usize,
     /// The last seq handed out, if any.
     pub last_seq: Option<u64>,
+    /// Whether the attached debugger may control the app (it proved itself, or is trusted
+    /// explicitly; see [`Config::trust_hub`](crate::Config::trust_hub)). `attached` and not
+    /// `trusted` means the app only reports to it.
+    pub trusted: bool,
+    /// Control frames (`exec.resume`, `breakpoint.*`, `mode.set`) ignored so far because
+    /// they came from a debugger that was not trusted.
+    pub ignored_controls: u64,
 }
 
 /// A session that never connects: feature `enabled` is off.

@@ -12,6 +12,11 @@
 //! - it answers `hello` as told by [`Handshake`] (ack with the breakpoints, mode and session
 //!   token set beforehand, never ack, ack with another protocol version, a raw payload) and
 //!   can send junk before the ack ([`FakeDebugger::set_before_ack`]);
+//! - it proves itself the way `graphmind serve` does: at start it writes a run file with a
+//!   random `hubSecret` into a private temporary home ([`FakeDebugger::home`], which
+//!   [`FakeDebugger::config`] points the client at) and answers each `hello`'s `hubNonce`
+//!   with the matching `hubProof`; [`FakeDebugger::set_proof`] makes it a squatter that sends
+//!   no proof or a wrong one;
 //! - it pushes controls to the newest connection: [`FakeDebugger::resume`],
 //!   [`FakeDebugger::breakpoint_set`], [`FakeDebugger::breakpoint_clear`],
 //!   [`FakeDebugger::mode_set`], or anything with [`FakeDebugger::send`] /
@@ -90,8 +95,19 @@ pub enum Handshake {
     Protocol(u64),
     /// A `hello.ack` envelope whose `gm` is this number.
     Gm(u64),
-    /// A `hello.ack` with exactly this payload.
+    /// A `hello.ack` with this payload (plus the `hubProof` the [`Proof`] setting calls for).
     Payload(Value),
+}
+
+/// What the fake puts in `hello.ack` as `hubProof` for the `hello`'s `hubNonce`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Proof {
+    /// The right proof under the secret of its run file (the default).
+    Right,
+    /// No `hubProof` at all (another GraphMind hub, or a squatter that knows nothing of it).
+    Missing,
+    /// A well-formed proof under another secret (a squatter guessing).
+    Wrong,
 }
 
 /// One frame the client sent.
@@ -140,6 +156,7 @@ struct Script {
     /// `None`: no sessionToken; `Some("")`: `tok-<conn>`; else this token.
     session_token: Option<String>,
     before_ack: Vec<String>,
+    proof: Proof,
 }
 
 struct Conn {
@@ -157,6 +174,7 @@ struct Shared {
     ws_accepts: AtomicUsize,
     seq: AtomicU64,
     frozen: watch::Sender<bool>,
+    secret: String,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -166,6 +184,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// A scripted GraphMind hub on `127.0.0.1`. See the [crate docs](crate).
 pub struct FakeDebugger {
     port: u16,
+    home: std::path::PathBuf,
     shared: Arc<Shared>,
     acceptor: Mutex<Option<JoinHandle<()>>>,
 }
@@ -186,6 +205,7 @@ impl FakeDebugger {
                 mode: "run".into(),
                 session_token: Some(String::new()),
                 before_ack: Vec::new(),
+                proof: Proof::Right,
             }),
             frames: Mutex::new(Vec::new()),
             invalid: Mutex::new(Vec::new()),
@@ -195,10 +215,13 @@ impl FakeDebugger {
             ws_accepts: AtomicUsize::new(0),
             seq: AtomicU64::new(0),
             frozen,
+            secret: random_hex(),
         });
+        let home = write_run_file(port, &shared.secret);
         let acceptor = tokio::spawn(accept_loop(listener, Arc::clone(&shared)));
         Self {
             port,
+            home,
             shared,
             acceptor: Mutex::new(Some(acceptor)),
         }
@@ -217,12 +240,30 @@ impl FakeDebugger {
     }
 
     /// A client config pointed at this fake, isolated from the process environment (no
-    /// switch variables apply).
+    /// switch variables apply), finding the fake's run file in [`FakeDebugger::home`].
     #[must_use]
     pub fn config(&self, app: &str) -> graphmind::Config {
         graphmind::Config::new(app)
             .url(self.url())
             .env_vars(std::iter::empty::<(String, String)>())
+            .hub_home(&self.home)
+    }
+
+    /// The private home holding this fake's run file (`run/serve-<port>.json`).
+    #[must_use]
+    pub fn home(&self) -> &std::path::Path {
+        &self.home
+    }
+
+    /// The secret in the run file (what a correct `hubProof` is keyed with).
+    #[must_use]
+    pub fn secret(&self) -> &str {
+        &self.shared.secret
+    }
+
+    /// How later `hello`s are answered in `hubProof` (default [`Proof::Right`]).
+    pub fn set_proof(&self, proof: Proof) {
+        lock(&self.shared.script).proof = proof;
     }
 
     /// How later `hello`s are answered.
@@ -480,6 +521,7 @@ impl FakeDebugger {
 impl Drop for FakeDebugger {
     fn drop(&mut self) {
         self.kill();
+        let _ = std::fs::remove_dir_all(&self.home);
         if !std::thread::panicking() {
             self.assert_valid();
         }
@@ -537,6 +579,35 @@ pub fn summary(frames: &[Frame]) -> String {
         .join(", ")
 }
 
+/// 32 random bytes as hex (the hub's secret), from the OS.
+fn random_hex() -> String {
+    use std::io::Read;
+    let mut bytes = [0u8; 32];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .expect("OS randomness");
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Writes `<tmp home>/run/serve-<port>.json` holding `hubSecret`, private like the hub's.
+fn write_run_file(port: u16, secret: &str) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let home = std::env::temp_dir().join(format!(
+        "gm-fake-hub-{}-{port}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    let run = home.join("run");
+    std::fs::create_dir_all(&run).expect("fake hub home");
+    std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+    let file = run.join(format!("serve-{port}.json"));
+    let doc = json!({ "port": port, graphmind_protocol::hub_auth::SECRET_KEY: secret });
+    std::fs::write(&file, format!("{doc}\n")).expect("fake run file");
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    home
+}
+
 fn now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -592,10 +663,11 @@ async fn serve(tcp: TcpStream, shared: Arc<Shared>, mut out: mpsc::UnboundedRece
                     };
                     let is_hello = json["type"] == "hello";
                     let caps = json["payload"]["capabilities"].clone();
+                    let nonce = json["payload"]["hubNonce"].as_str().map(str::to_owned);
                     lock(&shared.frames).push(Frame { conn, at: Instant::now(), text, json });
                     if is_hello && !acked {
                         acked = true;
-                        for reply in handshake_replies(&shared, conn, caps) {
+                        for reply in handshake_replies(&shared, conn, caps, nonce.as_deref()) {
                             if ws.send(Ws::text(reply)).await.is_err() {
                                 return;
                             }
@@ -626,8 +698,19 @@ async fn serve(tcp: TcpStream, shared: Arc<Shared>, mut out: mpsc::UnboundedRece
     }
 }
 
-fn handshake_replies(shared: &Shared, conn: usize, caps: Value) -> Vec<String> {
+fn handshake_replies(
+    shared: &Shared,
+    conn: usize,
+    caps: Value,
+    nonce: Option<&str>,
+) -> Vec<String> {
+    use graphmind_protocol::hub_auth::{PROOF_FIELD, hub_proof};
     let script = lock(&shared.script);
+    let proof = match (script.proof, nonce) {
+        (Proof::Right, Some(n)) => Some(hub_proof(&shared.secret, n)),
+        (Proof::Wrong, Some(n)) => Some(hub_proof("not-the-secret", n)),
+        _ => None,
+    };
     let mut replies = script.before_ack.clone();
     let caps = if caps.is_array() { caps } else { json!([]) };
     let full = |protocol: u64| {
@@ -642,6 +725,9 @@ fn handshake_replies(shared: &Shared, conn: usize, caps: Value) -> Vec<String> {
             Some("") => payload["sessionToken"] = json!(format!("tok-{conn}")),
             Some(t) => payload["sessionToken"] = json!(t),
         }
+        if let Some(p) = &proof {
+            payload[PROOF_FIELD] = json!(p);
+        }
         payload
     };
     let ack = match &script.handshake {
@@ -653,7 +739,13 @@ fn handshake_replies(shared: &Shared, conn: usize, caps: Value) -> Vec<String> {
             e["gm"] = json!(gm);
             e
         }
-        Handshake::Payload(p) => envelope(shared, "hello.ack", "*", p.clone()),
+        Handshake::Payload(p) => {
+            let mut p = p.clone();
+            if let (Some(proof), Some(obj)) = (&proof, p.as_object_mut()) {
+                obj.entry(PROOF_FIELD).or_insert_with(|| json!(proof));
+            }
+            envelope(shared, "hello.ack", "*", p)
+        }
     };
     replies.push(ack.to_string());
     replies

@@ -39,6 +39,24 @@ async fn a_hung_debugger_is_detected_by_missing_pongs() {
 }
 
 #[tokio::test]
+async fn the_liveness_budget_comes_from_the_environment() {
+    let hub = FakeDebugger::start().await;
+    let gm = graphmind::Session::new(hub.config("hung-env").env_vars([
+        ("GRAPHMIND_PING_INTERVAL_MS", "100"),
+        ("GRAPHMIND_HUB_DEAD_AFTER_MS", "500"),
+    ]));
+    assert!(gm.ready(2 * SECOND).await);
+    hub.freeze(true);
+    let took = eventually("detached", 5 * SECOND, || !gm.is_attached()).await;
+    // The default budget (3 s) would take at least 2.5 s here.
+    assert!(
+        took >= Duration::from_millis(350) && took < Duration::from_millis(2500),
+        "a hung debugger was detected after {took:?}, expected about 500 ms"
+    );
+    gm.dispose().await;
+}
+
+#[tokio::test]
 async fn the_default_liveness_budget_is_three_seconds() {
     let hub = FakeDebugger::start().await;
     let gm = graphmind::Session::new(hub.config("hung-default"));

@@ -99,7 +99,10 @@ async fn with_a_debugger_it_holds_from_the_first_gate_and_exits_zero_on_abort_an
     let hub = FakeDebugger::start().await;
     hub.set_breakpoints(vec![json!({})]);
     // Abort at the very first gate: the model step's before gate.
-    let mut child = command(&hub.url()).spawn().expect("spawned");
+    let mut child = command(&hub.url())
+        .env("GRAPHMIND_HOME", hub.home())
+        .spawn()
+        .expect("spawned");
     let first = paused(&hub, 1).await;
     assert_eq!(
         (
@@ -123,7 +126,10 @@ async fn with_a_debugger_it_holds_from_the_first_gate_and_exits_zero_on_abort_an
     .await;
 
     // The debugger dies while the first gate is held: the agent finishes on its own.
-    let child = command(&hub.url()).spawn().expect("spawned");
+    let child = command(&hub.url())
+        .env("GRAPHMIND_HOME", hub.home())
+        .spawn()
+        .expect("spawned");
     paused(&hub, 2).await;
     hub.kill();
     let out = tokio::time::timeout(10 * SECOND, child.wait_with_output())

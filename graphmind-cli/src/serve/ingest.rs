@@ -16,7 +16,9 @@ use axum::extract::State;
 use axum::extract::ws::{CloseFrame, Message as WsMessage, Utf8Bytes, WebSocket, WebSocketUpgrade};
 use axum::response::Response;
 use futures_util::{SinkExt, StreamExt};
-use graphmind_protocol::{Envelope, Message, PAYLOAD_BUDGET, Parsed, parse, shrink_payload};
+use graphmind_protocol::{
+    Envelope, Message, PAYLOAD_BUDGET, Parsed, hub_auth, parse, shrink_payload,
+};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
@@ -225,6 +227,17 @@ struct HelloInfo {
     app: Option<String>,
     capabilities: Vec<String>,
     resume_token: Option<String>,
+    /// The app's `hubNonce`, to answer with a `hubProof`.
+    hub_nonce: Option<String>,
+}
+
+/// The `hubNonce` of a hello payload, if it is a string of a sane length.
+fn hub_nonce(payload: &serde_json::Map<String, Value>) -> Option<String> {
+    payload
+        .get(hub_auth::NONCE_FIELD)
+        .and_then(Value::as_str)
+        .filter(|n| !n.is_empty() && n.len() <= hub_auth::MAX_NONCE_LEN)
+        .map(str::to_owned)
 }
 
 /// A hello that does not fit the strict schema (e.g. no `versions.client`) is still a hello.
@@ -251,6 +264,7 @@ fn loose_hello(text: &str) -> Option<HelloInfo> {
             .get("resumeToken")
             .and_then(Value::as_str)
             .map(str::to_owned),
+        hub_nonce: hub_nonce(p),
     })
 }
 
@@ -263,6 +277,7 @@ async fn handshake(hub: &Hub, text: &str, tx: &mpsc::UnboundedSender<AppOut>) ->
             app: h.app,
             capabilities: h.capabilities,
             resume_token: h.resume_token,
+            hub_nonce: hub_nonce(&h.extra),
         },
         Parsed::VersionMismatch(gm) => {
             version_mismatch(tx, &gm);
@@ -290,6 +305,8 @@ async fn handshake(hub: &Hub, text: &str, tx: &mpsc::UnboundedSender<AppOut>) ->
         info.app,
         info.capabilities,
         info.resume_token.as_deref().filter(|t| !t.is_empty()),
+        info.hub_nonce
+            .map(|n| hub_auth::hub_proof(hub.cfg.hub_secret.as_str(), &n)),
     );
     let _ = tx.send(AppOut::Text(ack));
     for row in reclaimed {

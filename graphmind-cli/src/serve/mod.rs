@@ -276,6 +276,7 @@ pub async fn start(args: &ServeArgs) -> Result<Running, String> {
         allow_control: args.allow_control,
         viewer_token: Token::generate()?,
         agent_token: Token::generate()?,
+        hub_secret: Token::generate()?,
         abandon_grace: Duration::from_millis(grace_ms),
         resume_wait: Duration::from_millis(resume_wait_ms),
         hello_timeout: Duration::from_millis(hello_timeout_ms),
@@ -294,6 +295,7 @@ pub async fn start(args: &ServeArgs) -> Result<Running, String> {
         "viewerToken": cfg.viewer_token.as_str(),
         "allowControl": cfg.allow_control.as_str(),
         "version": cfg.version,
+        graphmind_protocol::hub_auth::SECRET_KEY: cfg.hub_secret.as_str(),
     });
     let db_lock = storage.lock;
     let hub = Hub::new(

@@ -79,6 +79,7 @@ impl Serve {
             .map_err(|e| format!("spawn graphmind serve: {e}"))?;
         let line = super::first_json_line(&mut child, "serve")?;
         let port = u16::try_from(line["port"].as_u64().expect("port")).expect("port fits");
+        super::rust_client::hub_started(port, home);
         let run_file = home.join("run").join(format!("serve-{port}.json"));
         let run: Value =
             serde_json::from_str(&std::fs::read_to_string(&run_file).expect("run file"))

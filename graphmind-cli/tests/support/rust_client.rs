@@ -1,6 +1,8 @@
 //! The real `graphmind` Rust client against the real hub: a session pointed at a hub, a
 //! relay that records every frame the client sent, and labels of what it sent.
 
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -8,14 +10,56 @@ use futures_util::{SinkExt, StreamExt};
 use serde_json::Value;
 use tokio_tungstenite::tungstenite::Message;
 
+/// What a client dialling a port needs to check the hub's proof: the home of the hub's run
+/// file, or (for a relay) the port of the hub behind it.
+#[derive(Clone)]
+enum Behind {
+    Hub(PathBuf),
+    Relay(u16),
+}
+
+fn ports() -> std::sync::MutexGuard<'static, BTreeMap<u16, Behind>> {
+    static PORTS: Mutex<BTreeMap<u16, Behind>> = Mutex::new(BTreeMap::new());
+    PORTS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Remembers that the hub on `port` keeps its run file in `home` (called by every hub start).
+pub fn hub_started(port: u16, home: &Path) {
+    ports().insert(port, Behind::Hub(home.to_path_buf()));
+}
+
 /// A config for the app `app` that reports to the hub on `port`: switched on whatever the
-/// environment says (no process variables are read), warnings kept quiet.
+/// environment says (no process variables are read), warnings kept quiet. The hub proves
+/// itself the real way: the client reads the run file of a hub started by these tests in that
+/// hub's home; behind a [`Relay`] (whose port has no run file) it is given the secret of the
+/// hub's run file instead.
 pub fn config(port: u16, app: &str) -> graphmind::Config {
-    graphmind::Config::new(app)
+    let base = graphmind::Config::new(app)
         .url(format!("ws://127.0.0.1:{port}/ingest"))
         .enabled(true)
         .env_vars(Vec::<(String, String)>::new())
-        .on_warning(|_| {})
+        .on_warning(|_| {});
+    let behind = ports().get(&port).cloned();
+    match behind {
+        Some(Behind::Hub(home)) => base.hub_home(home),
+        Some(Behind::Relay(hub_port)) => match ports().get(&hub_port).cloned() {
+            Some(Behind::Hub(home)) => {
+                base.trust_hub(graphmind::TrustHub::Secret(hub_secret(&home, hub_port)))
+            }
+            _ => base,
+        },
+        None => base,
+    }
+}
+
+/// The `hubSecret` in the run file of the hub on `port` in `home`.
+pub fn hub_secret(home: &Path, port: u16) -> String {
+    let file = home.join("run").join(format!("serve-{port}.json"));
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&file).expect("run file"))
+        .expect("run file is JSON");
+    doc["hubSecret"].as_str().expect("hubSecret").to_owned()
 }
 
 /// A session of the app `app` attached to the hub on `port` (panics if it does not attach).
@@ -50,6 +94,7 @@ impl Relay {
             .await
             .expect("bind");
         let port = listener.local_addr().expect("addr").port();
+        ports().insert(port, Behind::Relay(hub_port));
         let frames: Recorded = Arc::default();
         let open = Arc::new(std::sync::atomic::AtomicBool::new(true));
         let conns: Arc<Mutex<Vec<tokio::task::AbortHandle>>> = Arc::default();

@@ -26,7 +26,7 @@ use crate::gate::{GateSink, Registry};
 pub(crate) trait Host: GateSink + Send + Sync + 'static {
     /// Enabled (not disabled, not disposed): events are recorded.
     fn enabled(&self) -> bool;
-    /// Attached to a debugger: gates may hold.
+    /// Attached to a debugger that may control the app: gates may hold.
     fn attached(&self) -> bool;
     /// Records one event for `run_id` (stamps seq/ts; never blocks). Returns its seq, if
     /// recorded.
@@ -83,7 +83,8 @@ impl Host for crate::session::Inner {
         self.is_enabled()
     }
     fn attached(&self) -> bool {
-        self.is_attached()
+        // Gates hold only for a debugger that may control the app.
+        self.is_controlled()
     }
     fn emit(&self, run_id: &str, message: Message) -> Option<u64> {
         crate::session::Inner::emit(self, run_id, message)

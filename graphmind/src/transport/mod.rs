@@ -8,10 +8,19 @@
 //! the replay ring so the whole ring is sent again, oldest first, with the original seqs →
 //! attached. While attached it sends what the app recorded, applies control frames, and
 //! pings every second; three seconds without hearing anything, a socket error or a close
-//! ends the connection, and every held gate is released right away from this thread.
+//! ends the connection, and every held gate is released right away from this thread (the
+//! liveness budget: `Config::liveness`, `GRAPHMIND_PING_INTERVAL_MS`,
+//! `GRAPHMIND_HUB_DEAD_AFTER_MS`).
 //! Then it retries after 200, 400 and 800 ms, then every 10 s (10 s also while it never
 //! attached); `ready()` asks for an attempt at once. An ack with another protocol version is
 //! warned about once and the client stays detached until the next regular retry.
+//!
+//! Hub authentication (see `graphmind_protocol::hub_auth`): every `hello` carries a fresh
+//! random `hubNonce`; the ack's `hubProof` is checked against the secret of the hub's run
+//! file for the URL's port (or the secret given in the config). A hub that proves nothing is
+//! attached to in observe mode: events flow as usual, but its breakpoints and mode are not
+//! adopted, gates never hold and its control frames are ignored and counted. A warning says
+//! so once per session, with the switches that trust the hub explicitly.
 //!
 //! Events lost from the ring before they were confirmed are announced with extra envelope
 //! fields `"dropped": n, "lost": [[from, to], …]` on the next new frame sent (the hub keeps
@@ -29,7 +38,7 @@ use futures_util::future::{Either, select};
 use futures_util::{SinkExt, StreamExt};
 use graphmind_protocol::{
     BreakpointMatcher, ClientVersions, Envelope, Extra, Hello, Message, Mode, PROTOCOL_VERSION,
-    Parsed, RUN_ANY, SdkInfo,
+    Parsed, RUN_ANY, SdkInfo, hub_auth,
 };
 use serde_json::Value;
 use tokio::net::TcpStream;
@@ -44,6 +53,7 @@ use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 pub(crate) use ring::Ring;
 
 use crate::breakpoints::Breakpoints;
+use crate::config::TrustHub;
 use crate::gate::ReleaseReason;
 use crate::session::{DebugState, Inner, now_ms};
 
@@ -323,8 +333,12 @@ async fn wait_or_kick(inner: &Inner, delay: Duration) -> bool {
     }
 }
 
-fn hello_frame(inner: &Inner, token: Option<&String>) -> String {
+fn hello_frame(inner: &Inner, token: Option<&String>, nonce: Option<&str>) -> String {
     let cfg = &inner.config;
+    let mut extra = Extra::new();
+    if let Some(nonce) = nonce {
+        extra.insert(hub_auth::NONCE_FIELD.to_owned(), nonce.into());
+    }
     let hello = Hello {
         versions: ClientVersions {
             protocol: PROTOCOL_VERSION,
@@ -339,7 +353,7 @@ fn hello_frame(inner: &Inner, token: Option<&String>) -> String {
             extra: Extra::new(),
         }),
         resume_token: token.cloned(),
-        extra: Extra::new(),
+        extra,
     };
     Envelope::new(inner.next_seq(), now_ms(), RUN_ANY, Message::Hello(hello)).to_json()
 }
@@ -385,7 +399,9 @@ async fn attempt(inner: &Inner, token: &mut Option<String>) -> Attempt {
         }
     };
     let deadline = Instant::now() + cfg.handshake_timeout;
-    let hello = hello_frame(inner, token.as_ref());
+    // Fresh for every attempt, so an old proof cannot be replayed.
+    let nonce = fresh_nonce();
+    let hello = hello_frame(inner, token.as_ref(), nonce.as_deref());
     if !matches!(
         timeout_at(deadline, ws.send(Ws::text(hello))).await,
         Ok(Ok(()))
@@ -428,10 +444,20 @@ async fn attempt(inner: &Inner, token: &mut Option<String>) -> Attempt {
                 if let Some(t) = ack.session_token {
                     *token = Some(t);
                 }
-                inner.set_debug_state(DebugState {
-                    breakpoints: Breakpoints::from_list(ack.breakpoints),
-                    mode: ack.mode,
-                });
+                match trust_verdict(inner, nonce.as_deref(), ack.hub_proof.as_deref()) {
+                    Ok(()) => {
+                        inner.set_trusted(true);
+                        inner.set_debug_state(DebugState {
+                            breakpoints: Breakpoints::from_list(ack.breakpoints),
+                            mode: ack.mode,
+                        });
+                    }
+                    Err(reason) => {
+                        inner.set_trusted(false);
+                        inner.set_debug_state(DebugState::default());
+                        inner.warn_once("untrusted-hub", &untrusted_message(&inner.url, &reason));
+                    }
+                }
                 {
                     let mut ring = inner.ring();
                     ring.set_acking(ack.acking);
@@ -446,6 +472,106 @@ async fn attempt(inner: &Inner, token: &mut Option<String>) -> Attempt {
             }
         }
     }
+}
+
+/// 32 random bytes as hex, or `None` without OS randomness (then no hub can prove itself).
+fn fresh_nonce() -> Option<String> {
+    use std::fmt::Write;
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).ok()?;
+    Some(bytes.iter().fold(String::with_capacity(64), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    }))
+}
+
+/// Whether the debugger that sent `proof` for `nonce` may control the app; the error says
+/// why not.
+fn trust_verdict(inner: &Inner, nonce: Option<&str>, proof: Option<&str>) -> Result<(), String> {
+    let secret = match inner.config.resolved_trust() {
+        TrustHub::Any => return Ok(()),
+        TrustHub::Secret(secret) => secret,
+        TrustHub::SameUser => {
+            let Some(port) = loopback_port(&inner.url) else {
+                return Err("it is not on a loopback address".to_owned());
+            };
+            let Some(home) = inner.config.resolved_hub_home() else {
+                return Err(
+                    "no home to find its run file in (GRAPHMIND_HOME and HOME are unset)"
+                        .to_owned(),
+                );
+            };
+            let file = home.join("run").join(format!("serve-{port}.json"));
+            run_file_secret(&file).ok_or_else(|| {
+                format!(
+                    "no graphmind serve of this user wrote {} (no such file, unreadable, or \
+                     without {})",
+                    file.display(),
+                    hub_auth::SECRET_KEY
+                )
+            })?
+        }
+    };
+    let Some(nonce) = nonce else {
+        return Err("no system randomness for a handshake nonce".to_owned());
+    };
+    match proof {
+        None => Err(format!(
+            "its hello.ack carries no {} (another GraphMind hub, or a process squatting on the \
+             port?)",
+            hub_auth::PROOF_FIELD
+        )),
+        Some(proof) if hub_auth::proof_matches(&secret, nonce, proof) => Ok(()),
+        Some(_) => Err(format!(
+            "its {} does not match the hub's secret (another process squatting on the port?)",
+            hub_auth::PROOF_FIELD
+        )),
+    }
+}
+
+/// The warning for a debugger that is only reported to.
+fn untrusted_message(url: &str, reason: &str) -> String {
+    format!(
+        "the debugger at {url} did not prove it is this user's graphmind serve ({reason}): \
+         reporting to it only; its breakpoints, step mode, inject, retry, edited inputs and \
+         abort are ignored and gates do not hold. To let it control this app, set \
+         GRAPHMIND_TRUST_HUB=1 or use Config::trust_hub(TrustHub::Any) (or \
+         TrustHub::Secret(<its hubSecret>))"
+    )
+}
+
+/// The port of `url` if its host is a loopback address (`localhost`, `127.0.0.0/8`, `::1`).
+fn loopback_port(url: &str) -> Option<u16> {
+    let uri: tokio_tungstenite::tungstenite::http::Uri = url.parse().ok()?;
+    let host = uri.host()?;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let loopback = host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    if !loopback {
+        return None;
+    }
+    uri.port_u16().or_else(|| match uri.scheme_str() {
+        Some(s) if s.eq_ignore_ascii_case("wss") => Some(443),
+        _ => Some(80),
+    })
+}
+
+/// The `hubSecret` of a hub's run file (read at most 64 KiB of it).
+fn run_file_secret(file: &std::path::Path) -> Option<String> {
+    use std::io::Read;
+    let mut text = String::new();
+    std::fs::File::open(file)
+        .ok()?
+        .take(64 * 1024)
+        .read_to_string(&mut text)
+        .ok()?;
+    let doc: Value = serde_json::from_str(&text).ok()?;
+    doc.get(hub_auth::SECRET_KEY)?
+        .as_str()
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
 }
 
 /// Whether `url` has a WebSocket scheme (any case).
@@ -474,6 +600,7 @@ struct Ack {
     session_token: Option<String>,
     /// The hub acknowledges what it stored (`hubCapabilities` lists `hub-ack`).
     acking: bool,
+    hub_proof: Option<String>,
 }
 
 enum AckRead {
@@ -533,11 +660,16 @@ fn read_ack(text: &str) -> AckRead {
         .get("hubCapabilities")
         .and_then(Value::as_array)
         .is_some_and(|caps| caps.iter().any(|c| c.as_str() == Some(HUB_ACK)));
+    let hub_proof = payload
+        .get(hub_auth::PROOF_FIELD)
+        .and_then(Value::as_str)
+        .map(str::to_owned);
     AckRead::Ack(Ack {
         breakpoints,
         mode,
         session_token,
         acking,
+        hub_proof,
     })
 }
 
@@ -649,6 +781,20 @@ fn handle_control(inner: &Inner, text: &str) {
             }
             _ => return,
         };
+        if !inner.is_controlled()
+            && matches!(
+                env.message,
+                Message::ExecResume(_)
+                    | Message::BreakpointSet(_)
+                    | Message::BreakpointClear(_)
+                    | Message::ModeSet(_)
+            )
+        {
+            // Observe mode: nothing is held, and nothing from this debugger may change what
+            // the app runs.
+            inner.ignored_control();
+            return;
+        }
         match env.message {
             Message::ExecResume(resume) => inner.gates.resolve(resume, &env.run_id),
             Message::BreakpointSet(change) => {
@@ -671,10 +817,11 @@ mod tests {
 
     #[test]
     fn minimal_ack_is_accepted() {
-        let ack = r#"{"gm":1,"seq":0,"ts":0,"runId":"*","type":"hello.ack","payload":{"versions":{"protocol":1}}}"#;
+        let ack = r#"{"gm":1,"seq":0,"ts":0,"runId":"*","type":"hello.ack","payload":{"versions":{"protocol":1},"hubProof":"ab"}}"#;
         let AckRead::Ack(a) = read_ack(ack) else {
             panic!("not an ack")
         };
+        assert_eq!(a.hub_proof.as_deref(), Some("ab"));
         assert!(a.breakpoints.is_empty());
         assert_eq!(a.mode, Mode::Run);
         assert_eq!(a.session_token, None);
@@ -705,5 +852,56 @@ mod tests {
         assert_eq!(a.breakpoints.len(), 1);
         assert_eq!(a.mode, Mode::Step);
         assert_eq!(a.session_token.as_deref(), Some("t"));
+        assert_eq!(a.hub_proof, None);
+    }
+
+    #[test]
+    fn only_loopback_urls_can_be_proven_by_a_run_file() {
+        assert_eq!(loopback_port("ws://127.0.0.1:4747/ingest"), Some(4747));
+        assert_eq!(loopback_port("ws://127.3.2.1:9/ingest"), Some(9));
+        assert_eq!(loopback_port("WS://LOCALHOST:4748/ingest"), Some(4748));
+        assert_eq!(loopback_port("ws://[::1]:4749/ingest"), Some(4749));
+        assert_eq!(loopback_port("ws://localhost/ingest"), Some(80));
+        assert_eq!(loopback_port("wss://127.0.0.1/ingest"), Some(443));
+        assert_eq!(loopback_port("ws://10.0.0.5:4747/ingest"), None);
+        assert_eq!(loopback_port("ws://debugger.example:4747/ingest"), None);
+        assert_eq!(loopback_port("ws://localhost.example:4747/ingest"), None);
+        assert_eq!(loopback_port("not a url"), None);
+    }
+
+    #[test]
+    fn the_secret_is_read_from_the_run_file_only() {
+        let dir = std::env::temp_dir().join(format!("gm-run-file-unit-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let file = dir.join("serve-1.json");
+        std::fs::write(&file, r#"{"port":1,"hubSecret":"s3cret"}"#).expect("write");
+        assert_eq!(run_file_secret(&file).as_deref(), Some("s3cret"));
+        std::fs::write(&file, r#"{"port":1,"hubSecret":""}"#).expect("write");
+        assert_eq!(run_file_secret(&file), None);
+        std::fs::write(&file, r#"{"port":1}"#).expect("write");
+        assert_eq!(run_file_secret(&file), None);
+        std::fs::write(&file, "not json").expect("write");
+        assert_eq!(run_file_secret(&file), None);
+        assert_eq!(run_file_secret(&dir.join("missing.json")), None);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_non_loopback_hub_is_untrusted_even_with_a_right_proof() {
+        let session = crate::Session::new(
+            crate::Config::new("remote")
+                .url("ws://10.0.0.5:4747/ingest")
+                .env_vars(std::iter::empty::<(String, String)>()),
+        );
+        let inner = session.inner();
+        let proof = hub_auth::hub_proof("s", "n");
+        let err = trust_verdict(inner, Some("n"), Some(&proof)).expect_err("untrusted");
+        assert!(err.contains("loopback"), "{err}");
+        let trusting = crate::Session::new(
+            crate::Config::new("remote")
+                .url("ws://10.0.0.5:4747/ingest")
+                .env_vars([("GRAPHMIND_TRUST_HUB", "true")]),
+        );
+        assert!(trust_verdict(trusting.inner(), Some("n"), None).is_ok());
     }
 }

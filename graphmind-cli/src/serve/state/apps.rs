@@ -20,13 +20,14 @@ use crate::serve::tokens::random_id;
 impl Hub {
     /// Registers an app connection after its hello and builds the `hello.ack`. Returns the
     /// connection id, its identity, the ack frame and the run rows to store again (runs the
-    /// identity reclaimed from `abandoned`).
+    /// identity reclaimed from `abandoned`). `hub_proof` answers the app's `hubNonce`.
     pub fn app_hello(
         &self,
         tx: mpsc::UnboundedSender<AppOut>,
         app: Option<String>,
         capabilities: Vec<String>,
         resume_token: Option<&str>,
+        hub_proof: Option<String>,
     ) -> (u64, u64, String, Vec<RunRow>) {
         let conn = self.next_id();
         let session_token = random_id("sess");
@@ -76,7 +77,16 @@ impl Hub {
                 .map(String::from)
                 .to_vec(),
             ),
-            extra: Extra::new(),
+            // The answer to the app's `hubNonce`: other hubs send none, so the app cannot
+            // mistake them for this one.
+            extra: hub_proof
+                .map(|p| {
+                    Extra::from_iter([(
+                        graphmind_protocol::hub_auth::PROOF_FIELD.to_owned(),
+                        p.into(),
+                    )])
+                })
+                .unwrap_or_default(),
         };
         let frame = self.frame(RUN_ANY, Message::HelloAck(ack));
         (conn, identity, frame, rows)

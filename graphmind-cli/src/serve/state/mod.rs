@@ -73,6 +73,9 @@ pub struct Config {
     pub viewer_token: Token,
     /// Token of agents and scripts (run file).
     pub agent_token: Token,
+    /// The secret the hub proves itself to apps with (run file `hubSecret`; see
+    /// `graphmind_protocol::hub_auth`).
+    pub hub_secret: Token,
     /// Grace before a run whose app went away counts as abandoned.
     pub abandon_grace: Duration,
     /// How long a resume waits for the app's `exec.resumed` / `exec.refused` (5 s).
