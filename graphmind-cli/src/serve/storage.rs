@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rusqlite::{Connection, params};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 
 use crate::paths;
 
@@ -59,7 +59,8 @@ pub struct RunRow {
 }
 
 enum WriteOp {
-    Event(EventRow),
+    /// An event and its share of the queue's byte budget, given back once it is written.
+    Event(EventRow, Option<OwnedSemaphorePermit>),
     Run(RunRow),
     /// A run deleted by a retention pass that became active again meanwhile: stored again,
     /// its tombstone removed.
@@ -93,11 +94,17 @@ struct Trim {
 #[derive(Clone)]
 pub struct Writer {
     tx: mpsc::Sender<WriteOp>,
+    /// Bytes of event bodies queued and not yet written ([`WRITER_BYTES`] permits).
+    bytes: Arc<Semaphore>,
 }
 
 /// Queue depth of the writer channel; a full queue slows the senders down (backpressure to
 /// the apps' sockets) instead of growing without bound.
 const WRITER_QUEUE: usize = 65_536;
+/// Bytes of event bodies the writer channel may hold: a writer that falls behind on large
+/// events slows the senders down at this, not only at [`WRITER_QUEUE`] events (65,536 events
+/// of 512 KB would be 32 GB).
+pub const WRITER_BYTES: usize = 64 * 1024 * 1024;
 /// Most operations committed in one transaction.
 const MAX_BATCH: usize = 16_384;
 /// Runs deleted per transaction by a retention pass while the hub runs.
@@ -111,7 +118,10 @@ pub const TOMBSTONE_MAX: usize = 50_000;
 impl Writer {
     /// Queues an event.
     pub async fn event(&self, row: EventRow) {
-        let _ = self.tx.send(WriteOp::Event(row)).await;
+        // One event larger than the whole budget takes all of it, and waits for an empty queue.
+        let n = u32::try_from(row.body.len().min(WRITER_BYTES)).unwrap_or(u32::MAX);
+        let permit = Arc::clone(&self.bytes).acquire_many_owned(n).await.ok();
+        let _ = self.tx.send(WriteOp::Event(row, permit)).await;
     }
 
     /// Queues a run summary upsert.
@@ -277,7 +287,10 @@ impl Storage {
             .spawn(move || writer_loop(&conn, rx))
             .map_err(|e| fail("start the writer of", &e))?;
         Ok(Self {
-            writer: Writer { tx },
+            writer: Writer {
+                tx,
+                bytes: Arc::new(Semaphore::new(WRITER_BYTES)),
+            },
             reader: Arc::new(Reader {
                 path: path.to_path_buf(),
                 pool: Mutex::new(Vec::new()),
@@ -513,7 +526,8 @@ fn write_batch(
             for op in batch.drain(..) {
                 let revive = matches!(op, WriteOp::Revive(_));
                 match op {
-                    WriteOp::Event(e) => {
+                    // The permit goes back once the row is written.
+                    WriteOp::Event(e, _permit) => {
                         let n = ins.execute(params![
                             &*e.run_id,
                             i64_of(e.seq),
@@ -563,7 +577,7 @@ fn write_batch(
         match op {
             WriteOp::Barrier(b) => barriers.push(b),
             WriteOp::Retain(r) => retains.push(r),
-            WriteOp::Event(_) | WriteOp::Run(_) | WriteOp::Revive(_) | WriteOp::Gap(_) => {}
+            WriteOp::Event(..) | WriteOp::Run(_) | WriteOp::Revive(_) | WriteOp::Gap(_) => {}
         }
     }
     result
@@ -739,5 +753,65 @@ mod tests {
             left.iter()
                 .all(|(id, at)| id.starts_with("run_") && *at == now)
         );
+    }
+
+    #[test]
+    fn a_stalled_writer_holds_senders_back_at_its_byte_budget_and_loses_nothing() {
+        let dir = std::env::temp_dir().join(format!("gm-writer-bytes-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("dir");
+        let path = dir.join("w.db");
+        let retention = Retention {
+            keep: 100,
+            max_age_days: 30,
+        };
+        let st = Storage::open(&path, retention, 1).expect("open");
+        // Another connection holds the write lock: the writer waits on it (its busy timeout is
+        // 5 s), as it would behind a slow disk.
+        let lock = Connection::open(&path).expect("open");
+        lock.execute_batch("BEGIN IMMEDIATE").expect("lock");
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let mib: Arc<str> = Arc::from("x".repeat(1024 * 1024));
+        let row = |seq: u64| EventRow {
+            run_id: Arc::from("run_w"),
+            seq,
+            ts: 0,
+            kind: "x.blob".into(),
+            body: Arc::clone(&mib),
+        };
+        let writer = st.writer.clone();
+        let queued = rt.block_on(async {
+            let mut n = 0u64;
+            while n < 200 {
+                let send = writer.event(row(n));
+                if tokio::time::timeout(Duration::from_millis(300), send)
+                    .await
+                    .is_err()
+                {
+                    break;
+                }
+                n += 1;
+            }
+            n
+        });
+        let budget = (WRITER_BYTES / (1024 * 1024)) as u64;
+        assert_eq!(queued, budget, "1 MiB events queued past a stalled writer");
+        lock.execute_batch("COMMIT").expect("unlock");
+        rt.block_on(async {
+            for seq in queued..queued + 10 {
+                writer.event(row(seq)).await;
+            }
+            writer.barrier().await;
+        });
+        let stored: i64 = st
+            .reader
+            .with(|c| c.query_row("SELECT count(*) FROM events", [], |r| r.get(0)))
+            .expect("count");
+        assert_eq!(stored as u64, queued + 10, "every queued event is written");
+        drop(st);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
