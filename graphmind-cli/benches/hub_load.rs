@@ -570,11 +570,15 @@ async fn hub_ingest(hub: &Hub, db: &Path, apps: usize, n: usize) -> Ingest {
         tokio::time::sleep(Duration::from_millis(2)).await;
     };
     // An events read flushes the writer: everything accepted before it is committed after.
-    let (status, _) = http
-        .get(&format!(
-            "/api/runs/run_load{apps}x0/events?afterSeq={n}&limit=1"
-        ))
-        .await;
+    // Reads of events take a token; the agent token is one.
+    http.send(
+        "GET",
+        &format!("/api/runs/run_load{apps}x0/events?afterSeq={n}&limit=1"),
+        Some(&hub.token),
+        None,
+    )
+    .await;
+    let (status, _) = http.answer().await;
     assert_eq!(status, 200);
     let persisted = t0.elapsed();
     let hub_cpu = (hub.cpu() - cpu0).as_secs_f64() / persisted.as_secs_f64();
@@ -647,7 +651,7 @@ async fn gate_round_trips(hub: &Hub, rounds: usize) -> (Vec<u64>, Vec<u64>) {
         poll.send(
             "GET",
             &format!("/api/pauses?runId={run}&wait=5"),
-            None,
+            Some(&hub.token),
             None,
         )
         .await;
