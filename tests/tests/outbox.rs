@@ -97,11 +97,10 @@ async fn emitting_never_waits_for_a_hung_debugger() {
         slowest = slowest.max(one.elapsed());
     }
     let took = t.elapsed();
-    assert!(took < 2 * SECOND, "20,000 emits took {took:?}");
-    assert!(
-        slowest < Duration::from_millis(250),
-        "one emit took {slowest:?}"
-    );
+    // An emit that waited for the socket would wait out the 3 s liveness budget; the bounds
+    // sit well below that and well above what a loaded 2-core machine needs (debug build).
+    assert!(took < 6 * SECOND, "20,000 emits took {took:?}");
+    assert!(slowest < SECOND, "one emit took {slowest:?}");
     let s = gm.stats();
     // Bounded by the 8 MiB budget (about 2.1 KiB per event), below the 5,000-event limit.
     assert!(
