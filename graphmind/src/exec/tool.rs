@@ -215,14 +215,7 @@ pub(crate) async fn gated<B: Body>(
             Act::Continue | Act::Retry => {}
             Act::Inject(v) => {
                 if let Some(out) = policy.inject.and_then(|(_, conv)| conv(v.clone())) {
-                    node.finish(
-                        Status::Ok,
-                        Finish {
-                            output: Some(v),
-                            extra: injected_extra(false),
-                            ..Finish::default()
-                        },
-                    );
+                    finish_injected(node, policy, v, &out, injected_extra(false));
                     return (out, None);
                 }
             }
@@ -264,14 +257,7 @@ pub(crate) async fn gated<B: Body>(
                     if let Some(fixed) = policy.inject.and_then(|(_, conv)| conv(v.clone())) {
                         let mut extra = attempts_extra(attempts);
                         extra.extend(injected_extra(true));
-                        node.finish(
-                            Status::Ok,
-                            Finish {
-                                output: Some(v),
-                                extra,
-                                ..Finish::default()
-                            },
-                        );
+                        finish_injected(node, policy, v, &fixed, extra);
                         return (fixed, None);
                     }
                     node.finish(Status::Error, Finish::default());
@@ -295,48 +281,32 @@ pub(crate) async fn gated<B: Body>(
         } else {
             Act::Continue
         };
-        let (usage, reason) = (policy.usage)(&out);
-        let mut extra = attempts_extra(attempts);
-        if let Some(r) = reason {
-            extra.insert("finishReason".into(), r.into());
-        }
-        match act {
-            Act::Continue => {}
+        let status = match act {
+            Act::Continue => Status::Ok,
             Act::Retry => continue,
             Act::Inject(v) => {
                 if let Some(other) = policy.inject.and_then(|(_, conv)| conv(v.clone())) {
+                    let mut extra = attempts_extra(attempts);
                     extra.extend(injected_extra(false));
-                    node.finish(
-                        Status::Ok,
-                        Finish {
-                            output: Some(v),
-                            usage,
-                            extra,
-                        },
-                    );
+                    finish_injected(node, policy, v, &other, extra);
                     return (other, None);
                 }
+                Status::Ok
             }
-            Act::Abort => {
-                node.finish(
-                    Status::Aborted,
-                    Finish {
-                        output: (policy.encode)(&out),
-                        usage,
-                        extra,
-                    },
-                );
-                call.abort().await;
-            }
-        }
+            Act::Abort => Status::Aborted,
+        };
+        let (usage, extra) = usage_and_reason(policy, &out, attempts_extra(attempts));
         node.finish(
-            Status::Ok,
+            status,
             Finish {
                 output: (policy.encode)(&out),
                 usage,
                 extra,
             },
         );
+        if status == Status::Aborted {
+            call.abort().await;
+        }
         return (out, None);
     }
 }
@@ -348,6 +318,33 @@ fn attempts_extra(attempts: u32) -> Extra {
         extra.insert("attempts".into(), attempts.into());
     }
     extra
+}
+
+/// The usage of `out`, with its finish reason added to `extra`.
+fn usage_and_reason<O>(
+    policy: &Policy<O>,
+    out: &O,
+    mut extra: Extra,
+) -> (Option<TokenUsage>, Extra) {
+    let (usage, reason) = (policy.usage)(out);
+    if let Some(r) = reason {
+        extra.insert("finishReason".into(), r.into());
+    }
+    (usage, extra)
+}
+
+/// Finishes a node whose output was injected. Usage and finish reason are read from the
+/// injected output: a response it replaced must not lend it its counts or reason.
+fn finish_injected<O>(node: NodeRun, policy: &Policy<O>, v: Value, out: &O, extra: Extra) {
+    let (usage, extra) = usage_and_reason(policy, out, extra);
+    node.finish(
+        Status::Ok,
+        Finish {
+            output: Some(v),
+            usage,
+            extra,
+        },
+    );
 }
 
 fn no_usage<O>(_: &O) -> (Option<TokenUsage>, Option<String>) {
