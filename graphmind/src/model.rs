@@ -11,18 +11,49 @@ use std::borrow::Cow;
 /// The delta kinds a [`StepChunk`] reports (answer text, reasoning, tool-call arguments).
 pub use graphmind_protocol::DeltaKind;
 
-/// Token counts of one model step.
+/// Token counts of one model step, as a provider reports them.
+///
+/// Built with [`Usage::new`] or [`Usage::inclusive`] and the `with_…` setters, so that a
+/// count added later breaks no caller:
+///
+/// ```
+/// use graphmind::model::Usage;
+///
+/// // An OpenAI-style response: 1200 prompt tokens, 1000 of them from the cache.
+/// let usage = Usage::inclusive(1200, 80)
+///     .with_total(1280)
+///     .with_cache_read(1000)
+///     .with_reasoning(30);
+/// assert_eq!(usage.cache_read_tokens, Some(1000));
+/// assert_eq!(usage.cache_write_tokens, None);
+/// ```
+///
+/// On the wire (`node.finished.usage`) the optional counts are GraphMind 0.6's loose fields
+/// `totalTokens`, `cacheReadTokens`, `cacheWriteTokens` and `reasoningTokens`, each sent
+/// only when set.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Usage {
     /// Prompt tokens, as the provider reports them.
     pub input_tokens: u64,
-    /// Completion tokens.
+    /// Completion tokens (reasoning tokens included).
     pub output_tokens: u64,
-    /// Whether `input_tokens` already counts the prompt tokens served from the provider's
-    /// cache (OpenAI's `prompt_tokens` and Gemini's `promptTokenCount` do; Anthropic's
-    /// `input_tokens` does not). Sent as `usage.inclusive: true`, so a GraphMind 0.6 viewer
-    /// does not add the cached tokens a second time.
+    /// Whether `input_tokens` already counts the prompt tokens served from or written to
+    /// the provider's cache (OpenAI's `prompt_tokens` and Gemini's `promptTokenCount` do;
+    /// Anthropic's `input_tokens` does not). Sent as `usage.inclusive: true`, so a
+    /// GraphMind 0.6 viewer does not add the cached tokens a second time.
     pub inclusive: bool,
+    /// All tokens of the call, as the provider reports them (`totalTokens`); it may differ
+    /// from input plus output.
+    pub total_tokens: Option<u64>,
+    /// Prompt tokens served from the provider's cache (`cacheReadTokens`): OpenAI's
+    /// `cached_tokens`, Anthropic's `cache_read_input_tokens`.
+    pub cache_read_tokens: Option<u64>,
+    /// Prompt tokens written to the provider's cache (`cacheWriteTokens`): Anthropic's
+    /// `cache_creation_input_tokens`.
+    pub cache_write_tokens: Option<u64>,
+    /// Output tokens spent on reasoning (`reasoningTokens`), counted in `output_tokens` too.
+    pub reasoning_tokens: Option<u64>,
 }
 
 impl Usage {
@@ -32,7 +63,7 @@ impl Usage {
         Self {
             input_tokens,
             output_tokens,
-            inclusive: false,
+            ..Self::default()
         }
     }
 
@@ -42,6 +73,68 @@ impl Usage {
         Self {
             inclusive: true,
             ..Self::new(input_tokens, output_tokens)
+        }
+    }
+
+    /// With the provider's total token count.
+    #[must_use]
+    pub fn with_total(self, tokens: u64) -> Self {
+        Self {
+            total_tokens: Some(tokens),
+            ..self
+        }
+    }
+
+    /// With the prompt tokens read from the provider's cache.
+    #[must_use]
+    pub fn with_cache_read(self, tokens: u64) -> Self {
+        Self {
+            cache_read_tokens: Some(tokens),
+            ..self
+        }
+    }
+
+    /// With the prompt tokens written to the provider's cache.
+    #[must_use]
+    pub fn with_cache_write(self, tokens: u64) -> Self {
+        Self {
+            cache_write_tokens: Some(tokens),
+            ..self
+        }
+    }
+
+    /// With the output tokens spent on reasoning.
+    #[must_use]
+    pub fn with_reasoning(self, tokens: u64) -> Self {
+        Self {
+            reasoning_tokens: Some(tokens),
+            ..self
+        }
+    }
+
+    /// The wire form: the required counts, then each loose field that is set. One function
+    /// for every path (model steps, streams, hand-made nodes), so none drops a field.
+    #[cfg_attr(not(feature = "enabled"), allow(dead_code))]
+    pub(crate) fn to_wire(self) -> graphmind_protocol::TokenUsage {
+        let mut extra = graphmind_protocol::Extra::new();
+        if self.inclusive {
+            extra.insert("inclusive".into(), true.into());
+        }
+        let loose = [
+            ("totalTokens", self.total_tokens),
+            ("cacheReadTokens", self.cache_read_tokens),
+            ("cacheWriteTokens", self.cache_write_tokens),
+            ("reasoningTokens", self.reasoning_tokens),
+        ];
+        for (key, count) in loose {
+            if let Some(n) = count {
+                extra.insert(key.into(), n.into());
+            }
+        }
+        graphmind_protocol::TokenUsage {
+            input_tokens: self.input_tokens,
+            output_tokens: self.output_tokens,
+            extra,
         }
     }
 }

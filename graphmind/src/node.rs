@@ -649,11 +649,7 @@ impl Node {
             status,
             Finish {
                 output,
-                usage: usage.map(|u| TokenUsage {
-                    input_tokens: u.input_tokens,
-                    output_tokens: u.output_tokens,
-                    extra: Extra::new(),
-                }),
+                usage: usage.map(crate::model::Usage::to_wire),
                 extra,
             },
         );

@@ -59,11 +59,7 @@ impl Observer {
 
     /// Records usage (shown on node.finished).
     pub fn usage(&mut self, usage: crate::model::Usage) {
-        self.usage = Some(TokenUsage {
-            input_tokens: usage.input_tokens,
-            output_tokens: usage.output_tokens,
-            extra: Extra::new(),
-        });
+        self.usage = Some(usage.to_wire());
     }
 
     /// Records the finish reason.

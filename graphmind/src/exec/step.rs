@@ -20,18 +20,6 @@ use crate::tee::{Observer, Tee};
 
 pub(crate) const STEP_NODE: &str = "llm:step";
 
-fn usage_of(u: Usage) -> TokenUsage {
-    let mut extra = Extra::new();
-    if u.inclusive {
-        extra.insert("inclusive".into(), Value::Bool(true));
-    }
-    TokenUsage {
-        input_tokens: u.input_tokens,
-        output_tokens: u.output_tokens,
-        extra,
-    }
-}
-
 /// Grouping key from a captured input: its `messages` array (top level, or one level down).
 fn auto_key(input: &Value) -> Option<(u64, usize)> {
     let find = |v: &Value| v.get("messages").and_then(Value::as_array).cloned();
@@ -169,7 +157,7 @@ pub(crate) fn begin_by_hand(input: Value, grouping: &Grouping) -> Option<(Call, 
 
 fn response_usage<R: StepResponse>(r: &R) -> (Option<TokenUsage>, Option<String>) {
     (
-        r.usage().map(usage_of),
+        r.usage().map(Usage::to_wire),
         r.finish_reason().map(std::borrow::Cow::into_owned),
     )
 }
@@ -288,7 +276,7 @@ pub(crate) fn observe_chunk<C: StepChunk>(obs: &mut Observer, chunk: &C) {
     let node = &mut obs.node;
     chunk.deltas(&mut |kind: DeltaKind, text: &str| node.push_token(kind, text));
     if let Some(u) = chunk.usage() {
-        obs.usage = Some(usage_of(u));
+        obs.usage = Some(u.to_wire());
     }
     if let Some(r) = chunk.finish_reason() {
         obs.finish_reason = Some(r.into_owned());
