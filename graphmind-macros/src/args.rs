@@ -22,18 +22,18 @@ impl Kind {
 
     fn keys(self) -> &'static [&'static str] {
         match self {
-            Kind::Tool => &["name", "skip", "call_id", "retry", "result"],
-            Kind::ModelStep => &["skip", "retry", "tools", "invocation", "result"],
+            Kind::Tool => &["name", "skip", "call_id", "retry", "result", "stream"],
+            Kind::ModelStep => &["skip", "retry", "tools", "invocation", "result", "stream"],
         }
     }
 
     fn usage(self) -> &'static str {
         match self {
             Kind::Tool => {
-                "`name = \"…\"`, `skip(arg, …)`, `call_id = arg`, `retry = false`, `result = true`"
+                "`name = \"…\"`, `skip(arg, …)`, `call_id = arg`, `retry = false`, `result = true`, `stream = true`"
             }
             Kind::ModelStep => {
-                "`skip(arg, …)`, `retry = false`, `tools = [tool_fn, …]`, `invocation = <expr>`, `result = true`"
+                "`skip(arg, …)`, `retry = false`, `tools = [tool_fn, …]`, `invocation = <expr>`, `result = true`, `stream = true`"
             }
         }
     }
@@ -81,6 +81,10 @@ pub(crate) struct Args {
     /// `result = true`: the return type is a `Result` under another name (a type alias);
     /// `result = false`: a type named `Result` that is not one.
     pub(crate) result: Option<LitBool>,
+    /// `stream = true`: the return type (or its `Ok`) is a `Stream` under another name (a type
+    /// alias such as an SDK's `ChatCompletionResponseStream`); `stream = false`: a type that
+    /// looks like a stream is returned as one value.
+    pub(crate) stream: Option<LitBool>,
 }
 
 impl Args {
@@ -182,6 +186,15 @@ fn parse_value(args: &mut Args, key: &Ident, input: ParseStream<'_>) -> syn::Res
                 syn::Error::new(
                     err.span(),
                     "expected `result = true` (the return type is a `Result` alias) or `result = false`",
+                )
+            })?);
+        }
+        "stream" => {
+            input.parse::<Token![=]>()?;
+            args.stream = Some(input.parse().map_err(|err| {
+                syn::Error::new(
+                    err.span(),
+                    "expected `stream = true` (the return type, or its `Ok`, is a `Stream` alias) or `stream = false`",
                 )
             })?);
         }

@@ -157,9 +157,19 @@ pub(crate) fn expand(kind: Kind, args: &Args, item: ItemFn, an: &Analysis) -> To
         Span::call_site(),
     );
     let call = quote_spanned!(ret=> #pr::#entry(&__GRAPHMIND_SITE, __graphmind_input, #body));
-    let call = match an.shape {
-        Shape::Async => quote_spanned!(ret=> #call.await),
-        Shape::Boxed => quote!(::std::boxed::Box::pin(#call)),
+    // A stream written as a named type gets the tee back in that type.
+    let restream = match (an.restream, an.ret) {
+        (true, Ret::Stream) => Some(quote_spanned!(ret=> #pr::restream)),
+        (true, _) => Some(quote_spanned!(ret=> #pr::restream_result)),
+        (false, _) => None,
+    };
+    let call = match (an.shape, restream) {
+        (Shape::Async, None) => quote_spanned!(ret=> #call.await),
+        (Shape::Async, Some(wrap)) => quote_spanned!(ret=> #wrap(#call.await)),
+        (Shape::Boxed, None) => quote!(::std::boxed::Box::pin(#call)),
+        (Shape::Boxed, Some(wrap)) => {
+            quote!(::std::boxed::Box::pin(async move { #wrap(#call.await) }))
+        }
     };
     // The outer braces keep the user's span: lints on the fn (`dead_code`) then see the
     // user's item, not one from an external macro (where they are silenced).

@@ -45,7 +45,11 @@ use crate::args::{Args, Kind};
 /// `result = true` (the return type is a `Result` under another name, e.g.
 /// `type Res<T> = Result<T, MyError>`: the error gate and `node.error` then apply; a type
 /// whose last path segment is `Result` — `Result<T, E>`, `io::Result<T>`, `anyhow::Result<T>`
-/// — is recognised without it; `result = false` says such a type is not a `Result`).
+/// — is recognised without it; `result = false` says such a type is not a `Result`),
+/// `stream = true` (the return type, or its `Ok`, is a stream under another name, e.g.
+/// `type Items = Pin<Box<dyn Stream<Item = u32> + Send>>`: it is teed and handed back in that
+/// type; `impl Stream`, `BoxStream` and `Pin<Box<dyn Stream…>>` are recognised without it;
+/// `stream = false` returns a type that looks like a stream as one value).
 /// With feature `enabled` off, the arguments are checked and the fn is returned untouched.
 #[proc_macro_attribute]
 pub fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
@@ -77,8 +81,9 @@ pub fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
 ///
 /// Arguments: `skip(arg, …)`, `retry = false`, `tools = [tool_fn, "tool name", …]` (a path
 /// to a fn must resolve — a misspelt one is a compile error; name a tool renamed with
-/// `name = "…"` by that string), `invocation = <expr>` (any `Display`), `result = true` (as
-/// for [`macro@tool`]). With
+/// `name = "…"` by that string), `invocation = <expr>` (any `Display`), `result = true` and
+/// `stream = true` (as for [`macro@tool`]; an SDK's stream alias such as
+/// `-> Result<ChatCompletionResponseStream, OpenAIError>` needs `stream = true`). With
 /// feature `enabled` off, the arguments are checked and the fn is returned untouched.
 #[proc_macro_attribute]
 pub fn model_step(attr: TokenStream, item: TokenStream) -> TokenStream {

@@ -11,6 +11,7 @@ use syn::{
 use crate::args::{Args, Kind};
 
 /// How the fn produces its future.
+#[derive(Clone, Copy)]
 pub(crate) enum Shape {
     /// `async fn`.
     Async,
@@ -43,6 +44,9 @@ pub(crate) struct Analysis {
     /// The future's output type with `impl Trait` erased to `_`; `None` for `()`.
     pub(crate) output: Option<Type>,
     pub(crate) params: Vec<Param>,
+    /// A streaming return written as a named type (not `impl Stream`): the tee is converted
+    /// back into that type.
+    pub(crate) restream: bool,
     /// Retry allowed: not switched off, no `&mut` argument, no `self` by value.
     pub(crate) retry: bool,
 }
@@ -111,6 +115,16 @@ pub(crate) fn analyze(kind: Kind, item: &ItemFn, args: &Args) -> syn::Result<Ana
             (ret, _) => ret,
         }
     });
+    // Applied after `result`, so that `result = true, stream = true` reads an alias of a
+    // `Result` whose `Ok` is a stream alias.
+    let stream = args.stream.as_ref().filter(|_| output.is_some());
+    let ret = match (ret, stream.map(syn::LitBool::value)) {
+        (Ret::Value, Some(true)) => Ret::Stream,
+        (Ret::Result, Some(true)) => Ret::StreamResult,
+        (Ret::Stream, Some(false)) => Ret::Value,
+        (Ret::StreamResult, Some(false)) => Ret::Result,
+        (ret, _) => ret,
+    };
 
     let mut params = Vec::new();
     let mut mut_spans: Vec<(String, proc_macro2::TokenStream)> = Vec::new();
@@ -205,6 +219,8 @@ pub(crate) fn analyze(kind: Kind, item: &ItemFn, args: &Args) -> syn::Result<Ana
         None => Ok(Analysis {
             shape,
             ret,
+            restream: matches!(ret, Ret::Stream | Ret::StreamResult)
+                && output.as_ref().is_some_and(|ty| !has_impl_trait(ty)),
             output: output.map(erase_impl_trait),
             params,
             retry,
@@ -321,6 +337,18 @@ fn classify(ty: &Type) -> Ret {
         }
         _ => Ret::Value,
     }
+}
+
+fn has_impl_trait(ty: &Type) -> bool {
+    struct Find(bool);
+    impl VisitMut for Find {
+        fn visit_type_impl_trait_mut(&mut self, _: &mut syn::TypeImplTrait) {
+            self.0 = true;
+        }
+    }
+    let mut find = Find(false);
+    find.visit_type_mut(&mut ty.clone());
+    find.0
 }
 
 /// `impl Trait` cannot be written in a `let` annotation; `_` lets inference fill it in.

@@ -175,7 +175,8 @@ pub fn assert_call_id<T: CallId + ?Sized>(_: &T) {}
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be the output of a #[graphmind::tool]",
     label = "the return type must implement `serde::Serialize` and `serde::Deserialize`",
-    note = "graphmind records the output and deserializes injected values into it"
+    note = "graphmind records the output and deserializes injected values into it",
+    note = "if it is a stream under another name (a type alias such as `type Items = Pin<Box<dyn Stream<…> + Send>>`), write `stream = true` on the attribute: `#[graphmind::tool(stream = true)]`"
 )]
 pub trait ToolOutput: Serialize + DeserializeOwned {}
 
@@ -202,11 +203,55 @@ impl<T: Serialize> StreamItem for T {}
 /// The response type of a `#[graphmind::model_step]` (or the `Ok` type of its `Result`).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be the response of a #[graphmind::model_step]",
-    label = "it must implement `graphmind::model::StepResponse`, `serde::Serialize` and `serde::Deserialize`"
+    label = "it must implement `graphmind::model::StepResponse`, `serde::Serialize` and `serde::Deserialize`",
+    note = "if it is a stream under another name (a type alias such as an SDK's `ChatCompletionResponseStream`), write `stream = true` on the attribute: `#[graphmind::model_step(stream = true)]`"
 )]
 pub trait StepOutput: StepResponse + Serialize + DeserializeOwned {}
 
 impl<T: StepResponse + Serialize + DeserializeOwned> StepOutput for T {}
+
+/// A stream written as a named type (`Pin<Box<dyn Stream<…> + Send>>`, `BoxStream`, an SDK's
+/// alias of one), handed back to the caller in that type: the teed stream is boxed once more.
+/// A stream written as `impl Stream` needs no conversion, the tee itself is returned.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is a stream graphmind cannot hand back in its own type",
+    label = "a stream returned under a name must be `Pin<Box<dyn Stream<Item = …> + Send>>` (or without `Send`)",
+    note = "graphmind tees the stream and must return the tee as this type; return `impl Stream<Item = …>` or a boxed `dyn Stream` instead"
+)]
+pub trait Restream: futures_core::Stream + Sized {
+    /// Wraps the tee in the written type.
+    fn restream(tee: Tee<Self>) -> Self;
+}
+
+impl<'a, I> Restream for std::pin::Pin<Box<dyn futures_core::Stream<Item = I> + Send + 'a>>
+where
+    Tee<Self>: Send + 'a,
+{
+    fn restream(tee: Tee<Self>) -> Self {
+        Box::pin(tee)
+    }
+}
+
+impl<'a, I> Restream for std::pin::Pin<Box<dyn futures_core::Stream<Item = I> + 'a>>
+where
+    Tee<Self>: 'a,
+{
+    fn restream(tee: Tee<Self>) -> Self {
+        Box::pin(tee)
+    }
+}
+
+/// A streaming return written as a named type: the tee in that type.
+#[inline]
+pub fn restream<S: Restream>(tee: Tee<S>) -> S {
+    S::restream(tee)
+}
+
+/// A `Result` of a streaming return written as a named type.
+#[inline]
+pub fn restream_result<S: Restream, E>(result: Result<Tee<S>, E>) -> Result<S, E> {
+    result.map(S::restream)
+}
 
 /// A body the policy may run once or several times.
 pub trait Body {
