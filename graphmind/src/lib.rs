@@ -109,6 +109,7 @@ mod breakpoints;
 mod capture;
 #[cfg(feature = "enabled")]
 mod exec;
+mod extras;
 #[cfg(feature = "enabled")]
 mod gate;
 pub mod model;

@@ -19,6 +19,8 @@ use crate::exec::{Host, Instant, millis, millis_between};
 use crate::record::{Finished, InstanceId, Label, Payload, Record, Started};
 use crate::tokens::TokenBuf;
 
+pub use crate::extras::Extras;
+
 /// One execution of one node.
 pub(crate) struct NodeRun {
     pub(crate) host: Arc<dyn Host>,
@@ -637,7 +639,9 @@ impl Node {
         self.finish_with(status, output, None, Extra::new());
     }
 
-    /// Finishes the node with usage and extra fields (`injected`, `attempts`, …).
+    /// Finishes the node with usage and loose fields: a raw [`Extra`] map, or typed
+    /// [`Extras`] (`api`, `attempts`, `injected`, `streamed`, `providerExecuted`, `ungated`,
+    /// `model`, `responseId`) turned into one with `.into()`.
     pub fn finish_with(
         self,
         status: Status,

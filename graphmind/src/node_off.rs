@@ -5,6 +5,8 @@ use graphmind_protocol::{DeltaKind, Extra, NodeKind, PausePoint, Status};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+pub use crate::extras::Extras;
+
 /// What the debugger decided at a gate of a [`Node`].
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
@@ -90,7 +92,8 @@ impl Node {
         match self.0 {}
     }
 
-    /// Finishes the node with usage and extra fields.
+    /// Finishes the node with usage and loose fields (a raw [`Extra`] map, or [`Extras`]
+    /// turned into one).
     pub fn finish_with(
         self,
         status: Status,
