@@ -155,6 +155,67 @@ impl StepResponse for String {}
 impl StepResponse for &str {}
 impl StepResponse for serde_json::Value {}
 
+/// One streamed piece of a model response, as [`StepChunk::call_deltas`] reports it. A
+/// tool-argument piece may name its call: `index` (its position in the reply; OpenAI and
+/// Anthropic often send the id and name on a call's first piece only, then just the index),
+/// the call id and the tool name. They go onto the wire's delta as the loose fields `index`,
+/// `toolCallId` and `toolName`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Delta<'a> {
+    /// What the text is.
+    pub kind: DeltaKind,
+    /// The piece of text.
+    pub text: &'a str,
+    /// The tool call's position in the reply.
+    pub index: Option<u64>,
+    /// The tool call's id.
+    pub call_id: Option<&'a str>,
+    /// The called tool's name.
+    pub tool_name: Option<&'a str>,
+}
+
+impl<'a> Delta<'a> {
+    /// A piece naming no tool call.
+    #[must_use]
+    pub fn new(kind: DeltaKind, text: &'a str) -> Self {
+        Self {
+            kind,
+            text,
+            index: None,
+            call_id: None,
+            tool_name: None,
+        }
+    }
+
+    /// A piece of the arguments of the tool call at `index` in the reply.
+    #[must_use]
+    pub fn tool_args(index: u64, text: &'a str) -> Self {
+        Self {
+            index: Some(index),
+            ..Self::new(DeltaKind::ToolArgs, text)
+        }
+    }
+
+    /// Names the tool call's id.
+    #[must_use]
+    pub fn with_call_id(self, id: &'a str) -> Self {
+        Self {
+            call_id: Some(id),
+            ..self
+        }
+    }
+
+    /// Names the called tool.
+    #[must_use]
+    pub fn with_tool_name(self, name: &'a str) -> Self {
+        Self {
+            tool_name: Some(name),
+            ..self
+        }
+    }
+}
+
 /// One item of a streamed model response.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a streamed model chunk graphmind can read",
@@ -164,6 +225,25 @@ impl StepResponse for serde_json::Value {}
 pub trait StepChunk {
     /// Reports the chunk's deltas: answer text, reasoning, or tool-call arguments.
     fn deltas(&self, emit: &mut dyn FnMut(DeltaKind, &str));
+    /// Reports the chunk's deltas with the tool call each tool-argument piece belongs to (its
+    /// index in the reply and, when the chunk carries them, the call id and tool name), so
+    /// that parallel tool calls stream apart in the debugger. graphmind reads a chunk through
+    /// this method only; the default reports [`deltas`](StepChunk::deltas) naming no call.
+    /// An SDK whose chunks stream several calls by index overrides it:
+    ///
+    /// ```ignore
+    /// fn call_deltas(&self, emit: &mut dyn FnMut(Delta<'_>)) {
+    ///     for call in &self.tool_calls {
+    ///         let mut d = Delta::tool_args(call.index, &call.arguments);
+    ///         if let Some(id) = &call.id { d = d.with_call_id(id); }
+    ///         if let Some(name) = &call.name { d = d.with_tool_name(name); }
+    ///         emit(d);
+    ///     }
+    /// }
+    /// ```
+    fn call_deltas(&self, emit: &mut dyn FnMut(Delta<'_>)) {
+        self.deltas(&mut |kind, text| emit(Delta::new(kind, text)));
+    }
     /// Usage, usually on the last chunk.
     fn usage(&self) -> Option<Usage> {
         None
@@ -194,6 +274,11 @@ impl<T: StepChunk, E: std::fmt::Display> StepChunk for Result<T, E> {
     fn deltas(&self, emit: &mut dyn FnMut(DeltaKind, &str)) {
         if let Ok(c) = self {
             c.deltas(emit);
+        }
+    }
+    fn call_deltas(&self, emit: &mut dyn FnMut(Delta<'_>)) {
+        if let Ok(c) = self {
+            c.call_deltas(emit);
         }
     }
     fn usage(&self) -> Option<Usage> {

@@ -82,7 +82,12 @@ impl NodeRun {
 
     /// Queues one streamed delta; batched into one `node.token` per interval.
     pub(crate) fn push_token(&mut self, kind: DeltaKind, text: &str) {
-        if text.is_empty() {
+        self.push_delta(&crate::model::Delta::new(kind, text));
+    }
+
+    /// Queues one streamed delta with the tool call it names, if any.
+    pub(crate) fn push_delta(&mut self, delta: &crate::model::Delta<'_>) {
+        if delta.text.is_empty() {
             return;
         }
         let buf = self.tokens.get_or_insert_with(|| {
@@ -93,7 +98,7 @@ impl NodeRun {
                 self.instance_id.to_string(),
             ))
         });
-        buf.push(kind, text);
+        buf.push_delta(delta);
     }
 
     /// Sends pending token deltas now.

@@ -6,7 +6,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use graphmind_protocol::{DeltaKind, Extra, Message, NodeToken, TokenDelta};
+use graphmind_protocol::{Extra, Message, NodeToken, TokenDelta};
 use serde_json::Value;
 
 use crate::exec::Host;
@@ -29,6 +29,37 @@ fn cut(text: &str) -> std::borrow::Cow<'_, str> {
         &text[..end],
         graphmind_protocol::TRUNCATION_SUFFIX
     ))
+}
+
+/// The loose fields that name a delta's tool call, as the viewer reads them.
+fn call_fields(delta: &crate::model::Delta<'_>) -> Extra {
+    let mut extra = Extra::new();
+    if let Some(index) = delta.index {
+        extra.insert("index".into(), Value::from(index));
+    }
+    if let Some(id) = delta.call_id {
+        extra.insert("toolCallId".into(), Value::String(id.to_owned()));
+    }
+    if let Some(name) = delta.tool_name {
+        extra.insert("toolName".into(), Value::String(name.to_owned()));
+    }
+    extra
+}
+
+/// Whether `delta` may be appended to `last`: it names the same call, or it gives only the
+/// index of the call `last` belongs to (later pieces of a call often carry nothing else).
+/// A piece that names a call id or tool name `last` lacks starts a delta of its own, so the
+/// name reaches the viewer.
+fn continues(last: &TokenDelta, delta: &crate::model::Delta<'_>) -> bool {
+    let index = last.extra.get("index").and_then(Value::as_u64);
+    let field = |key: &str| last.extra.get(key).and_then(Value::as_str);
+    if index != delta.index {
+        return false;
+    }
+    let same = |have: Option<&str>, new: Option<&str>| {
+        new.is_none_or(|n| have == Some(n)) && (index.is_some() || have == new)
+    };
+    same(field("toolCallId"), delta.call_id) && same(field("toolName"), delta.tool_name)
 }
 
 /// Pending deltas of one node execution.
@@ -63,7 +94,15 @@ impl TokenBuf {
     /// Adds one delta; consecutive deltas of one kind are merged. A batch that grows past
     /// [`BATCH_LIMIT`] bytes goes out at once, and a single delta longer than that is cut, so
     /// every `node.token` stays inside the payload budget.
-    pub(crate) fn push(self: &Arc<Self>, kind: DeltaKind, text: &str) {
+    #[cfg(test)]
+    pub(crate) fn push(self: &Arc<Self>, kind: graphmind_protocol::DeltaKind, text: &str) {
+        self.push_delta(&crate::model::Delta::new(kind, text));
+    }
+
+    /// Adds one delta. Consecutive deltas merge only when they belong to the same tool call
+    /// (see [`continues`]), so that parallel calls' arguments never mix in one delta.
+    pub(crate) fn push_delta(self: &Arc<Self>, delta: &crate::model::Delta<'_>) {
+        let (kind, text) = (delta.kind, delta.text);
         if text.is_empty() || self.closed.load(Ordering::Relaxed) {
             return;
         }
@@ -77,11 +116,13 @@ impl TokenBuf {
                 pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
             }
             match pending.last_mut() {
-                Some(last) if last.t == kind => last.v.push_str(&text),
+                Some(last) if last.t == kind && continues(last, delta) => {
+                    last.v.push_str(&text);
+                }
                 _ => pending.push(TokenDelta {
                     t: kind,
                     v: text.into_owned(),
-                    extra: Extra::new(),
+                    extra: call_fields(delta),
                 }),
             }
             if self.armed.swap(true, Ordering::AcqRel) {
@@ -129,7 +170,7 @@ mod tests {
     use std::sync::Mutex;
     use std::time::Duration;
 
-    use graphmind_protocol::{Mode, NodeKind, PausePoint, SdkInfo};
+    use graphmind_protocol::{DeltaKind, Mode, NodeKind, PausePoint, SdkInfo};
 
     use super::*;
     use crate::gate::{GateSink, Registry};
@@ -243,6 +284,55 @@ mod tests {
         let t = tokens(&rec);
         assert_eq!(t.len(), 2, "close flushes");
         assert_eq!(t[1].deltas[0].v, "y");
+    }
+
+    #[test]
+    fn deltas_of_different_tool_calls_never_merge() {
+        use crate::model::Delta;
+        let (rec, buf) = buf();
+        buf.push_delta(
+            &Delta::tool_args(0, "{\"ci")
+                .with_call_id("call_a")
+                .with_tool_name("weather"),
+        );
+        buf.push_delta(&Delta::tool_args(0, "ty\""));
+        buf.push_delta(
+            &Delta::tool_args(1, "{\"am")
+                .with_call_id("call_b")
+                .with_tool_name("refund"),
+        );
+        buf.push_delta(&Delta::tool_args(0, ": \"Lisbon\"}"));
+        buf.push_delta(&Delta::tool_args(1, "ount\": 120}"));
+        buf.push_delta(&Delta::tool_args(1, "").with_call_id("call_b"));
+        buf.push(DeltaKind::ToolArgs, "{}");
+        buf.push(DeltaKind::ToolArgs, "[]");
+        buf.close();
+        let t = tokens(&rec);
+        assert_eq!(t.len(), 1);
+        type Named<'a> = (Option<u64>, Option<&'a str>, Option<&'a str>, &'a str);
+        let got: Vec<Named<'_>> = t[0]
+            .deltas
+            .iter()
+            .map(|d| {
+                (
+                    d.extra.get("index").and_then(Value::as_u64),
+                    d.extra.get("toolCallId").and_then(Value::as_str),
+                    d.extra.get("toolName").and_then(Value::as_str),
+                    d.v.as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (Some(0), Some("call_a"), Some("weather"), "{\"city\""),
+                (Some(1), Some("call_b"), Some("refund"), "{\"am"),
+                (Some(0), None, None, ": \"Lisbon\"}"),
+                (Some(1), None, None, "ount\": 120}"),
+                (None, None, None, "{}[]"),
+            ],
+            "a call's later pieces join it by index only; other calls stay apart"
+        );
     }
 
     #[test]

@@ -4,9 +4,7 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use futures_core::Stream;
-use graphmind_protocol::{
-    DeltaKind, Extra, GraphHint, GraphNodeHint, Message, NodeKind, TokenUsage,
-};
+use graphmind_protocol::{Extra, GraphHint, GraphNodeHint, Message, NodeKind, TokenUsage};
 use serde_json::Value;
 
 use super::Host;
@@ -274,7 +272,7 @@ where
 pub(crate) fn observe_chunk<C: StepChunk>(obs: &mut Observer, chunk: &C) {
     obs.chunks += 1;
     let node = &mut obs.node;
-    chunk.deltas(&mut |kind: DeltaKind, text: &str| node.push_token(kind, text));
+    chunk.call_deltas(&mut |delta| node.push_delta(&delta));
     if let Some(u) = chunk.usage() {
         obs.usage = Some(u.to_wire());
     }
