@@ -87,10 +87,11 @@ impl graphmind::model::StepChunk for Chunk {
                 input_tokens,
                 output_tokens,
                 ..
-            } => Some(graphmind::model::Usage::inclusive(
-                *input_tokens,
-                *output_tokens,
-            )),
+            } => Some(
+                // Optional counts go on with `with_…` setters (`with_cache_read`, …).
+                graphmind::model::Usage::inclusive(*input_tokens, *output_tokens)
+                    .with_total(input_tokens + output_tokens),
+            ),
             _ => None,
         }
     }

@@ -19,7 +19,7 @@ test('the token tail shows the streamed reply on the llm card', () =>
     const newest = inspectorExecs(page).first();
     assert.match(await newest.locator('[data-testid="exec-text"]').textContent(), /I'm sorry your parcel went missing/);
     // usage counts say what they count
-    assert.match(await newest.locator('[data-testid="exec-usage"]').textContent(), /^usage \d+ tokens in · \d+ tokens out$/);
+    assert.match(await newest.locator('[data-testid="exec-usage"]').textContent(), /^usage \d+ tokens in · \d+ tokens out · \d+ total tokens$/);
     await shot(page, 'token-tail-final');
     assertNoPageErrors(page);
   }));
