@@ -186,7 +186,10 @@ function spawnApp(cmd, args, hub, env) {
 /** Runs the support agent example against the hub; resolves when it exits. */
 export function startAgent(hub, args = [], env = {}) {
   if (!fs.existsSync(AGENT_BIN)) throw new Error(`no support agent at ${AGENT_BIN}: run tests/browser/run.sh (it builds it)`);
-  return spawnApp(AGENT_BIN, args, hub, env);
+  // Its own default waits 500 ms for the hub; a page and a browser starting beside it on two
+  // cores can take longer than that, and a detached agent would hold no gate.
+  const wait = args.includes('--attach-wait-ms') ? [] : ['--attach-wait-ms', '10000'];
+  return spawnApp(AGENT_BIN, [...wait, ...args], hub, env);
 }
 
 /** Runs a Python agent (graphmind-ai 0.5.1) against the hub. */
