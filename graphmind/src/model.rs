@@ -1,10 +1,18 @@
-//! What graphmind reads from model requests, responses and stream chunks. Implemented for
-//! `String` / `&str`; implement them for any SDK's types (a few lines each).
+//! What graphmind reads from model requests, responses and stream chunks.
 //!
-//! [`StepRequest`] is only needed for a request without a `messages` field: steps are
-//! grouped into one invocation (one conversation) by the request's captured `messages`
-//! array (at the top level or one level down), which OpenAI-, Anthropic- and Gemini-style
-//! requests already have.
+//! Two ways to teach graphmind a type:
+//! - **Your own types**: implement [`StepResponse`], [`StepChunk`] and (rarely)
+//!   [`StepRequest`] for them; they are read through the default codec, [`Native`].
+//! - **Another crate's types** (an SDK's `CreateChatCompletionResponse`, …): the orphan rule
+//!   forbids implementing graphmind's traits for them outside that crate, so a *codec* — a
+//!   type you own — reads them instead: implement [`ResponseCodec<TheirResponse>`],
+//!   [`ChunkCodec<TheirChunk>`] and [`RequestCodec<TheirRequest>`] for it and name it on the
+//!   attribute, `#[graphmind::model_step(codec = MyCodec)]`. An adapter crate ships such a
+//!   codec for its SDK.
+//!
+//! A request is only read for grouping: without a [`RequestCodec`] steps are grouped into
+//! one invocation (one conversation) by the request's captured `messages` array (at the top
+//! level or one level down), which OpenAI-, Anthropic- and Gemini-style requests already have.
 
 use std::borrow::Cow;
 
@@ -139,14 +147,31 @@ impl Usage {
     }
 }
 
-/// A non-streaming model response.
+/// A non-streaming model response of your own crate (for another crate's type, see
+/// [`ResponseCodec`]). Every method has a default reporting nothing.
 pub trait StepResponse {
     /// Token usage, if the response reports it.
     fn usage(&self) -> Option<Usage> {
         None
     }
-    /// Why the model stopped (`stop`, `tool_calls`, …).
+    /// Why the model stopped, in the provider's spelling (`stop`, `tool_calls`, …).
     fn finish_reason(&self) -> Option<Cow<'_, str>> {
+        None
+    }
+    /// The answer's text (see [`ResponseCodec::text`]).
+    fn text(&self) -> Option<Cow<'_, str>> {
+        None
+    }
+    /// The tool calls the model asked for, in order.
+    fn tool_calls(&self) -> Vec<ToolCall<'_>> {
+        Vec::new()
+    }
+    /// The model that answered.
+    fn model(&self) -> Option<Cow<'_, str>> {
+        None
+    }
+    /// The provider's response id.
+    fn response_id(&self) -> Option<Cow<'_, str>> {
         None
     }
 }
@@ -216,11 +241,13 @@ impl<'a> Delta<'a> {
     }
 }
 
-/// One item of a streamed model response.
+/// One item of a streamed model response of your own crate (for another crate's type, see
+/// [`ChunkCodec`]).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a streamed model chunk graphmind can read",
     label = "the items of a `#[graphmind::model_step]` stream must implement `graphmind::model::StepChunk`",
-    note = "implement `graphmind::model::StepChunk` for it: `deltas` reports the text, reasoning and tool-argument pieces (see `examples/src/lib.rs`)"
+    note = "implement `graphmind::model::StepChunk` for it if it is your own type: `deltas` reports the text, reasoning and tool-argument pieces (see `examples/src/lib.rs`)",
+    note = "a type of another crate (an SDK's chunk) cannot implement it: read it through a codec, `#[graphmind::model_step(codec = MyCodec)]` with `impl graphmind::model::ChunkCodec<TheirChunk> for MyCodec`"
 )]
 pub trait StepChunk {
     /// Reports the chunk's deltas: answer text, reasoning, or tool-call arguments.
@@ -295,8 +322,9 @@ impl<T: StepChunk, E: std::fmt::Display> StepChunk for Result<T, E> {
     }
 }
 
-/// A model request: how steps are grouped into invocations. A step continues the previous
-/// invocation of its run when its request has the same first message and more messages.
+/// A model request of your own crate: how steps are grouped into invocations (for another
+/// crate's type, see [`RequestCodec`]). A step continues the previous invocation of its run
+/// when its request has the same first message and more messages.
 pub trait StepRequest {
     /// The first message (usually the system prompt or the user's question), as text.
     fn first_message(&self) -> Option<Cow<'_, str>>;
@@ -313,6 +341,9 @@ pub enum Grouping {
     Messages(u64, usize),
     /// An explicit invocation key (`invocation = …` on the attribute).
     Explicit(String),
+    /// Continues the invocation whose latest step answered with this response id (OpenAI
+    /// Responses' `previous_response_id`); a new invocation when no step of the run did.
+    After(String),
 }
 
 impl Grouping {
@@ -327,6 +358,348 @@ impl Grouping {
     /// An explicit key.
     pub fn explicit(key: impl std::fmt::Display) -> Self {
         Self::Explicit(key.to_string())
+    }
+
+    /// Continues the invocation whose latest step answered with `response_id`.
+    pub fn after(response_id: impl std::fmt::Display) -> Self {
+        Self::After(response_id.to_string())
+    }
+}
+
+/// One tool call of a model response, as [`ResponseCodec::tool_calls`] reports it: on
+/// `node.finished.output.toolCalls` as `{id, name, arguments}` (the arguments parsed as
+/// JSON when they are JSON, else kept as the string).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ToolCall<'a> {
+    /// The call's id (`call_…`), if the provider gives one.
+    pub id: Option<Cow<'a, str>>,
+    /// The called tool's name.
+    pub name: Cow<'a, str>,
+    /// The arguments as the model wrote them (usually a JSON object as text).
+    pub arguments: Cow<'a, str>,
+}
+
+impl<'a> ToolCall<'a> {
+    /// A call of tool `name` with `arguments` (as text).
+    #[must_use]
+    pub fn new(name: impl Into<Cow<'a, str>>, arguments: impl Into<Cow<'a, str>>) -> Self {
+        Self {
+            id: None,
+            name: name.into(),
+            arguments: arguments.into(),
+        }
+    }
+
+    /// Names the call's id.
+    #[must_use]
+    pub fn with_id(self, id: impl Into<Cow<'a, str>>) -> Self {
+        Self {
+            id: Some(id.into()),
+            ..self
+        }
+    }
+}
+
+/// Reads a model response of type `R` for graphmind: a *codec* is a type of your own (or an
+/// adapter crate's) that knows another crate's response type. A trait of graphmind's cannot
+/// be implemented for a type of another crate from a third crate (the orphan rule), but
+/// `impl ResponseCodec<TheirType> for MyCodec` can, because `MyCodec` is yours. Name the
+/// codec on the attribute — `#[graphmind::model_step(codec = MyCodec)]` — or use it with
+/// [`Node`](crate::node::Node) directly. Every method has a default reporting nothing.
+///
+/// ```
+/// use std::borrow::Cow;
+/// use graphmind::model::{ResponseCodec, ToolCall, Usage};
+///
+/// // A type from another crate (here `serde_json::Value`, shaped like an OpenAI reply).
+/// struct Chat;
+///
+/// impl ResponseCodec<serde_json::Value> for Chat {
+///     fn usage(r: &serde_json::Value) -> Option<Usage> {
+///         let u = r.get("usage")?;
+///         Some(Usage::inclusive(u["prompt_tokens"].as_u64()?, u["completion_tokens"].as_u64()?))
+///     }
+///     fn finish_reason(r: &serde_json::Value) -> Option<Cow<'_, str>> {
+///         r.pointer("/choices/0/finish_reason")?.as_str().map(Cow::Borrowed)
+///     }
+///     fn text(r: &serde_json::Value) -> Option<Cow<'_, str>> {
+///         r.pointer("/choices/0/message/content")?.as_str().map(Cow::Borrowed)
+///     }
+///     fn tool_calls(r: &serde_json::Value) -> Vec<ToolCall<'_>> {
+///         let calls = r.pointer("/choices/0/message/tool_calls").and_then(|c| c.as_array());
+///         calls.into_iter().flatten().filter_map(|c| {
+///             let f = c.get("function")?;
+///             let call = ToolCall::new(f["name"].as_str()?, f["arguments"].as_str()?);
+///             Some(match c["id"].as_str() { Some(id) => call.with_id(id), None => call })
+///         }).collect()
+///     }
+/// }
+///
+/// let reply = serde_json::json!({
+///     "choices": [{"message": {"content": "Lisbon"}, "finish_reason": "stop"}],
+///     "usage": {"prompt_tokens": 12, "completion_tokens": 3},
+/// });
+/// assert_eq!(Chat::text(&reply).as_deref(), Some("Lisbon"));
+/// assert_eq!(Chat::usage(&reply), Some(Usage::inclusive(12, 3)));
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a codec for model responses of type `{R}`",
+    label = "the codec named by `codec = …` must implement `graphmind::model::ResponseCodec<{R}>`",
+    note = "implement `graphmind::model::ResponseCodec<{R}>` for the codec (it reads usage, finish reason, text and tool calls), or leave `codec = …` out to read a response that implements `graphmind::model::StepResponse`"
+)]
+pub trait ResponseCodec<R: ?Sized> {
+    /// Token usage, if the response reports it.
+    fn usage(response: &R) -> Option<Usage> {
+        let _ = response;
+        None
+    }
+    /// Why the model stopped, in the provider's spelling (`stop`, `tool_calls`, `end_turn`,
+    /// …); graphmind normalizes it with [`FinishReason::from_raw`].
+    fn finish_reason(response: &R) -> Option<Cow<'_, str>> {
+        let _ = response;
+        None
+    }
+    /// The answer's text. A codec that reads it makes `node.finished.output` GraphMind 0.6's
+    /// `{text, finishReason, rawFinishReason, toolCalls}` (the full response kept under
+    /// `response`).
+    fn text(response: &R) -> Option<Cow<'_, str>> {
+        let _ = response;
+        None
+    }
+    /// The tool calls the model asked for, in order.
+    fn tool_calls(response: &R) -> Vec<ToolCall<'_>> {
+        let _ = response;
+        Vec::new()
+    }
+    /// The model that answered (`node.finished.model`).
+    fn model(response: &R) -> Option<Cow<'_, str>> {
+        let _ = response;
+        None
+    }
+    /// The provider's response id (`node.finished.responseId`); a later request naming it as
+    /// its previous response continues the invocation (see [`RequestCodec`]).
+    fn response_id(response: &R) -> Option<Cow<'_, str>> {
+        let _ = response;
+        None
+    }
+}
+
+/// Reads one item of a streamed model response of type `C` (see [`ResponseCodec`] for why a
+/// codec). A stream of `Result<Chunk, Error>` items needs the impl for that `Result` type:
+/// report the `Ok` chunk's deltas and the error's text from [`error`](ChunkCodec::error).
+///
+/// ```
+/// use graphmind::model::{ChunkCodec, Delta, DeltaKind};
+///
+/// struct Chat;
+///
+/// impl ChunkCodec<serde_json::Value> for Chat {
+///     fn call_deltas(chunk: &serde_json::Value, emit: &mut dyn FnMut(Delta<'_>)) {
+///         if let Some(text) = chunk.pointer("/choices/0/delta/content").and_then(|t| t.as_str()) {
+///             emit(Delta::new(DeltaKind::Text, text));
+///         }
+///     }
+/// }
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a codec for streamed model chunks of type `{C}`",
+    label = "the codec named by `codec = …` must implement `graphmind::model::ChunkCodec<{C}>`",
+    note = "implement `graphmind::model::ChunkCodec<{C}>` for the codec (it reads each chunk's deltas, usage, finish reason and error), or leave `codec = …` out to read chunks that implement `graphmind::model::StepChunk`"
+)]
+pub trait ChunkCodec<C: ?Sized> {
+    /// Reports the chunk's deltas (text, reasoning, tool-call arguments naming their call).
+    fn call_deltas(chunk: &C, emit: &mut dyn FnMut(Delta<'_>));
+    /// Usage, usually on the last chunk.
+    fn usage(chunk: &C) -> Option<Usage> {
+        let _ = chunk;
+        None
+    }
+    /// Finish reason in the provider's spelling, usually on the last chunk.
+    fn finish_reason(chunk: &C) -> Option<Cow<'_, str>> {
+        let _ = chunk;
+        None
+    }
+    /// An error carried by the chunk (observed, not gated).
+    fn error(chunk: &C) -> Option<String> {
+        let _ = chunk;
+        None
+    }
+}
+
+/// Reads a model request of type `Q` to group steps into invocations (see [`Grouping`]; see
+/// [`ResponseCodec`] for why a codec). Without a `RequestCodec` (or a [`StepRequest`] impl)
+/// steps are grouped by the captured input's `messages` array.
+///
+/// ```
+/// use std::borrow::Cow;
+/// use graphmind::model::{Grouping, RequestCodec};
+///
+/// struct Responses;
+///
+/// impl RequestCodec<serde_json::Value> for Responses {
+///     fn previous_response_id(q: &serde_json::Value) -> Option<Cow<'_, str>> {
+///         q.get("previous_response_id")?.as_str().map(Cow::Borrowed)
+///     }
+/// }
+///
+/// let next = serde_json::json!({"previous_response_id": "resp_1", "input": "and then?"});
+/// assert_eq!(Responses::grouping(&next), Grouping::after("resp_1"));
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a codec for model requests of type `{Q}`",
+    label = "`graphmind::model::RequestCodec<{Q}>` is not implemented for the codec",
+    note = "implement `graphmind::model::RequestCodec<{Q}>` for the codec to group steps into invocations"
+)]
+pub trait RequestCodec<Q: ?Sized> {
+    /// The first message (usually the system prompt or the user's question), as text.
+    fn first_message(request: &Q) -> Option<Cow<'_, str>> {
+        let _ = request;
+        None
+    }
+    /// Number of messages in the request.
+    fn message_count(request: &Q) -> usize {
+        let _ = request;
+        0
+    }
+    /// The response this request continues (OpenAI Responses' `previous_response_id`).
+    fn previous_response_id(request: &Q) -> Option<Cow<'_, str>> {
+        let _ = request;
+        None
+    }
+    /// The step's invocation: [`Grouping::After`] the previous response when there is one,
+    /// else [`Grouping::Messages`] when the first message is known, else [`Grouping::Auto`].
+    fn grouping(request: &Q) -> Grouping {
+        if let Some(prev) = Self::previous_response_id(request) {
+            return Grouping::after(prev);
+        }
+        match Self::first_message(request) {
+            Some(first) => Grouping::Messages(hash_str(&first), Self::message_count(request)),
+            None => Grouping::Auto,
+        }
+    }
+}
+
+/// The codec used when `codec = …` is not given: it reads responses, chunks and requests
+/// through their own [`StepResponse`], [`StepChunk`] and [`StepRequest`] impls.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Native;
+
+impl<R: StepResponse + ?Sized> ResponseCodec<R> for Native {
+    fn usage(response: &R) -> Option<Usage> {
+        response.usage()
+    }
+    fn finish_reason(response: &R) -> Option<Cow<'_, str>> {
+        response.finish_reason()
+    }
+    fn text(response: &R) -> Option<Cow<'_, str>> {
+        response.text()
+    }
+    fn tool_calls(response: &R) -> Vec<ToolCall<'_>> {
+        response.tool_calls()
+    }
+    fn model(response: &R) -> Option<Cow<'_, str>> {
+        response.model()
+    }
+    fn response_id(response: &R) -> Option<Cow<'_, str>> {
+        response.response_id()
+    }
+}
+
+impl<C: StepChunk + ?Sized> ChunkCodec<C> for Native {
+    fn call_deltas(chunk: &C, emit: &mut dyn FnMut(Delta<'_>)) {
+        chunk.call_deltas(emit);
+    }
+    fn usage(chunk: &C) -> Option<Usage> {
+        chunk.usage()
+    }
+    fn finish_reason(chunk: &C) -> Option<Cow<'_, str>> {
+        chunk.finish_reason()
+    }
+    fn error(chunk: &C) -> Option<String> {
+        chunk.error()
+    }
+}
+
+impl<Q: StepRequest + ?Sized> RequestCodec<Q> for Native {
+    fn first_message(request: &Q) -> Option<Cow<'_, str>> {
+        request.first_message()
+    }
+    fn message_count(request: &Q) -> usize {
+        request.message_count()
+    }
+}
+
+/// Why a model stopped, normalized as GraphMind 0.6 names it (`node.finished.output
+/// .finishReason`); the provider's own spelling goes beside it as `rawFinishReason`.
+///
+/// ```
+/// use graphmind::model::FinishReason;
+///
+/// assert_eq!(FinishReason::from_raw("tool_calls"), FinishReason::ToolCalls);
+/// assert_eq!(FinishReason::from_raw("end_turn").as_str(), "stop");
+/// assert_eq!(FinishReason::from_raw("MAX_TOKENS"), FinishReason::Length);
+/// assert_eq!(FinishReason::from_raw("something new"), FinishReason::Other);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum FinishReason {
+    /// The model ended its answer (`stop`, `end_turn`, `stop_sequence`, `STOP`, `completed`).
+    Stop,
+    /// A token limit cut it (`length`, `max_tokens`, `MAX_TOKENS`, `max_output_tokens`,
+    /// `incomplete`).
+    Length,
+    /// The model asked for tools (`tool_calls`, `function_call`, `tool_use`).
+    ToolCalls,
+    /// A safety filter stopped it (`content_filter`, `refusal`, `SAFETY`, `RECITATION`,
+    /// `BLOCKLIST`, `PROHIBITED_CONTENT`, `SPII`).
+    ContentFilter,
+    /// The provider reported an error (`error`, `failed`).
+    Error,
+    /// Any other reason (kept as `rawFinishReason`).
+    Other,
+}
+
+impl FinishReason {
+    /// Normalizes a provider's finish reason (OpenAI Chat and Responses, Anthropic, Gemini,
+    /// and the normalized names themselves); case and `-`/`_` do not matter.
+    #[must_use]
+    pub fn from_raw(raw: &str) -> Self {
+        let key = raw.trim().to_ascii_lowercase().replace('-', "_");
+        match key.as_str() {
+            "stop" | "end_turn" | "stop_sequence" | "completed" | "finish_reason_stop" | "end"
+            | "eos" => Self::Stop,
+            "length"
+            | "max_tokens"
+            | "max_output_tokens"
+            | "incomplete"
+            | "model_context_window_exceeded" => Self::Length,
+            "tool_calls" | "function_call" | "tool_use" | "tool_call" => Self::ToolCalls,
+            "content_filter" | "refusal" | "safety" | "recitation" | "blocklist"
+            | "prohibited_content" | "spii" | "image_safety" => Self::ContentFilter,
+            "error" | "failed" | "malformed_function_call" => Self::Error,
+            _ => Self::Other,
+        }
+    }
+
+    /// The normalized name: `stop`, `length`, `tool-calls`, `content-filter`, `error` or
+    /// `other`.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Stop => "stop",
+            Self::Length => "length",
+            Self::ToolCalls => "tool-calls",
+            Self::ContentFilter => "content-filter",
+            Self::Error => "error",
+            Self::Other => "other",
+        }
+    }
+}
+
+impl std::fmt::Display for FinishReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 

@@ -86,6 +86,9 @@ pub(crate) struct Invocation {
     pub(crate) first: Option<u64>,
     pub(crate) len: usize,
     pub(crate) steps: u32,
+    /// The response id of the invocation's latest step, once it answered with one
+    /// ([`Grouping::After`](crate::model::Grouping::After) continues it).
+    pub(crate) response: Option<String>,
 }
 
 impl Drop for RunCtx {

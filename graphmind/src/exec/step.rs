@@ -36,18 +36,22 @@ fn place(state: &mut StepState, grouping: &Grouping, input: &Value) -> (String, 
             Some((h, n)) => (None, Some(h), n),
             None => (None, None, 0),
         },
+        Grouping::After(_) => (None, None, 0),
     };
-    let continues = state
-        .invocation
-        .as_ref()
-        .is_some_and(|inv| match (&key, first) {
+    let continues = state.invocation.as_ref().is_some_and(|inv| {
+        if let Grouping::After(prev) = grouping {
+            return inv.response.as_ref() == Some(prev);
+        }
+        match (&key, first) {
             (Some(k), _) => inv.key.as_ref() == Some(k),
             (None, Some(h)) => inv.first == Some(h) && len > inv.len,
             (None, None) => false,
-        });
+        }
+    });
     if continues && let Some(inv) = state.invocation.as_mut() {
         inv.steps += 1;
         inv.len = len;
+        inv.response = None;
         return (format!("{}:s{}", inv.id, inv.steps), false);
     }
     let id = super::next_id("inv");
@@ -58,6 +62,7 @@ fn place(state: &mut StepState, grouping: &Grouping, input: &Value) -> (String, 
         first,
         len,
         steps: 1,
+        response: None,
     });
     (instance, true)
 }
@@ -368,6 +373,23 @@ mod tests {
         assert!(first && c.ends_with(":s1"), "not grown: a new invocation");
         let (d, first) = place(&mut state, &Grouping::Messages(2, 9), &input);
         assert!(first && d.ends_with(":s1"), "another first message");
+    }
+
+    #[test]
+    fn after_grouping_continues_the_invocation_that_answered_with_the_id() {
+        let mut state = StepState::default();
+        let (a, first) = place(&mut state, &Grouping::after("resp_0"), &Value::Null);
+        assert!(first, "no step answered resp_0 yet");
+        if let Some(inv) = state.invocation.as_mut() {
+            inv.response = Some("resp_1".into());
+        }
+        let (b, first) = place(&mut state, &Grouping::after("resp_1"), &Value::Null);
+        assert!(!first && b.ends_with(":s2"), "{a} then {b}");
+        let (_, first) = place(&mut state, &Grouping::after("resp_1"), &Value::Null);
+        assert!(
+            first,
+            "the answer of step 2 is not known yet: resp_1 is no longer the latest"
+        );
     }
 
     #[test]
