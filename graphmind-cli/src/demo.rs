@@ -18,6 +18,7 @@ use serde_json::{Value, json};
 use crate::paths;
 use crate::serve::{self, AllowControl, ServeArgs};
 use crate::signals::StopSignals;
+use graphmind_hub::now_ms;
 
 /// The demo agent's app name, as its runs show in the viewer.
 const APP: &str = "support-agent";
@@ -69,18 +70,18 @@ pub fn main(args: DemoArgs) -> ExitCode {
 }
 
 /// The hub the demo reports to.
-enum Hub {
+enum DemoHub {
     /// Started by this process; stopped when the demo ends.
-    Own(serve::Running),
+    Own(Box<graphmind_hub::Running>),
     /// Another `graphmind serve` on the port.
     External(u16),
 }
 
-impl Hub {
+impl DemoHub {
     fn port(&self) -> u16 {
         match self {
-            Hub::Own(r) => r.port,
-            Hub::External(p) => *p,
+            DemoHub::Own(r) => r.port,
+            DemoHub::External(p) => *p,
         }
     }
 }
@@ -102,10 +103,10 @@ async fn run(args: DemoArgs) -> ExitCode {
         serve_args.allow_control = AllowControl::Inject;
     }
     let hub = if serve_args.port != 0 && is_graphmind(serve_args.port).await {
-        Hub::External(serve_args.port)
+        DemoHub::External(serve_args.port)
     } else {
         match serve::start(&serve_args).await {
-            Ok(r) => Hub::Own(r),
+            Ok(r) => DemoHub::Own(Box::new(r)),
             Err(e) => {
                 eprintln!("graphmind: {e}");
                 return ExitCode::from(1);
@@ -115,8 +116,8 @@ async fn run(args: DemoArgs) -> ExitCode {
     let port = hub.port();
     let base = format!("http://127.0.0.1:{port}");
     let link = match &hub {
-        Hub::Own(r) => r.viewer_url.clone(),
-        Hub::External(_) => format!("{base}/"),
+        DemoHub::Own(r) => r.viewer_url.clone(),
+        DemoHub::External(_) => format!("{base}/"),
     };
     if json_out {
         let line = json!({
@@ -125,19 +126,19 @@ async fn run(args: DemoArgs) -> ExitCode {
             "pid": std::process::id(),
             "version": env!("CARGO_PKG_VERSION"),
             "viewerUrl": link,
-            "ownHub": matches!(hub, Hub::Own(_)),
+            "ownHub": matches!(hub, DemoHub::Own(_)),
         });
         println!("{line}");
     }
     match &hub {
-        Hub::Own(_) => say!(json_out, "graphmind demo: viewer at {link}"),
-        Hub::External(_) => say!(
+        DemoHub::Own(_) => say!(json_out, "graphmind demo: viewer at {link}"),
+        DemoHub::External(_) => say!(
             json_out,
             "graphmind demo: using the graphmind hub already on port {port}; viewer at {link} \
              (to control the run, open the link its `graphmind serve` printed)"
         ),
     }
-    let opened = !serve_args.no_open && crate::serve::open_browser(&link);
+    let opened = !serve_args.no_open && crate::browser::open(&link);
     if opened && !args.auto {
         // let the page connect, so the run is watched from its first event
         wait_for_viewer(port, Duration::from_secs(5)).await;
@@ -149,7 +150,7 @@ async fn run(args: DemoArgs) -> ExitCode {
             Ok(t) => Some(t),
             Err(e) => {
                 eprintln!("graphmind demo: {e}");
-                if let Hub::Own(running) = hub {
+                if let DemoHub::Own(running) = hub {
                     running.shutdown().await;
                 }
                 return ExitCode::from(1);
@@ -159,7 +160,7 @@ async fn run(args: DemoArgs) -> ExitCode {
         None
     };
 
-    let started_ms = serve::now_ms();
+    let started_ms = now_ms();
     let gm =
         graphmind::init(graphmind::Config::new(APP).url(format!("ws://127.0.0.1:{port}/ingest")));
     if !gm.ready(Duration::from_secs(2)).await {
@@ -203,7 +204,7 @@ async fn run(args: DemoArgs) -> ExitCode {
             agent.abort();
             let _ = agent.await;
             gm.dispose().await;
-            if let Hub::Own(running) = hub {
+            if let DemoHub::Own(running) = hub {
                 running.shutdown().await;
             }
             return ExitCode::from(signal.exit_code());
@@ -233,7 +234,7 @@ async fn run(args: DemoArgs) -> ExitCode {
             _ => ExitCode::from(1),
         }
     } else {
-        if let Hub::Own(_) = hub {
+        if let DemoHub::Own(_) = hub {
             say!(
                 json_out,
                 "graphmind demo: the viewer stays up at {link}; Ctrl-C to stop"
@@ -242,7 +243,7 @@ async fn run(args: DemoArgs) -> ExitCode {
         }
         ExitCode::SUCCESS
     };
-    if let Hub::Own(running) = hub {
+    if let DemoHub::Own(running) = hub {
         running.shutdown().await;
     }
     code

@@ -1,11 +1,13 @@
-//! `graphmind`: the debugger hub (`graphmind serve`) and the commands that control it.
+//! `graphmind`: the debugger hub (`graphmind serve`, over the `graphmind-hub` library), the
+//! commands that control it and, with the `demo` feature (on by default), `graphmind demo`.
 
+mod browser;
 mod control;
+#[cfg(feature = "demo")]
 mod demo;
 mod paths;
 mod serve;
 mod signals;
-mod viewer;
 
 use std::process::ExitCode;
 
@@ -29,6 +31,7 @@ enum Command {
     /// `--auto`: in `$GRAPHMIND_HOME/graphmind.db` (default `~/.graphmind/graphmind.db`,
     /// or `--db PATH`), with its run file in `$GRAPHMIND_HOME/run/`. To leave `~/.graphmind`
     /// untouched, run it with `GRAPHMIND_HOME=$(mktemp -d)`.
+    #[cfg(feature = "demo")]
     Demo(demo::DemoArgs),
     /// Commands that talk to a running `graphmind serve`.
     #[command(flatten)]
@@ -49,6 +52,7 @@ fn main() -> ExitCode {
     };
     match cli.command {
         Command::Serve(args) => serve::main(args),
+        #[cfg(feature = "demo")]
         Command::Demo(args) => demo::main(args),
         Command::Control(cmd) => control::main(cmd),
     }

@@ -16,6 +16,8 @@ pub enum Stop {
     Hangup,
 }
 
+// Only `graphmind demo` reports the signal it stopped on.
+#[cfg_attr(not(feature = "demo"), allow(dead_code))]
 impl Stop {
     /// The shell's exit status for a process ended by this signal (128 + its number).
     pub fn exit_code(self) -> u8 {

@@ -49,7 +49,7 @@ pub fn viewer_link(port: u16) -> Result<String, Fail> {
 pub fn open(port: Option<u16>, print: bool) -> Result<(), Fail> {
     let hub = Hub::locate(port)?;
     let link = viewer_link(hub.port)?;
-    if !print && crate::serve::open_browser(&link) {
+    if !print && crate::browser::open(&link) {
         eprintln!("graphmind: opened the viewer of port {}", hub.port);
         return Ok(());
     }

@@ -1,11 +1,11 @@
-// The chat reading of a model step's input (graphmind-cli/assets/chat.js, no DOM): the shapes
+// The chat reading of a model step's input (graphmind-hub/assets/chat.js, no DOM): the shapes
 // of the SDKs, and inputs that are not a conversation.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { ROOT } from '../lib/harness.mjs';
 
-const { chatOf, replyOf } = await import(path.join(ROOT, 'graphmind-cli/assets/chat.js'));
+const { chatOf, replyOf } = await import(path.join(ROOT, 'graphmind-hub/assets/chat.js'));
 const brief = (chat) => chat.messages.map((m) => [m.role, m.parts.map((p) => (p.kind === 'text' ? p.text : p.kind === 'call' ? `call ${p.name} ${p.id} ${JSON.stringify(p.args)}` : p.kind === 'result' ? `result ${p.name} ${p.id}` : p.kind))]);
 
 test('Anthropic: system on top, tool_use and tool_result blocks', () => {

@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { ROOT } from '../lib/harness.mjs';
 
-const assets = path.join(ROOT, 'graphmind-cli/assets');
+const assets = path.join(ROOT, 'graphmind-hub/assets');
 const { RunModel, deriveReason, matcherMatches, nodeBreakpoints } = await import(path.join(assets, 'model.js'));
 const { layout, CARD_W, CARD_H } = await import(path.join(assets, 'layout.js'));
 

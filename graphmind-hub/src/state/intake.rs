@@ -13,8 +13,8 @@ use super::viewers::drop_viewer;
 use super::{
     CLOSED_MEMORY, Closed, Hub, InFlight, Load, Outcome, Pause, PauseKey, RunState, ViewerOut,
 };
-use crate::serve::now_ms;
-use crate::serve::storage::{EventRow, RunRow};
+use crate::now_ms;
+use crate::storage::{EventRow, RunRow};
 
 impl Hub {
     /// What must be read from storage before an event of `run_id` is taken in.

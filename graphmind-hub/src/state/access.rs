@@ -3,7 +3,7 @@
 use graphmind_protocol::ResumeAction;
 
 use super::{Hub, Need, Outcome};
-use crate::serve::AllowControl;
+use crate::AllowControl;
 
 impl Hub {
     /// Checks a bearer token of the HTTP API for `need`.

@@ -10,8 +10,8 @@ use serde_json::{Value, json};
 
 use super::viewers::announce_removed;
 use super::{EVICT_IDLE_MS, Hub, NodeSeen, RunState, State};
-use crate::serve::now_ms;
-use crate::serve::storage::{RunRow, TOMBSTONE_MAX, TOMBSTONE_MAX_AGE_MS};
+use crate::now_ms;
+use crate::storage::{RunRow, TOMBSTONE_MAX, TOMBSTONE_MAX_AGE_MS};
 
 impl RunState {
     /// A run as stored (no owner, seqs not loaded).
@@ -212,7 +212,7 @@ impl Hub {
     /// Drops runs the retention pass that started at `since` (epoch ms) deleted from memory,
     /// and remembers them as deleted (their events are dropped on intake from now on).
     /// A run that became active again meanwhile stays; its returned row is to be stored again
-    /// ([`Writer::revive`](crate::serve::storage::Writer::revive)).
+    /// ([`Writer::revive`](crate::storage::Writer::revive)).
     /// The others are announced to every viewer in `removed` frames (at most
     /// [`REMOVED_BATCH`](super::REMOVED_BATCH) ids each); a viewer subscribed to one of them is unsubscribed, and a
     /// viewer whose queue has no room for the frame is dropped (it reconnects, and its new

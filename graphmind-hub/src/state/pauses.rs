@@ -9,7 +9,7 @@ use tokio::sync::oneshot;
 
 use super::viewers::broadcast;
 use super::{AppOut, CLOSED_MEMORY, Hub, InFlight, MAX_CONTROL_FRAME, Outcome, Pause, State};
-use crate::serve::tokens::random_id;
+use crate::tokens::random_id;
 
 impl Pause {
     fn to_json(&self) -> Value {

@@ -13,9 +13,9 @@ use super::{
     AppConn, AppOut, CLOSED_MEMORY, Closed, Hub, MAX_SESSION_TOKENS, Outcome, PauseKey, RunState,
     SessionToken, State, TOKENS_PER_IDENTITY,
 };
-use crate::serve::now_ms;
-use crate::serve::storage::RunRow;
-use crate::serve::tokens::random_id;
+use crate::now_ms;
+use crate::storage::RunRow;
+use crate::tokens::random_id;
 
 impl Hub {
     /// Registers an app connection after its hello and builds the `hello.ack`. Returns the
@@ -72,7 +72,7 @@ impl Hub {
                     "shrink",
                     "request-id",
                     "pause-registry",
-                    crate::serve::ingest::HUB_ACK,
+                    crate::ingest::HUB_ACK,
                 ]
                 .map(String::from)
                 .to_vec(),

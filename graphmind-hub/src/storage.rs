@@ -16,7 +16,7 @@ use std::time::Duration;
 use rusqlite::{Connection, params};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 
-use crate::paths;
+use crate::files;
 
 /// One stored envelope.
 #[derive(Debug, Clone)]
@@ -257,9 +257,9 @@ impl Storage {
         let fail = |what: &str, e: &dyn std::fmt::Display| {
             format!("cannot {what} the database {}: {e}", path.display())
         };
-        paths::ensure_parent(path).map_err(|e| fail("create the directory of", &e))?;
+        files::ensure_parent(path).map_err(|e| fail("create the directory of", &e))?;
         let lock = lock_file(path)?;
-        paths::touch_private(path).map_err(|e| fail("create", &e))?;
+        files::touch_private(path).map_err(|e| fail("create", &e))?;
         let conn = Connection::open(path).map_err(|e| fail("open", &e))?;
         pragmas(&conn).map_err(|e| fail("configure", &e))?;
         conn.execute_batch(SCHEMA)

@@ -1,6 +1,6 @@
 //! The viewer page, embedded in the binary and served on `/`.
 //!
-//! A no-build page: plain HTML, CSS and ES modules from `graphmind-cli/assets/`, compiled in
+//! A no-build page: plain HTML, CSS and ES modules from `graphmind-hub/assets/`, compiled in
 //! with `include_str!`, so running the debugger needs no Node and no network. The page reads
 //! the hub's `/ws/ui` feed (`docs/dev/ui-feed.md`).
 

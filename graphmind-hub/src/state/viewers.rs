@@ -11,7 +11,7 @@ use super::debug::debug_json;
 use super::pauses::pauses_json;
 use super::runs::{run_json, runs_json};
 use super::{HELLO_RUNS, Hub, REMOVED_BATCH, State, ViewerConn, ViewerOut, ViewerQueue};
-use crate::serve::storage::RunRow;
+use crate::storage::RunRow;
 
 impl Hub {
     /// Registers a viewer and builds its `hello` frame, atomically with respect to updates.
