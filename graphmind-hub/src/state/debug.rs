@@ -9,11 +9,8 @@ use graphmind_protocol::{
 use serde_json::{Value, json};
 
 use super::viewers::broadcast;
+use super::views::debug_json;
 use super::{AppOut, Hub, MAX_BREAKPOINTS, State};
-
-fn matcher_json(m: &BreakpointMatcher) -> Value {
-    serde_json::to_value(m).unwrap_or(Value::Null)
-}
 
 impl Hub {
     /// The debug state as JSON.
@@ -153,11 +150,4 @@ fn too_many() -> String {
         "the hub holds at most {MAX_BREAKPOINTS} breakpoints; clear some (or use a broader \
          matcher) first"
     )
-}
-
-pub(super) fn debug_json(st: &State) -> Value {
-    json!({
-        "breakpoints": st.breakpoints.iter().map(matcher_json).collect::<Vec<_>>(),
-        "mode": st.mode.as_str(),
-    })
 }

@@ -12,6 +12,8 @@
 //! - `pauses`: the pause registry, resume routing and its outcomes.
 //! - `debug`: breakpoints and mode.
 //! - `viewers`: viewer connections, subscriptions, broadcasts and `removed` frames.
+//! - `views`: the JSON of runs, pauses and the debug state (no topic imports another's
+//!   views: they all read them from here).
 
 mod access;
 mod apps;
@@ -20,6 +22,7 @@ mod intake;
 mod pauses;
 mod runs;
 mod viewers;
+mod views;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};

@@ -8,30 +8,9 @@ use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
 use super::viewers::broadcast;
-use super::{AppOut, CLOSED_MEMORY, Hub, InFlight, MAX_CONTROL_FRAME, Outcome, Pause, State};
+use super::views::pauses_json;
+use super::{AppOut, CLOSED_MEMORY, Hub, InFlight, MAX_CONTROL_FRAME, Outcome};
 use crate::tokens::random_id;
-
-impl Pause {
-    fn to_json(&self) -> Value {
-        json!({
-            "pauseId": self.pause_id,
-            "runId": self.run_id,
-            "nodeId": self.node_id,
-            "point": self.point,
-            "reason": self.reason,
-            "instanceId": self.instance_id,
-            "since": self.since,
-            "kind": self.kind,
-            "name": self.name,
-            "input": self.input,
-            "output": self.output,
-            "error": self.error,
-            "loop": self.loop_info,
-            "actions": self.actions,
-            "state": if self.inflight.is_some() { "resuming" } else { "open" },
-        })
-    }
-}
 
 impl Hub {
     /// Sends `exec.resume` to the app owning the run and waits (bounded) for its answer.
@@ -170,18 +149,4 @@ impl Hub {
         drop(st);
         self.pauses_version.send_modify(|v| *v += 1);
     }
-}
-
-pub(super) fn pauses_json(st: &State, run_id: Option<&str>) -> Vec<Value> {
-    let mut v: Vec<&Pause> = st
-        .pauses
-        .values()
-        .filter(|p| run_id.is_none_or(|r| p.run_id == r))
-        .collect();
-    v.sort_by(|a, b| {
-        a.since
-            .cmp(&b.since)
-            .then_with(|| a.pause_id.cmp(&b.pause_id))
-    });
-    v.into_iter().map(Pause::to_json).collect()
 }

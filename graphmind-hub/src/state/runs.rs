@@ -6,9 +6,10 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use graphmind_protocol::Message;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::viewers::announce_removed;
+use super::views::{run_json, runs_json};
 use super::{EVICT_IDLE_MS, Hub, NodeSeen, RunState, State};
 use crate::now_ms;
 use crate::storage::{RunRow, TOMBSTONE_MAX, TOMBSTONE_MAX_AGE_MS};
@@ -38,7 +39,7 @@ impl RunState {
     }
 
     /// The sort key of run lists (newest first): start, else first sight.
-    fn start_key(&self) -> u64 {
+    pub(super) fn start_key(&self) -> u64 {
         self.started_at.unwrap_or(self.created_at)
     }
 
@@ -250,47 +251,6 @@ impl Hub {
             .fetch_add(ids.len() as u64, Ordering::Relaxed);
         rows
     }
-}
-
-pub(super) fn run_json(st: &State, run_id: &str, r: &RunState) -> Value {
-    let live = !r.finished() && r.owner.is_some_and(|o| st.live.contains_key(&o));
-    let started = r.started_at.unwrap_or(r.created_at);
-    json!({
-        "runId": run_id,
-        "app": r.app,
-        "name": r.name,
-        "status": r.status,
-        "live": live,
-        "startedAt": started,
-        "endedAt": r.ended_at,
-        "durationMs": r.ended_at.map(|e| e.saturating_sub(started)),
-        "eventCount": r.event_count,
-        "incomplete": r.incomplete,
-        "sdk": r.sdk,
-    })
-}
-
-/// The newest `limit` runs of memory and `stored` (memory wins for a run in both).
-pub(super) fn runs_json(st: &State, limit: usize, stored: &[RunRow]) -> Vec<Value> {
-    let extra: Vec<(String, RunState)> = stored
-        .iter()
-        .filter(|r| !st.runs.contains_key(&r.run_id))
-        .map(|r| RunState::from_row(r.clone()))
-        .collect();
-    let mut v: Vec<(&String, &RunState)> = st
-        .runs
-        .iter()
-        .chain(extra.iter().map(|(id, r)| (id, r)))
-        .collect();
-    v.sort_by(|a, b| {
-        b.1.start_key()
-            .cmp(&a.1.start_key())
-            .then_with(|| b.0.cmp(a.0))
-    });
-    v.into_iter()
-        .take(limit)
-        .map(|(id, r)| run_json(st, id, r))
-        .collect()
 }
 
 /// Forgets deleted run ids as storage does: those older than [`TOMBSTONE_MAX_AGE_MS`], and all

@@ -7,9 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use serde_json::json;
 use tokio::sync::mpsc;
 
-use super::debug::debug_json;
-use super::pauses::pauses_json;
-use super::runs::{run_json, runs_json};
+use super::views::{debug_json, pauses_json, run_json, runs_json};
 use super::{HELLO_RUNS, Hub, REMOVED_BATCH, State, ViewerConn, ViewerOut, ViewerQueue};
 use crate::storage::RunRow;
 
