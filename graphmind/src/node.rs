@@ -520,6 +520,13 @@ impl Node {
         Self::start_with(kind, name, &format!("{kind}:{name}"), None, input)
     }
 
+    /// Whether a node started now would be recorded (the running task's session is
+    /// enabled): a cheap check an adapter makes before preparing a node's input.
+    #[must_use]
+    pub fn enabled() -> bool {
+        crate::exec::scope::Scope::enabled_now()
+    }
+
     /// Starts a model step by hand: node `llm:step` with instanceId `<invocation>:s<N>`,
     /// where `grouping` (e.g. [`Grouping::of`](crate::model::Grouping::of) the request)
     /// decides whether it continues the run's current invocation, exactly as for
@@ -632,6 +639,18 @@ impl Node {
     /// [`Config::token_interval`](crate::Config::token_interval), 34 ms by default).
     pub fn token(&mut self, kind: DeltaKind, text: &str) {
         self.run.push_token(kind, text);
+    }
+
+    /// Queues a streamed delta that may name its tool call (index, id, tool name), so that
+    /// parallel tool calls stream apart; batched like [`Node::token`].
+    pub fn delta(&mut self, delta: &crate::model::Delta<'_>) {
+        self.run.push_delta(delta);
+    }
+
+    /// Emits a protocol message into this node's run, on the node's session (for example a
+    /// `graph.hint` naming the tools a request offers). Returns its seq when recorded.
+    pub fn emit(&self, message: graphmind_protocol::Message) -> Option<u64> {
+        self.run.host.emit(&self.run.run_id, message)
     }
 
     /// Emits `node.error`; the node stays open (finish it after).

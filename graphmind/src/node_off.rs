@@ -36,6 +36,12 @@ impl Node {
         None
     }
 
+    /// Always `false` when compiled out.
+    #[must_use]
+    pub fn enabled() -> bool {
+        false
+    }
+
     /// Always `None` when compiled out.
     #[must_use]
     pub fn start_step(input: Value, grouping: crate::model::Grouping) -> Option<Self> {
@@ -77,6 +83,18 @@ impl Node {
     /// Queues a streamed delta.
     pub fn token(&mut self, kind: DeltaKind, text: &str) {
         let _ = (kind, text);
+        match self.0 {}
+    }
+
+    /// Queues a streamed delta naming its tool call.
+    pub fn delta(&mut self, delta: &crate::model::Delta<'_>) {
+        let _ = delta;
+        match self.0 {}
+    }
+
+    /// Emits a protocol message into this node's run.
+    pub fn emit(&self, message: graphmind_protocol::Message) -> Option<u64> {
+        let _ = message;
         match self.0 {}
     }
 
