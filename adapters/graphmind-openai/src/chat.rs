@@ -1,0 +1,76 @@
+//! [`Chat`]: the instrumented Chat Completions group.
+
+use async_openai::config::Config;
+use async_openai::error::OpenAIError;
+use async_openai::traits::RequestOptionsBuilder;
+use async_openai::types::chat::{
+    ChatCompletionResponseStream, CreateChatCompletionRequest, CreateChatCompletionResponse,
+};
+
+use crate::step::{Api, Step};
+
+/// async-openai's [`Chat`](async_openai::Chat) group with [`create`](Chat::create) and
+/// [`create_stream`](Chat::create_stream) as model steps. Per-call request options
+/// (`.header(…)`, `.query(…)`, `.path(…)` from [`RequestOptionsBuilder`]) apply as on the
+/// SDK's group; every other method is the SDK's, through `Deref`.
+pub struct Chat<'c, C: Config> {
+    inner: async_openai::Chat<'c, C>,
+}
+
+impl<C: Config> std::fmt::Debug for Chat<'_, C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Chat").finish_non_exhaustive()
+    }
+}
+
+impl<'c, C: Config> Chat<'c, C> {
+    pub(crate) fn new(inner: async_openai::Chat<'c, C>) -> Self {
+        Self { inner }
+    }
+
+    /// `chat().create(request)` as one execution of `llm:step`: gated before the request
+    /// leaves, after the response arrives and when it fails; retried, injected or aborted
+    /// from the debugger. Returns the SDK's response (or an injected one) or its error.
+    pub async fn create(
+        &self,
+        request: CreateChatCompletionRequest,
+    ) -> Result<CreateChatCompletionResponse, OpenAIError> {
+        match Step::begin(Api::Chat, &request, None) {
+            None => self.inner.create(request).await,
+            Some(step) => step.call(|| self.inner.create(request.clone())).await,
+        }
+    }
+
+    /// `chat().create_stream(request)` as one execution of `llm:step`: gated before the
+    /// request leaves and when opening it fails (no after gate: the caller reads the chunks
+    /// as they arrive, so there is nothing left to hold or replace once the stream ends);
+    /// the chunks are teed into batched `node.token` deltas, unchanged for the caller.
+    pub async fn create_stream(
+        &self,
+        request: CreateChatCompletionRequest,
+    ) -> Result<ChatCompletionResponseStream, OpenAIError> {
+        match Step::begin(Api::Chat, &request, None) {
+            None => self.inner.create_stream(request).await,
+            Some(step) => {
+                step.open(|| self.inner.create_stream(request.clone()))
+                    .await
+            }
+        }
+    }
+}
+
+impl<'c, C: Config> std::ops::Deref for Chat<'c, C> {
+    type Target = async_openai::Chat<'c, C>;
+    fn deref(&self) -> &Self::Target {
+        &self.inner
+    }
+}
+
+impl<C: Config> RequestOptionsBuilder for Chat<'_, C> {
+    fn options_mut(&mut self) -> &mut async_openai::RequestOptions {
+        self.inner.options_mut()
+    }
+    fn options(&self) -> &async_openai::RequestOptions {
+        self.inner.options()
+    }
+}

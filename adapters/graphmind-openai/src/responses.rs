@@ -1,0 +1,76 @@
+//! [`Responses`]: the instrumented Responses group.
+
+use std::sync::Arc;
+
+use async_openai::config::Config;
+use async_openai::error::OpenAIError;
+use async_openai::traits::RequestOptionsBuilder;
+use async_openai::types::responses::{CreateResponse, Response, ResponseStream};
+
+use crate::step::{Api, Chains, Step};
+
+/// async-openai's [`Responses`](async_openai::Responses) group with
+/// [`create`](Responses::create) and [`create_stream`](Responses::create_stream) as model
+/// steps. A request naming a `previous_response_id` this client has seen continues exactly
+/// that invocation. Per-call request options apply as on the SDK's group; every other method
+/// is the SDK's, through `Deref`.
+pub struct Responses<'c, C: Config> {
+    inner: async_openai::Responses<'c, C>,
+    chains: &'c Arc<Chains>,
+}
+
+impl<C: Config> std::fmt::Debug for Responses<'_, C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Responses").finish_non_exhaustive()
+    }
+}
+
+impl<'c, C: Config> Responses<'c, C> {
+    pub(crate) fn new(inner: async_openai::Responses<'c, C>, chains: &'c Arc<Chains>) -> Self {
+        Self { inner, chains }
+    }
+
+    /// `responses().create(request)` as one execution of `llm:step` (gates as
+    /// [`Chat::create`](crate::Chat::create)); the built-in tools the response ran become
+    /// observe-only `tool:<name>` nodes.
+    pub async fn create(&self, request: CreateResponse) -> Result<Response, OpenAIError> {
+        match Step::begin(Api::Responses, &request, Some(self.chains)) {
+            None => self.inner.create(request).await,
+            Some(step) => step.call(|| self.inner.create(request.clone())).await,
+        }
+    }
+
+    /// `responses().create_stream(request)` as one execution of `llm:step` (gates as
+    /// [`Chat::create_stream`](crate::Chat::create_stream)); text, refusal, reasoning and
+    /// tool-argument deltas are teed into `node.token`, built-in tool calls become
+    /// observe-only `tool:<name>` nodes, and event types this async-openai does not know
+    /// reach the caller as the SDK yields them (an `Err` item) without ending the stream.
+    pub async fn create_stream(
+        &self,
+        request: CreateResponse,
+    ) -> Result<ResponseStream, OpenAIError> {
+        match Step::begin(Api::Responses, &request, Some(self.chains)) {
+            None => self.inner.create_stream(request).await,
+            Some(step) => {
+                step.open(|| self.inner.create_stream(request.clone()))
+                    .await
+            }
+        }
+    }
+}
+
+impl<'c, C: Config> std::ops::Deref for Responses<'c, C> {
+    type Target = async_openai::Responses<'c, C>;
+    fn deref(&self) -> &Self::Target {
+        &self.inner
+    }
+}
+
+impl<C: Config> RequestOptionsBuilder for Responses<'_, C> {
+    fn options_mut(&mut self) -> &mut async_openai::RequestOptions {
+        self.inner.options_mut()
+    }
+    fn options(&self) -> &async_openai::RequestOptions {
+        self.inner.options()
+    }
+}
