@@ -3,20 +3,17 @@
 //! response id. Read by field name from the serialized value, so that the adapter follows the
 //! API's wire names rather than one async-openai minor's Rust types.
 
-use graphmind::model::Usage;
+use graphmind::model::{FinishReason, Usage};
 use serde_json::{Map, Value, json};
 
-/// The finish reason normalized to GraphMind 0.6's set: stop | length | tool-calls |
-/// content-filter | error | other.
+/// The finish reason normalized to GraphMind 0.6's set (stop | length | tool-calls |
+/// content-filter | error | other) by graphmind's [`FinishReason`]; a Responses answer that
+/// `completed` with function calls in it stopped for them.
 pub(crate) fn normalize_finish(raw: Option<&str>, has_tool_calls: bool) -> &'static str {
-    match raw {
-        Some("stop" | "completed" | "end_turn") if has_tool_calls => "tool-calls",
-        Some("stop" | "completed" | "end_turn") => "stop",
-        Some("length" | "max_tokens" | "max_output_tokens") => "length",
-        Some("tool_calls" | "function_call") => "tool-calls",
-        Some("content_filter") => "content-filter",
-        Some("error" | "failed") => "error",
-        _ => "other",
+    match raw.map(FinishReason::from_raw) {
+        Some(FinishReason::Stop) if has_tool_calls => FinishReason::ToolCalls.as_str(),
+        Some(r) => r.as_str(),
+        None => FinishReason::Other.as_str(),
     }
 }
 
@@ -40,24 +37,30 @@ pub(crate) struct StepOut {
 }
 
 impl StepOut {
-    /// `{text, finishReason, rawFinishReason, toolCalls: [{toolCallId, toolName, input}]}`;
-    /// `input` is the parsed arguments, or the raw string when they are not JSON.
-    pub(crate) fn to_json(&self) -> Value {
+    /// `{text, finishReason, rawFinishReason, toolCalls: [{id, name, arguments}]}` (the
+    /// shape of a `#[graphmind::model_step]` read through a codec): `arguments` parsed when
+    /// they are JSON, else the raw string; the whole response, when there is one, under
+    /// `response`.
+    pub(crate) fn to_json(&self, response: Option<Value>) -> Value {
         let calls: Vec<Value> = self
             .tool_calls
             .iter()
             .map(|c| {
-                let input = serde_json::from_str::<Value>(&c.arguments)
+                let arguments = serde_json::from_str::<Value>(&c.arguments)
                     .unwrap_or_else(|_| Value::String(c.arguments.clone()));
-                json!({"toolCallId": c.id, "toolName": c.name, "input": input})
+                json!({"id": c.id, "name": c.name, "arguments": arguments})
             })
             .collect();
-        json!({
+        let mut out = json!({
             "text": self.text,
             "finishReason": normalize_finish(self.raw_finish.as_deref(), !calls.is_empty()),
             "rawFinishReason": self.raw_finish,
             "toolCalls": calls,
-        })
+        });
+        if let (Some(r), Some(map)) = (response, out.as_object_mut()) {
+            map.insert("response".into(), r);
+        }
+        out
     }
 }
 
@@ -307,7 +310,7 @@ mod tests {
             raw_finish: Some("tool_calls".into()),
             ..StepOut::default()
         };
-        assert_eq!(out.to_json()["toolCalls"][0]["input"], "{\"cut");
-        assert_eq!(out.to_json()["finishReason"], "tool-calls");
+        assert_eq!(out.to_json(None)["toolCalls"][0]["arguments"], "{\"cut");
+        assert_eq!(out.to_json(None)["finishReason"], "tool-calls");
     }
 }

@@ -220,7 +220,16 @@ impl Step {
             if api == Api::Responses {
                 builtin_nodes(&value);
             }
-            finish_out(node, &out, extras, chain.as_ref(), injected, Extra::new());
+            let extra = Extra::new();
+            finish_out(
+                node,
+                &out,
+                Some(value),
+                extras,
+                chain.as_ref(),
+                injected,
+                extra,
+            );
         });
     }
 
@@ -312,11 +321,12 @@ impl Step {
     }
 }
 
-/// Finishes `llm:step` with `out` (output, usage, model, response id) and remembers the
-/// response id in its chain.
+/// Finishes `llm:step` with `out` (output, the whole `response` when there is one, usage,
+/// model, response id) and remembers the response id in its chain.
 pub(crate) fn finish_out(
     node: Node,
     out: &StepOut,
+    response: Option<Value>,
     mut extras: Extras,
     chain: Option<&Chain>,
     injected: bool,
@@ -341,7 +351,7 @@ pub(crate) fn finish_out(
     } else {
         Status::Ok
     };
-    node.finish_with(status, Some(out.to_json()), out.usage, extra);
+    node.finish_with(status, Some(out.to_json(response)), out.usage, extra);
 }
 
 /// Observe-only nodes `tool:<name>` for the built-in tools a response ran (web search,

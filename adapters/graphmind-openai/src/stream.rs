@@ -36,8 +36,9 @@ struct Seen {
     calls: BTreeMap<u64, ToolCall>,
     /// Built-in tool nodes still open, by output item id.
     builtins: Vec<(String, Node)>,
-    /// The final response of a Responses stream (`response.completed` and the like).
-    final_out: Option<StepOut>,
+    /// The final response of a Responses stream (`response.completed` and the like), read
+    /// and whole.
+    final_out: Option<(StepOut, Value)>,
     chunks: u64,
     unknown: u64,
     errors: u64,
@@ -308,7 +309,7 @@ impl Seen {
             }
             "response.completed" | "response.incomplete" | "response.failed" => {
                 if let Some(r) = v.get("response") {
-                    self.final_out = Some(from_response(r));
+                    self.final_out = Some((from_response(r), r.clone()));
                 }
             }
             "error" => {
@@ -341,12 +342,12 @@ impl Seen {
         let Some(node) = self.node.take() else {
             return;
         };
-        let mut out = match self.final_out.take() {
-            Some(f) => f,
+        let (mut out, response) = match self.final_out.take() {
+            Some((out, response)) => (out, Some(response)),
             None => {
                 let mut out = std::mem::take(&mut self.out);
                 out.tool_calls = std::mem::take(&mut self.calls).into_values().collect();
-                out
+                (out, None)
             }
         };
         if out.response_id.is_none() {
@@ -372,12 +373,20 @@ impl Seen {
             extra.extend(more);
             node.finish_with(
                 graphmind::protocol::Status::Error,
-                Some(out.to_json()),
+                Some(out.to_json(response)),
                 out.usage,
                 extra,
             );
             return;
         }
-        finish_out(node, &out, extras, self.chain.as_ref(), self.injected, more);
+        finish_out(
+            node,
+            &out,
+            response,
+            extras,
+            self.chain.as_ref(),
+            self.injected,
+            more,
+        );
     }
 }

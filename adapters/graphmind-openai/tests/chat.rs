@@ -95,15 +95,21 @@ async fn create_is_one_step_with_the_06_output_usage_and_request_tools_hinted() 
         ])
     );
     let fin = &finished(&hub, "llm:step")[0];
+    let mut output = fin["output"].clone();
     assert_eq!(
-        fin["output"],
+        output.as_object_mut().and_then(|o| o.remove("response")),
+        Some(serde_json::to_value(&bare).expect("json")),
+        "the whole response is kept under `response`"
+    );
+    assert_eq!(
+        output,
         json!({
             "text": "",
             "finishReason": "tool-calls",
             "rawFinishReason": "tool_calls",
             "toolCalls": [
-                {"toolCallId": "call_weather_1", "toolName": "get_weather", "input": {"city": "Lisbon"}},
-                {"toolCallId": "call_convert_2", "toolName": "convert", "input": {"amount": 120, "to": "EUR"}}
+                {"id": "call_weather_1", "name": "get_weather", "arguments": {"city": "Lisbon"}},
+                {"id": "call_convert_2", "name": "convert", "arguments": {"amount": 120, "to": "EUR"}}
             ]
         })
     );
@@ -178,7 +184,7 @@ async fn a_stream_tees_parallel_tool_calls_apart_and_yields_the_sdks_chunks() {
     let fin = &finished(&hub, "llm:step")[0];
     assert_eq!(fin["output"]["finishReason"], "tool-calls");
     assert_eq!(
-        fin["output"]["toolCalls"][1]["input"],
+        fin["output"]["toolCalls"][1]["arguments"],
         json!({"amount": 120, "to": "EUR"})
     );
     assert_eq!(fin["streamed"], true);
