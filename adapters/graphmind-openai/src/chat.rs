@@ -7,7 +7,8 @@ use async_openai::types::chat::{
     ChatCompletionResponseStream, CreateChatCompletionRequest, CreateChatCompletionResponse,
 };
 
-use crate::step::{Api, Step};
+use crate::finish::Api;
+use crate::step::Step;
 
 /// async-openai's [`Chat`](async_openai::Chat) group with [`create`](Chat::create) and
 /// [`create_stream`](Chat::create_stream) as model steps. Per-call request options

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use async_openai::config::Config;
 
-use crate::step::Chains;
+use crate::chain::Chains;
 
 /// async-openai's [`Client`](async_openai::Client) with its `chat()` and `responses()` API
 /// groups instrumented; every other group (and every other method) is the SDK's own,

@@ -68,9 +68,11 @@
 //! at most. With graphmind disabled (`GRAPHMIND_DISABLED=1`, production, or graphmind's
 //! `enabled` feature off) the wrapper calls straight through after one cheap check.
 
+mod chain;
 mod chat;
 mod client;
 mod failopen;
+mod finish;
 mod output;
 mod responses;
 mod step;

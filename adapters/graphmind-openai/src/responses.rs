@@ -7,7 +7,9 @@ use async_openai::error::OpenAIError;
 use async_openai::traits::RequestOptionsBuilder;
 use async_openai::types::responses::{CreateResponse, Response, ResponseStream};
 
-use crate::step::{Api, Chains, Step};
+use crate::chain::Chains;
+use crate::finish::Api;
+use crate::step::Step;
 
 /// async-openai's [`Responses`](async_openai::Responses) group with
 /// [`create`](Responses::create) and [`create_stream`](Responses::create_stream) as model

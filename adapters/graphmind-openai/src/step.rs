@@ -2,13 +2,10 @@
 //! before the HTTP request leaves, after it returns (non-streaming only) and when it fails,
 //! and finished with the GraphMind 0.6 output, usage, attempts and the adapter's extras.
 
-use std::collections::VecDeque;
 use std::future::Future;
-use std::pin::Pin;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use async_openai::error::OpenAIError;
-use futures_core::Stream;
 use graphmind::model::Grouping;
 use graphmind::node::{Extras, Node, Resume};
 use graphmind::protocol::{Extra, GraphHint, GraphNodeHint, Message, NodeKind, PausePoint, Status};
@@ -16,80 +13,11 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use crate::chain::{Chain, Chains};
 use crate::failopen::guard;
-use crate::output::{StepOut, builtin_name, request_tools};
-
-/// The SDK's stream type (`ChatCompletionResponseStream`, `ResponseStream`).
-pub(crate) type SdkStream<T> = Pin<Box<dyn Stream<Item = Result<T, OpenAIError>> + Send>>;
-
-/// Which API of the SDK made the call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Api {
-    /// `chat().create` / `create_stream`.
-    Chat,
-    /// `responses().create` / `create_stream`.
-    Responses,
-}
-
-impl Api {
-    /// The `api` extra.
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Api::Chat => "chat.completions",
-            Api::Responses => "responses",
-        }
-    }
-
-    /// Reads a whole response.
-    pub(crate) fn read(self, resp: &Value) -> StepOut {
-        match self {
-            Api::Chat => crate::output::from_chat(resp),
-            Api::Responses => crate::output::from_response(resp),
-        }
-    }
-}
-
-/// Responses chains: which invocation each response id belongs to, so that a request naming
-/// a `previous_response_id` continues exactly that invocation. Bounded (oldest forgotten).
-#[derive(Debug, Default)]
-pub(crate) struct Chains {
-    ids: Mutex<VecDeque<(String, String)>>,
-}
-
-/// Response ids remembered per client.
-const CHAIN_IDS: usize = 1024;
-
-impl Chains {
-    /// The invocation key for a request continuing `previous` (a fresh one when unknown).
-    pub(crate) fn key_for(&self, previous: Option<&str>) -> String {
-        let ids = self.ids.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(prev) = previous
-            && let Some((_, key)) = ids.iter().rev().find(|(id, _)| id == prev)
-        {
-            return key.clone();
-        }
-        drop(ids);
-        use std::sync::atomic::{AtomicU64, Ordering};
-        static NEXT: AtomicU64 = AtomicU64::new(1);
-        format!("openai-responses-{}", NEXT.fetch_add(1, Ordering::Relaxed))
-    }
-
-    /// Remembers that response `id` belongs to invocation `key`.
-    pub(crate) fn remember(&self, id: &str, key: &str) {
-        let mut ids = self.ids.lock().unwrap_or_else(PoisonError::into_inner);
-        if ids.len() >= CHAIN_IDS {
-            ids.pop_front();
-        }
-        ids.push_back((id.to_owned(), key.to_owned()));
-    }
-}
-
-/// A Responses step's place in its chain.
-#[derive(Debug, Clone)]
-pub(crate) struct Chain {
-    pub(crate) chains: Arc<Chains>,
-    pub(crate) key: String,
-}
+use crate::finish::{Api, SdkStream, builtin_nodes, finish_out};
+use crate::output::request_tools;
+use crate::stream::Parts;
 
 /// What a gate decided, with an injected value already deserialized.
 enum Gate<R> {
@@ -201,6 +129,15 @@ impl Step {
         }
     }
 
+    fn into_parts(self) -> Parts {
+        Parts {
+            node: self.node,
+            api: self.api,
+            attempts: self.attempts,
+            chain: self.chain,
+        }
+    }
+
     fn extras(&self) -> Extras {
         Extras::new().api(self.api.name()).attempts(self.attempts)
     }
@@ -298,13 +235,15 @@ impl Step {
     {
         loop {
             match self.gate::<Vec<T>>(PausePoint::Before).await {
-                Gate::Inject(items) => return Ok(crate::stream::injected(self, items)),
+                Gate::Inject(items) => {
+                    return Ok(crate::stream::injected(self.into_parts(), items));
+                }
                 Gate::Abort => return self.abort().await,
                 Gate::Go | Gate::Retry => {}
             }
             self.attempts += 1;
             let err = match send().await {
-                Ok(stream) => return Ok(crate::stream::observed(self, stream, false)),
+                Ok(stream) => return Ok(crate::stream::observed(self.into_parts(), stream, false)),
                 Err(e) => e,
             };
             self.node.error(error_name(&err), err.to_string());
@@ -314,86 +253,11 @@ impl Step {
                     return Err(err);
                 }
                 Gate::Retry => {}
-                Gate::Inject(items) => return Ok(crate::stream::injected(self, items)),
+                Gate::Inject(items) => {
+                    return Ok(crate::stream::injected(self.into_parts(), items));
+                }
                 Gate::Abort => return self.abort().await,
             }
         }
     }
-}
-
-/// Finishes `llm:step` with `out` (output, the whole `response` when there is one, usage,
-/// model, response id) and remembers the response id in its chain.
-pub(crate) fn finish_out(
-    node: Node,
-    out: &StepOut,
-    response: Option<Value>,
-    mut extras: Extras,
-    chain: Option<&Chain>,
-    injected: bool,
-    more: Extra,
-) {
-    if let Some(m) = &out.model {
-        extras = extras.model(m.clone());
-    }
-    if let Some(id) = &out.response_id {
-        extras = extras.response_id(id.clone());
-        if let Some(chain) = chain {
-            chain.chains.remember(id, &chain.key);
-        }
-    }
-    if injected {
-        extras = extras.injected();
-    }
-    let mut extra: Extra = extras.into();
-    extra.extend(more);
-    let status = if out.raw_finish.as_deref() == Some("failed") {
-        Status::Error
-    } else {
-        Status::Ok
-    };
-    node.finish_with(status, Some(out.to_json(response)), out.usage, extra);
-}
-
-/// Observe-only nodes `tool:<name>` for the built-in tools a response ran (web search,
-/// file search, code interpreter, image generation, MCP calls): instanceId = the output
-/// item's id, `providerExecuted: true, ungated: true`.
-fn builtin_nodes(resp: &Value) {
-    for item in resp
-        .get("output")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        if let Some(node) = start_builtin(item) {
-            finish_builtin(node, item);
-        }
-    }
-}
-
-/// Starts the observe-only node of a built-in tool's output item (`None` if it is not one).
-pub(crate) fn start_builtin(item: &Value) -> Option<Node> {
-    let name = builtin_name(item)?;
-    let id = item.get("id").and_then(Value::as_str).map(str::to_owned);
-    Node::start_with(
-        NodeKind::Tool,
-        name,
-        &format!("tool:{name}"),
-        id,
-        Some(item.clone()),
-    )
-}
-
-/// Finishes a built-in tool's node with its (final) output item.
-pub(crate) fn finish_builtin(node: Node, item: &Value) {
-    let failed = item.get("status").and_then(Value::as_str) == Some("failed");
-    node.finish_with(
-        if failed { Status::Error } else { Status::Ok },
-        Some(item.clone()),
-        None,
-        Extras::new()
-            .api("responses")
-            .provider_executed()
-            .ungated()
-            .into(),
-    );
 }

@@ -20,9 +20,10 @@ use graphmind::protocol::Extra;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::chain::Chain;
 use crate::failopen::guard;
+use crate::finish::{Api, SdkStream, finish_builtin, finish_out, start_builtin};
 use crate::output::{StepOut, ToolCall, chat_usage, from_response};
-use crate::step::{Api, Chain, SdkStream, Step, finish_builtin, finish_out, start_builtin};
 
 /// What the tee has seen of one streamed step.
 struct Seen {
@@ -50,13 +51,21 @@ struct Observed<T> {
     seen: Option<Seen>,
 }
 
-/// Tees `inner` into `step`'s node.
+/// What a streamed step hands to its tee.
+pub(crate) struct Parts {
+    pub(crate) node: Node,
+    pub(crate) api: Api,
+    pub(crate) attempts: u32,
+    pub(crate) chain: Option<Chain>,
+}
+
+/// Tees `inner` into the step's node.
 pub(crate) fn observed<T: Serialize + Send + 'static>(
-    step: Step,
+    step: Parts,
     inner: SdkStream<T>,
     injected: bool,
 ) -> SdkStream<T> {
-    let Step {
+    let Parts {
         node,
         api,
         attempts,
@@ -82,7 +91,7 @@ pub(crate) fn observed<T: Serialize + Send + 'static>(
 }
 
 /// An injected list of chunks / events, streamed and observed like the server's.
-pub(crate) fn injected<T: Serialize + Send + 'static>(step: Step, items: Vec<T>) -> SdkStream<T> {
+pub(crate) fn injected<T: Serialize + Send + 'static>(step: Parts, items: Vec<T>) -> SdkStream<T> {
     let inner: SdkStream<T> = Box::pin(Items(items.into_iter()));
     observed(step, inner, true)
 }

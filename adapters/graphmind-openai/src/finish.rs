@@ -1,0 +1,121 @@
+//! How a step ends on the wire: `node.finished` of `llm:step` with the GraphMind 0.6
+//! output, usage and extras, and the observe-only nodes of the Responses API's built-in
+//! tools.
+
+use std::pin::Pin;
+
+use async_openai::error::OpenAIError;
+use futures_core::Stream;
+use graphmind::node::{Extras, Node};
+use graphmind::protocol::{Extra, NodeKind, Status};
+use serde_json::Value;
+
+use crate::chain::Chain;
+use crate::output::{StepOut, builtin_name};
+
+/// The SDK's stream type (`ChatCompletionResponseStream`, `ResponseStream`).
+pub(crate) type SdkStream<T> = Pin<Box<dyn Stream<Item = Result<T, OpenAIError>> + Send>>;
+
+/// Which API of the SDK made the call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Api {
+    /// `chat().create` / `create_stream`.
+    Chat,
+    /// `responses().create` / `create_stream`.
+    Responses,
+}
+
+impl Api {
+    /// The `api` extra.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Api::Chat => "chat.completions",
+            Api::Responses => "responses",
+        }
+    }
+
+    /// Reads a whole response.
+    pub(crate) fn read(self, resp: &Value) -> StepOut {
+        match self {
+            Api::Chat => crate::output::from_chat(resp),
+            Api::Responses => crate::output::from_response(resp),
+        }
+    }
+}
+
+/// Finishes `llm:step` with `out` (output, the whole `response` when there is one, usage,
+/// model, response id) and remembers the response id in its chain.
+pub(crate) fn finish_out(
+    node: Node,
+    out: &StepOut,
+    response: Option<Value>,
+    mut extras: Extras,
+    chain: Option<&Chain>,
+    injected: bool,
+    more: Extra,
+) {
+    if let Some(m) = &out.model {
+        extras = extras.model(m.clone());
+    }
+    if let Some(id) = &out.response_id {
+        extras = extras.response_id(id.clone());
+        if let Some(chain) = chain {
+            chain.chains.remember(id, &chain.key);
+        }
+    }
+    if injected {
+        extras = extras.injected();
+    }
+    let mut extra: Extra = extras.into();
+    extra.extend(more);
+    let status = if out.raw_finish.as_deref() == Some("failed") {
+        Status::Error
+    } else {
+        Status::Ok
+    };
+    node.finish_with(status, Some(out.to_json(response)), out.usage, extra);
+}
+
+/// Observe-only nodes `tool:<name>` for the built-in tools a response ran (web search,
+/// file search, code interpreter, image generation, MCP calls): instanceId = the output
+/// item's id, `providerExecuted: true, ungated: true`.
+pub(crate) fn builtin_nodes(resp: &Value) {
+    for item in resp
+        .get("output")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        if let Some(node) = start_builtin(item) {
+            finish_builtin(node, item);
+        }
+    }
+}
+
+/// Starts the observe-only node of a built-in tool's output item (`None` if it is not one).
+pub(crate) fn start_builtin(item: &Value) -> Option<Node> {
+    let name = builtin_name(item)?;
+    let id = item.get("id").and_then(Value::as_str).map(str::to_owned);
+    Node::start_with(
+        NodeKind::Tool,
+        name,
+        &format!("tool:{name}"),
+        id,
+        Some(item.clone()),
+    )
+}
+
+/// Finishes a built-in tool's node with its (final) output item.
+pub(crate) fn finish_builtin(node: Node, item: &Value) {
+    let failed = item.get("status").and_then(Value::as_str) == Some("failed");
+    node.finish_with(
+        if failed { Status::Error } else { Status::Ok },
+        Some(item.clone()),
+        None,
+        Extras::new()
+            .api("responses")
+            .provider_executed()
+            .ungated()
+            .into(),
+    );
+}
