@@ -71,6 +71,7 @@
 mod chain;
 mod chat;
 mod client;
+pub mod codec;
 mod failopen;
 mod finish;
 mod output;

@@ -3,7 +3,7 @@
 //! response id. Read by field name from the serialized value, so that the adapter follows the
 //! API's wire names rather than one async-openai minor's Rust types.
 
-use graphmind::model::{FinishReason, Usage};
+use graphmind::model::{DeltaKind, FinishReason, Usage};
 use serde_json::{Map, Value, json};
 
 /// The finish reason normalized to GraphMind 0.6's set (stop | length | tool-calls |
@@ -260,6 +260,32 @@ pub(crate) fn request_tools(req: &Map<String, Value>) -> Vec<(String, bool)> {
         }
     }
     names
+}
+
+/// The delta a Responses stream event carries, if any: (kind, text, output index, item id).
+pub(crate) fn event_delta(v: &Value) -> Option<(DeltaKind, &str, u64, Option<&str>)> {
+    let kind = match v.get("type")?.as_str()? {
+        "response.output_text.delta" | "response.refusal.delta" => DeltaKind::Text,
+        "response.reasoning_summary_text.delta" | "response.reasoning_text.delta" => {
+            DeltaKind::Reasoning
+        }
+        "response.function_call_arguments.delta"
+        | "response.custom_tool_call_input.delta"
+        | "response.mcp_call_arguments.delta"
+        | "response.code_interpreter_call_code.delta" => DeltaKind::ToolArgs,
+        _ => return None,
+    };
+    let text = v.get("delta")?.as_str()?;
+    let index = v.get("output_index").and_then(Value::as_u64).unwrap_or(0);
+    Some((kind, text, index, v.get("item_id").and_then(Value::as_str)))
+}
+
+/// Whether the raw text of an item async-openai could not deserialize is an event of a
+/// type it does not know (JSON with a string `type`), rather than a broken line.
+pub(crate) fn is_unknown_event(raw: &str) -> bool {
+    serde_json::from_str::<Value>(raw)
+        .ok()
+        .is_some_and(|v| v.get("type").is_some_and(Value::is_string))
 }
 
 #[cfg(test)]

@@ -23,7 +23,7 @@ use serde_json::Value;
 use crate::chain::Chain;
 use crate::failopen::guard;
 use crate::finish::{Api, SdkStream, finish_builtin, finish_out, start_builtin};
-use crate::output::{StepOut, ToolCall, chat_usage, from_response};
+use crate::output::{StepOut, ToolCall, chat_usage, event_delta, from_response, is_unknown_event};
 
 /// What the tee has seen of one streamed step.
 struct Seen {
@@ -166,10 +166,7 @@ impl Seen {
                 }
             }
             Err(OpenAIError::JSONDeserialize(_, raw))
-                if self.api == Api::Responses
-                    && serde_json::from_str::<Value>(raw)
-                        .ok()
-                        .is_some_and(|v| v.get("type").is_some_and(Value::is_string)) =>
+                if self.api == Api::Responses && is_unknown_event(raw) =>
             {
                 // An event type this async-openai does not know: passed through, counted.
                 self.unknown += 1;
@@ -272,8 +269,15 @@ impl Seen {
 
     /// A `ResponseStreamEvent` as JSON.
     fn response_event(&mut self, v: &Value) {
+        if let Some((kind, text, index, _)) = event_delta(v) {
+            if kind == DeltaKind::ToolArgs {
+                self.tool_args(index, None, None, text);
+            } else {
+                self.text(kind, text);
+            }
+            return;
+        }
         let kind = v.get("type").and_then(Value::as_str).unwrap_or_default();
-        let delta = v.get("delta").and_then(Value::as_str).unwrap_or_default();
         let index = v.get("output_index").and_then(Value::as_u64).unwrap_or(0);
         match kind {
             "response.created" | "response.in_progress" => {
@@ -281,18 +285,6 @@ impl Seen {
                     self.out.response_id = s(r, "id").or(self.out.response_id.take());
                     self.out.model = s(r, "model").or(self.out.model.take());
                 }
-            }
-            "response.output_text.delta" | "response.refusal.delta" => {
-                self.text(DeltaKind::Text, delta);
-            }
-            "response.reasoning_summary_text.delta" | "response.reasoning_text.delta" => {
-                self.text(DeltaKind::Reasoning, delta);
-            }
-            "response.function_call_arguments.delta"
-            | "response.custom_tool_call_input.delta"
-            | "response.mcp_call_arguments.delta"
-            | "response.code_interpreter_call_code.delta" => {
-                self.tool_args(index, None, None, delta);
             }
             "response.output_item.added" => {
                 let item = v.get("item").unwrap_or(&Value::Null);

@@ -1,0 +1,256 @@
+//! Codecs for async-openai's types, for a `#[graphmind::model_step]` function of your own
+//! over the SDK's request and response types (the orphan rule forbids implementing
+//! graphmind's traits for them, so these types read them instead):
+//!
+//! ```ignore
+//! #[graphmind::model_step(codec = graphmind_openai::codec::Chat)]
+//! async fn step(req: CreateChatCompletionRequest) -> Result<CreateChatCompletionResponse, OpenAIError> {
+//!     client.chat().create(req).await
+//! }
+//! ```
+//!
+//! They read the same fields, the same way, as the wrapped [`Client`](crate::Client) does,
+//! so both paths record the same output.
+
+use std::borrow::Cow;
+
+use async_openai::error::OpenAIError;
+use async_openai::types::chat::{
+    CreateChatCompletionRequest, CreateChatCompletionResponse, CreateChatCompletionStreamResponse,
+};
+use async_openai::types::responses::{CreateResponse, Response, ResponseStreamEvent};
+use graphmind::model::{
+    ChunkCodec, Delta, DeltaKind, RequestCodec, ResponseCodec, ToolCall, Usage,
+};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::output::{StepOut, chat_usage, event_delta, from_chat, from_response, is_unknown_event};
+
+/// Reads the Chat Completions types: `CreateChatCompletionRequest`,
+/// `CreateChatCompletionResponse` and the stream's `CreateChatCompletionStreamResponse`
+/// (also as `Result<_, OpenAIError>`, the SDK's stream item).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Chat;
+
+/// Reads the Responses types: `CreateResponse` (its `previous_response_id` groups steps),
+/// `Response` and the stream's `ResponseStreamEvent` (also as `Result<_, OpenAIError>`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Responses;
+
+fn json<T: Serialize>(v: &T) -> Value {
+    serde_json::to_value(v).unwrap_or(Value::Null)
+}
+
+fn owned(s: Option<String>) -> Option<Cow<'static, str>> {
+    s.map(Cow::Owned)
+}
+
+fn tool_calls(out: StepOut) -> Vec<ToolCall<'static>> {
+    out.tool_calls
+        .into_iter()
+        .map(|c| {
+            let call = ToolCall::new(c.name, c.arguments);
+            if c.id.is_empty() {
+                call
+            } else {
+                call.with_id(c.id)
+            }
+        })
+        .collect()
+}
+
+impl ResponseCodec<CreateChatCompletionResponse> for Chat {
+    fn usage(r: &CreateChatCompletionResponse) -> Option<Usage> {
+        from_chat(&json(r)).usage
+    }
+    fn finish_reason(r: &CreateChatCompletionResponse) -> Option<Cow<'_, str>> {
+        owned(from_chat(&json(r)).raw_finish)
+    }
+    fn text(r: &CreateChatCompletionResponse) -> Option<Cow<'_, str>> {
+        Some(Cow::Owned(from_chat(&json(r)).text))
+    }
+    fn tool_calls(r: &CreateChatCompletionResponse) -> Vec<ToolCall<'_>> {
+        tool_calls(from_chat(&json(r)))
+    }
+    fn model(r: &CreateChatCompletionResponse) -> Option<Cow<'_, str>> {
+        Some(Cow::Borrowed(&r.model))
+    }
+    fn response_id(r: &CreateChatCompletionResponse) -> Option<Cow<'_, str>> {
+        Some(Cow::Borrowed(&r.id))
+    }
+}
+
+impl ChunkCodec<CreateChatCompletionStreamResponse> for Chat {
+    fn call_deltas(c: &CreateChatCompletionStreamResponse, emit: &mut dyn FnMut(Delta<'_>)) {
+        let v = json(c);
+        for choice in v
+            .get("choices")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let delta = choice.get("delta").unwrap_or(&Value::Null);
+            for (key, kind) in [
+                ("content", DeltaKind::Text),
+                ("refusal", DeltaKind::Text),
+                ("reasoning_content", DeltaKind::Reasoning),
+            ] {
+                if let Some(t) = delta.get(key).and_then(Value::as_str) {
+                    emit(Delta::new(kind, t));
+                }
+            }
+            for call in delta
+                .get("tool_calls")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                let index = call.get("index").and_then(Value::as_u64).unwrap_or(0);
+                let Some(args) = call.pointer("/function/arguments").and_then(Value::as_str) else {
+                    continue;
+                };
+                let mut d = Delta::tool_args(index, args);
+                if let Some(id) = call.get("id").and_then(Value::as_str) {
+                    d = d.with_call_id(id);
+                }
+                if let Some(name) = call.pointer("/function/name").and_then(Value::as_str) {
+                    d = d.with_tool_name(name);
+                }
+                emit(d);
+            }
+        }
+    }
+    fn usage(c: &CreateChatCompletionStreamResponse) -> Option<Usage> {
+        json(c).get("usage").and_then(chat_usage)
+    }
+    fn finish_reason(c: &CreateChatCompletionStreamResponse) -> Option<Cow<'_, str>> {
+        let v = json(c);
+        owned(
+            v.pointer("/choices/0/finish_reason")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+        )
+    }
+}
+
+impl ChunkCodec<Result<CreateChatCompletionStreamResponse, OpenAIError>> for Chat {
+    fn call_deltas(
+        c: &Result<CreateChatCompletionStreamResponse, OpenAIError>,
+        emit: &mut dyn FnMut(Delta<'_>),
+    ) {
+        if let Ok(c) = c {
+            <Self as ChunkCodec<CreateChatCompletionStreamResponse>>::call_deltas(c, emit);
+        }
+    }
+    fn usage(c: &Result<CreateChatCompletionStreamResponse, OpenAIError>) -> Option<Usage> {
+        c.as_ref()
+            .ok()
+            .and_then(<Self as ChunkCodec<CreateChatCompletionStreamResponse>>::usage)
+    }
+    fn finish_reason(
+        c: &Result<CreateChatCompletionStreamResponse, OpenAIError>,
+    ) -> Option<Cow<'_, str>> {
+        c.as_ref()
+            .ok()
+            .and_then(<Self as ChunkCodec<CreateChatCompletionStreamResponse>>::finish_reason)
+    }
+    fn error(c: &Result<CreateChatCompletionStreamResponse, OpenAIError>) -> Option<String> {
+        c.as_ref().err().map(ToString::to_string)
+    }
+}
+
+impl RequestCodec<CreateChatCompletionRequest> for Chat {
+    fn first_message(q: &CreateChatCompletionRequest) -> Option<Cow<'_, str>> {
+        q.messages.first().map(|m| Cow::Owned(json(m).to_string()))
+    }
+    fn message_count(q: &CreateChatCompletionRequest) -> usize {
+        q.messages.len()
+    }
+}
+
+impl ResponseCodec<Response> for Responses {
+    fn usage(r: &Response) -> Option<Usage> {
+        from_response(&json(r)).usage
+    }
+    fn finish_reason(r: &Response) -> Option<Cow<'_, str>> {
+        owned(from_response(&json(r)).raw_finish)
+    }
+    fn text(r: &Response) -> Option<Cow<'_, str>> {
+        Some(Cow::Owned(from_response(&json(r)).text))
+    }
+    fn tool_calls(r: &Response) -> Vec<ToolCall<'_>> {
+        tool_calls(from_response(&json(r)))
+    }
+    fn model(r: &Response) -> Option<Cow<'_, str>> {
+        Some(Cow::Borrowed(&r.model))
+    }
+    fn response_id(r: &Response) -> Option<Cow<'_, str>> {
+        Some(Cow::Borrowed(&r.id))
+    }
+}
+
+impl ChunkCodec<ResponseStreamEvent> for Responses {
+    fn call_deltas(e: &ResponseStreamEvent, emit: &mut dyn FnMut(Delta<'_>)) {
+        let v = json(e);
+        if let Some((kind, text, index, _)) = event_delta(&v) {
+            emit(if kind == DeltaKind::ToolArgs {
+                Delta::tool_args(index, text)
+            } else {
+                Delta::new(kind, text)
+            });
+        }
+    }
+    fn usage(e: &ResponseStreamEvent) -> Option<Usage> {
+        let v = json(e);
+        from_response(v.get("response")?).usage
+    }
+    fn finish_reason(e: &ResponseStreamEvent) -> Option<Cow<'_, str>> {
+        let v = json(e);
+        match v.get("type")?.as_str()? {
+            "response.completed" | "response.incomplete" | "response.failed" => {
+                owned(from_response(v.get("response")?).raw_finish)
+            }
+            _ => None,
+        }
+    }
+    fn error(e: &ResponseStreamEvent) -> Option<String> {
+        let v = json(e);
+        (v.get("type")?.as_str()? == "error")
+            .then(|| v.get("message").and_then(Value::as_str).map(str::to_owned))
+            .flatten()
+    }
+}
+
+impl ChunkCodec<Result<ResponseStreamEvent, OpenAIError>> for Responses {
+    fn call_deltas(c: &Result<ResponseStreamEvent, OpenAIError>, emit: &mut dyn FnMut(Delta<'_>)) {
+        if let Ok(c) = c {
+            <Self as ChunkCodec<ResponseStreamEvent>>::call_deltas(c, emit);
+        }
+    }
+    fn usage(c: &Result<ResponseStreamEvent, OpenAIError>) -> Option<Usage> {
+        c.as_ref()
+            .ok()
+            .and_then(<Self as ChunkCodec<ResponseStreamEvent>>::usage)
+    }
+    fn finish_reason(c: &Result<ResponseStreamEvent, OpenAIError>) -> Option<Cow<'_, str>> {
+        c.as_ref()
+            .ok()
+            .and_then(<Self as ChunkCodec<ResponseStreamEvent>>::finish_reason)
+    }
+    /// An event type this async-openai does not know (an `Err` whose raw JSON has a `type`)
+    /// is not an error of the stream; any other `Err` is.
+    fn error(c: &Result<ResponseStreamEvent, OpenAIError>) -> Option<String> {
+        match c {
+            Ok(e) => <Self as ChunkCodec<ResponseStreamEvent>>::error(e),
+            Err(OpenAIError::JSONDeserialize(_, raw)) if is_unknown_event(raw) => None,
+            Err(e) => Some(e.to_string()),
+        }
+    }
+}
+
+impl RequestCodec<CreateResponse> for Responses {
+    fn previous_response_id(q: &CreateResponse) -> Option<Cow<'_, str>> {
+        q.previous_response_id.as_deref().map(Cow::Borrowed)
+    }
+}
