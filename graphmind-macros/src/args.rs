@@ -23,7 +23,15 @@ impl Kind {
     fn keys(self) -> &'static [&'static str] {
         match self {
             Kind::Tool => &["name", "skip", "call_id", "retry", "result", "stream"],
-            Kind::ModelStep => &["skip", "retry", "tools", "invocation", "result", "stream"],
+            Kind::ModelStep => &[
+                "skip",
+                "retry",
+                "tools",
+                "invocation",
+                "result",
+                "stream",
+                "codec",
+            ],
         }
     }
 
@@ -33,7 +41,7 @@ impl Kind {
                 "`name = \"…\"`, `skip(arg, …)`, `call_id = arg`, `retry = false`, `result = true`, `stream = true`"
             }
             Kind::ModelStep => {
-                "`skip(arg, …)`, `retry = false`, `tools = [tool_fn, …]`, `invocation = <expr>`, `result = true`, `stream = true`"
+                "`skip(arg, …)`, `retry = false`, `tools = [tool_fn, …]`, `invocation = <expr>`, `result = true`, `stream = true`, `codec = path::To::Codec`"
             }
         }
     }
@@ -85,6 +93,9 @@ pub(crate) struct Args {
     /// alias such as an SDK's `ChatCompletionResponseStream`); `stream = false`: a type that
     /// looks like a stream is returned as one value.
     pub(crate) stream: Option<LitBool>,
+    /// `codec = path::To::Codec`: the type that reads the request, response and chunks (a
+    /// codec for another crate's types); `graphmind::model::Native` when absent.
+    pub(crate) codec: Option<syn::Type>,
 }
 
 impl Args {
@@ -208,6 +219,15 @@ fn parse_value(args: &mut Args, key: &Ident, input: ParseStream<'_>) -> syn::Res
         "invocation" => {
             input.parse::<Token![=]>()?;
             args.invocation = Some(input.parse()?);
+        }
+        "codec" => {
+            input.parse::<Token![=]>()?;
+            args.codec = Some(input.parse().map_err(|err| {
+                syn::Error::new(
+                    err.span(),
+                    "expected the codec's type: `codec = graphmind_openai::Chat` (a type implementing `graphmind::model::ResponseCodec` for the response)",
+                )
+            })?);
         }
         _ => {
             return Err(syn::Error::new(

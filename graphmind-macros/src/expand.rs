@@ -17,6 +17,11 @@ pub(crate) fn expand(kind: Kind, args: &Args, item: ItemFn, an: &Analysis) -> To
         block,
     } = item;
     let p = quote!(::graphmind::__private);
+    // The codec that reads the request, response and chunks of a model step.
+    let codec = match &args.codec {
+        Some(ty) => quote!(#ty),
+        None => quote!(::graphmind::model::Native),
+    };
 
     // The site record: one per place in the code.
     let retry = an.retry;
@@ -92,7 +97,7 @@ pub(crate) fn expand(kind: Kind, args: &Args, item: ItemFn, an: &Analysis) -> To
                 (Some(expr), _) => quote_spanned!(expr.span()=> #p::Grouping::explicit(#expr)),
                 (None, Some(first)) => {
                     let ident = &first.ident;
-                    quote!({ use #p::{ViaAuto as _, ViaStepRequest as _}; (&&#p::Req(&#ident)).gm_group() })
+                    quote!({ use #p::{ViaAuto as _, ViaStepRequest as _}; (&&#p::Req::<#codec, _>::new(&#ident)).gm_group() })
                 }
                 (None, None) => quote!(#p::Grouping::Auto),
             };
@@ -156,7 +161,21 @@ pub(crate) fn expand(kind: Kind, args: &Args, item: ItemFn, an: &Analysis) -> To
         ),
         Span::call_site(),
     );
-    let call = quote_spanned!(ret=> #pr::#entry(&__GRAPHMIND_SITE, __graphmind_input, #body));
+    let call = match kind {
+        Kind::Tool => {
+            quote_spanned!(ret=> #pr::#entry(&__GRAPHMIND_SITE, __graphmind_input, #body))
+        }
+        Kind::ModelStep => {
+            // The codec as the entry point's first generic argument (the others inferred), so
+            // that a codec missing an impl is one error at the return type.
+            let rest = match an.ret {
+                Ret::Value | Ret::Stream => quote!(_, _),
+                Ret::Result | Ret::StreamResult => quote!(_, _, _),
+            };
+            let generics = respan(quote!(<#codec, #rest>), ret);
+            quote_spanned!(ret=> #pr::#entry::#generics(&__GRAPHMIND_SITE, __graphmind_input, #body))
+        }
+    };
     // A stream written as a named type gets the tee back in that type.
     let restream = match (an.restream, an.ret) {
         (true, Ret::Stream) => Some(quote_spanned!(ret=> #pr::restream)),
@@ -211,4 +230,21 @@ fn names_a_module_item(path: &syn::Path) -> bool {
                 || matches!(name.as_str(), "crate" | "self" | "super")
                 || name.starts_with(|c: char| c.is_lowercase() || c == '_'))
     }) && path.segments.first().is_some_and(|s| s.ident != "Self")
+}
+
+/// `tokens` with every span set to `span`, so that an error about them points there.
+fn respan(tokens: TokenStream, span: Span) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|mut tt| {
+            if let proc_macro2::TokenTree::Group(g) = &tt {
+                let mut group = proc_macro2::Group::new(g.delimiter(), respan(g.stream(), span));
+                group.set_span(span);
+                tt = group.into();
+            } else {
+                tt.set_span(span);
+            }
+            tt
+        })
+        .collect()
 }

@@ -71,8 +71,16 @@ pub fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
 ///   streaming return, inject is refused at every gate (`exec.refused`, code unsupported).
 /// - Invocations: a step continues the run's current invocation when its request (the first
 ///   argument after `self` not listed in `skip(…)`) has the same first message and more messages — through
-///   `graphmind::model::StepRequest` if the request implements it, else through a `messages`
-///   field of the captured input — or when `invocation = <expr>` gives the same key.
+///   the codec's `graphmind::model::RequestCodec` (by default `graphmind::model::StepRequest`)
+///   if it reads the request, else through a `messages` field of the captured input — or when
+///   `invocation = <expr>` gives the same key, or when the request names the response id of
+///   the invocation's latest step as its previous response (`RequestCodec::previous_response_id`).
+/// - Codecs: the request, response and chunks are read through `codec = path::To::Codec`, a
+///   type implementing `graphmind::model::{ResponseCodec, ChunkCodec, RequestCodec}` for
+///   another crate's types (an SDK's, which cannot implement graphmind's traits: the orphan
+///   rule); without it, through the types' own `StepResponse` / `StepChunk` / `StepRequest`
+///   impls (`graphmind::model::Native`). A codec that reads the text records the output in
+///   GraphMind 0.6's shape `{text, finishReason, rawFinishReason, toolCalls, response}`.
 /// - Streaming returns are teed: every item reaches the caller unchanged and when it would
 ///   have; deltas (`graphmind::model::StepChunk`) are batched into `node.token` every 34 ms,
 ///   and `node.finished` carries usage and finish reason, also when the stream is dropped.
@@ -83,7 +91,8 @@ pub fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// to a fn must resolve — a misspelt one is a compile error; name a tool renamed with
 /// `name = "…"` by that string), `invocation = <expr>` (any `Display`), `result = true` and
 /// `stream = true` (as for [`macro@tool`]; an SDK's stream alias such as
-/// `-> Result<ChatCompletionResponseStream, OpenAIError>` needs `stream = true`). With
+/// `-> Result<ChatCompletionResponseStream, OpenAIError>` needs `stream = true`),
+/// `codec = path::To::Codec` (see above). With
 /// feature `enabled` off, the arguments are checked and the fn is returned untouched.
 #[proc_macro_attribute]
 pub fn model_step(attr: TokenStream, item: TokenStream) -> TokenStream {

@@ -149,6 +149,13 @@ impl Usage {
 
 /// A non-streaming model response of your own crate (for another crate's type, see
 /// [`ResponseCodec`]). Every method has a default reporting nothing.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be the response of a #[graphmind::model_step]",
+    label = "it must implement `graphmind::model::StepResponse`, or be read through a codec",
+    note = "implement `graphmind::model::StepResponse` for it if it is your own type (every method has a default)",
+    note = "a type of another crate (an SDK's response) cannot implement it: read it through a codec, `#[graphmind::model_step(codec = MyCodec)]` with `impl graphmind::model::ResponseCodec<TheirResponse> for MyCodec`",
+    note = "if it is a stream under another name (a type alias such as an SDK's `ChatCompletionResponseStream`), write `stream = true` on the attribute: `#[graphmind::model_step(stream = true)]`"
+)]
 pub trait StepResponse {
     /// Token usage, if the response reports it.
     fn usage(&self) -> Option<Usage> {
@@ -444,9 +451,9 @@ impl<'a> ToolCall<'a> {
 /// assert_eq!(Chat::usage(&reply), Some(Usage::inclusive(12, 3)));
 /// ```
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` is not a codec for model responses of type `{R}`",
-    label = "the codec named by `codec = …` must implement `graphmind::model::ResponseCodec<{R}>`",
-    note = "implement `graphmind::model::ResponseCodec<{R}>` for the codec (it reads usage, finish reason, text and tool calls), or leave `codec = …` out to read a response that implements `graphmind::model::StepResponse`"
+    message = "`{Self}` is not a codec for the response of this #[graphmind::model_step]",
+    label = "`{Self}` must implement `graphmind::model::ResponseCodec<Response>` for the response type returned here",
+    note = "implement `graphmind::model::ResponseCodec<Response>` for `{Self}` (it reads usage, finish reason, text and tool calls), or leave `codec = …` out to read a response of your own crate that implements `graphmind::model::StepResponse`"
 )]
 pub trait ResponseCodec<R: ?Sized> {
     /// Token usage, if the response reports it.
@@ -503,9 +510,9 @@ pub trait ResponseCodec<R: ?Sized> {
 /// }
 /// ```
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` is not a codec for streamed model chunks of type `{C}`",
-    label = "the codec named by `codec = …` must implement `graphmind::model::ChunkCodec<{C}>`",
-    note = "implement `graphmind::model::ChunkCodec<{C}>` for the codec (it reads each chunk's deltas, usage, finish reason and error), or leave `codec = …` out to read chunks that implement `graphmind::model::StepChunk`"
+    message = "`{Self}` is not a codec for the chunks streamed by this #[graphmind::model_step]",
+    label = "`{Self}` must implement `graphmind::model::ChunkCodec<Item>` for the stream's item type returned here",
+    note = "implement `graphmind::model::ChunkCodec<Item>` for `{Self}` (it reads each chunk's deltas, usage, finish reason and error), or leave `codec = …` out to read chunks of your own crate that implement `graphmind::model::StepChunk`"
 )]
 pub trait ChunkCodec<C: ?Sized> {
     /// Reports the chunk's deltas (text, reasoning, tool-call arguments naming their call).
@@ -700,6 +707,128 @@ impl FinishReason {
 impl std::fmt::Display for FinishReason {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+/// A model step's `node.finished.output` in GraphMind 0.6's shape:
+/// `{text, finishReason, rawFinishReason, toolCalls}`, with the full response kept under
+/// `response` when given. `finishReason` is normalized ([`FinishReason`]); the provider's
+/// spelling is `rawFinishReason`; each tool call is `{id, name, arguments}` (the arguments
+/// parsed when they are JSON). A `#[graphmind::model_step]` whose codec reads the text
+/// records exactly this; an adapter that finishes its node by hand builds it the same way.
+///
+/// ```
+/// use graphmind::model::{Reply, ToolCall};
+///
+/// let out = Reply::new("")
+///     .finish_reason("tool_calls")
+///     .tool_call(ToolCall::new("lookup_order", r#"{"id":"A1"}"#).with_id("call_1"))
+///     .into_value();
+/// assert_eq!(out["finishReason"], "tool-calls");
+/// assert_eq!(out["rawFinishReason"], "tool_calls");
+/// assert_eq!(out["toolCalls"][0]["arguments"]["id"], "A1");
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reply {
+    text: String,
+    raw_finish: Option<String>,
+    tool_calls: Vec<serde_json::Value>,
+    response: Option<serde_json::Value>,
+}
+
+impl Reply {
+    /// A reply with this text, no finish reason and no tool calls.
+    #[must_use]
+    pub fn new(text: impl Into<String>) -> Self {
+        Self {
+            text: text.into(),
+            raw_finish: None,
+            tool_calls: Vec::new(),
+            response: None,
+        }
+    }
+
+    /// Reads a response through a codec: `None` when the codec does not read its text (the
+    /// response is then recorded as it serializes). The response itself goes under `response`.
+    pub fn read<K, R>(response: &R) -> Option<Self>
+    where
+        K: ResponseCodec<R>,
+        R: serde::Serialize + ?Sized,
+    {
+        let reply = Self::parts::<K, R>(response)?;
+        Some(reply.response(serde_json::to_value(response).unwrap_or_default()))
+    }
+
+    /// [`Reply::read`] without the response.
+    pub(crate) fn parts<K: ResponseCodec<R>, R: ?Sized>(response: &R) -> Option<Self> {
+        let text = K::text(response)?;
+        let mut reply = Self::new(text.into_owned());
+        if let Some(raw) = K::finish_reason(response) {
+            reply = reply.finish_reason(&raw);
+        }
+        for call in K::tool_calls(response) {
+            reply = reply.tool_call(call);
+        }
+        Some(reply)
+    }
+
+    /// With the provider's finish reason (normalized into `finishReason`, kept as
+    /// `rawFinishReason`).
+    #[must_use]
+    pub fn finish_reason(self, raw: &str) -> Self {
+        Self {
+            raw_finish: Some(raw.to_owned()),
+            ..self
+        }
+    }
+
+    /// With one more tool call.
+    #[must_use]
+    pub fn tool_call(mut self, call: ToolCall<'_>) -> Self {
+        let mut entry = serde_json::Map::new();
+        if let Some(id) = call.id {
+            entry.insert("id".into(), id.into_owned().into());
+        }
+        entry.insert("name".into(), call.name.into_owned().into());
+        let arguments = serde_json::from_str::<serde_json::Value>(&call.arguments)
+            .unwrap_or_else(|_| call.arguments.into_owned().into());
+        entry.insert("arguments".into(), arguments);
+        self.tool_calls.push(entry.into());
+        self
+    }
+
+    /// With the full response, recorded under `response`.
+    #[must_use]
+    pub fn response(self, response: serde_json::Value) -> Self {
+        Self {
+            response: Some(response),
+            ..self
+        }
+    }
+
+    /// The wire form.
+    #[must_use]
+    pub fn into_value(self) -> serde_json::Value {
+        let mut out = serde_json::Map::new();
+        out.insert("text".into(), self.text.into());
+        if let Some(raw) = self.raw_finish {
+            out.insert(
+                "finishReason".into(),
+                FinishReason::from_raw(&raw).as_str().into(),
+            );
+            out.insert("rawFinishReason".into(), raw.into());
+        }
+        out.insert("toolCalls".into(), self.tool_calls.into());
+        if let Some(response) = self.response {
+            out.insert("response".into(), response);
+        }
+        out.into()
+    }
+}
+
+impl From<Reply> for serde_json::Value {
+    fn from(reply: Reply) -> Self {
+        reply.into_value()
     }
 }
 

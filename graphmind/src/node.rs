@@ -673,6 +673,13 @@ impl Node {
         usage: Option<crate::model::Usage>,
         extra: Extra,
     ) {
+        // A step that answered with a response id: a later request naming it as its
+        // previous response continues this invocation (`Grouping::After`).
+        if self.run.node_id == crate::exec::step::STEP_NODE
+            && let Some(id) = extra.get("responseId").and_then(Value::as_str)
+        {
+            crate::exec::step::note_response(&self.call, &self.instance_id, id);
+        }
         self.run.finish(
             status,
             Finish {
@@ -717,6 +724,19 @@ impl Node {
         S: futures_core::Stream,
         S::Item: crate::model::StepChunk,
     {
-        self.tee(stream, crate::exec::step::observe_chunk::<S::Item>)
+        self.tee(
+            stream,
+            crate::exec::step::observe_chunk::<crate::model::Native, S::Item>,
+        )
+    }
+
+    /// [`Node::tee_chunks`] for chunks of another crate, read through the codec `K` (see
+    /// [`ChunkCodec`](crate::model::ChunkCodec)): `node.tee_codec::<MyCodec, _>(stream)`.
+    pub fn tee_codec<K, S>(self, stream: S) -> crate::tee::Tee<S>
+    where
+        S: futures_core::Stream,
+        K: crate::model::ChunkCodec<S::Item>,
+    {
+        self.tee(stream, crate::exec::step::observe_chunk::<K, S::Item>)
     }
 }

@@ -147,4 +147,14 @@ impl Node {
         let _ = stream;
         match self.0 {}
     }
+
+    /// Hands the node to a stream of another crate's chunks, read through codec `K`.
+    pub fn tee_codec<K, S>(self, stream: S) -> crate::tee::Tee<S>
+    where
+        S: futures_core::Stream,
+        K: crate::model::ChunkCodec<S::Item>,
+    {
+        let _ = stream;
+        match self.0 {}
+    }
 }

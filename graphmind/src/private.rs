@@ -15,7 +15,9 @@ use serde::de::DeserializeOwned;
 
 pub use serde_json::Value;
 
-pub use crate::model::{Grouping, StepChunk, StepRequest, StepResponse};
+pub use crate::model::{
+    ChunkCodec, Grouping, Native, RequestCodec, ResponseCodec, StepChunk, StepRequest, StepResponse,
+};
 pub use crate::roster::RosterEntry;
 pub use crate::tee::Tee;
 
@@ -200,15 +202,17 @@ pub trait StreamItem: Serialize {}
 
 impl<T: Serialize> StreamItem for T {}
 
-/// The response type of a `#[graphmind::model_step]` (or the `Ok` type of its `Result`).
+/// The response type of a `#[graphmind::model_step]` (or the `Ok` type of its `Result`); it is
+/// read through the step's codec (`codec = …`, else [`Native`](crate::model::Native)).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be the response of a #[graphmind::model_step]",
-    label = "it must implement `graphmind::model::StepResponse`, `serde::Serialize` and `serde::Deserialize`",
+    label = "it must implement `serde::Serialize` and `serde::Deserialize`",
+    note = "graphmind records the response and deserializes injected values into it",
     note = "if it is a stream under another name (a type alias such as an SDK's `ChatCompletionResponseStream`), write `stream = true` on the attribute: `#[graphmind::model_step(stream = true)]`"
 )]
-pub trait StepOutput: StepResponse + Serialize + DeserializeOwned {}
+pub trait StepOutput: Serialize + DeserializeOwned {}
 
-impl<T: StepResponse + Serialize + DeserializeOwned> StepOutput for T {}
+impl<T: Serialize + DeserializeOwned> StepOutput for T {}
 
 /// A stream written as a named type (`Pin<Box<dyn Stream<…> + Send>>`, `BoxStream`, an SDK's
 /// alias of one), handed back to the caller in that type: the teed stream is boxed once more.
@@ -370,19 +374,29 @@ impl<D: Future, F: Future<Output = D::Output>> Future for Fast<D, F> {
     }
 }
 
-/// Invocation grouping by autoref specialization: `(&&Req(&req)).gm_group()` uses the
-/// request's [`StepRequest`] impl when it has one, else [`Grouping::Auto`].
-pub struct Req<'a, T: ?Sized>(pub &'a T);
+/// Invocation grouping by autoref specialization: `(&&Req::<K, _>::new(&req)).gm_group()`
+/// uses the codec's [`RequestCodec`] impl for the request when it has one (for
+/// [`Native`](crate::model::Native): the request's [`StepRequest`] impl), else
+/// [`Grouping::Auto`].
+pub struct Req<'a, K: ?Sized, T: ?Sized>(pub &'a T, std::marker::PhantomData<fn() -> K>);
 
-/// Picked when the request implements [`StepRequest`].
+impl<'a, K: ?Sized, T: ?Sized> Req<'a, K, T> {
+    /// The request, read through codec `K`.
+    #[inline]
+    pub fn new(request: &'a T) -> Self {
+        Self(request, std::marker::PhantomData)
+    }
+}
+
+/// Picked when the codec reads the request.
 pub trait ViaStepRequest {
     /// The grouping.
     fn gm_group(&self) -> Grouping;
 }
 
-impl<T: StepRequest + ?Sized> ViaStepRequest for &Req<'_, T> {
+impl<K: RequestCodec<T> + ?Sized, T: ?Sized> ViaStepRequest for &Req<'_, K, T> {
     fn gm_group(&self) -> Grouping {
-        Grouping::of(self.0)
+        K::grouping(self.0)
     }
 }
 
@@ -392,7 +406,7 @@ pub trait ViaAuto {
     fn gm_group(&self) -> Grouping;
 }
 
-impl<T: ?Sized> ViaAuto for &&Req<'_, T> {
+impl<K: ?Sized, T: ?Sized> ViaAuto for &&Req<'_, K, T> {
     fn gm_group(&self) -> Grouping {
         Grouping::Auto
     }

@@ -11,12 +11,15 @@ use super::Host;
 use super::scope::{Invocation, StepState};
 use super::tool::{Call, Policy, gated};
 use crate::__private::{Body, Fast, StepInput, StepOutput, StepSite, ToolError};
-use crate::gate::validator_for;
-use crate::model::{Grouping, StepChunk, StepResponse, Usage, hash_str};
+use crate::gate::{Validator, validator_for};
+use crate::model::{ChunkCodec, Grouping, Reply, ResponseCodec, Usage, hash_str};
 use crate::node::{NodeRun, StartSpec, error_info, short_type_name, to_value};
 use crate::tee::{Observer, Tee};
 
 pub(crate) const STEP_NODE: &str = "llm:step";
+
+/// The invocations of model steps made outside any run.
+static OUTSIDE: Mutex<StepState> = Mutex::new(StepState { invocation: None });
 
 /// Grouping key from a captured input: its `messages` array (top level, or one level down).
 fn auto_key(input: &Value) -> Option<(u64, usize)> {
@@ -75,7 +78,6 @@ fn start_step(
     input: Value,
     grouping: &Grouping,
 ) -> NodeRun {
-    static OUTSIDE: Mutex<StepState> = Mutex::new(StepState { invocation: None });
     let (instance_id, first) = match &call.run {
         Some(run) => place(
             &mut run.steps.lock().unwrap_or_else(PoisonError::into_inner),
@@ -158,11 +160,71 @@ pub(crate) fn begin_by_hand(input: Value, grouping: &Grouping) -> Option<(Call, 
     Some((call, node))
 }
 
-fn response_usage<R: StepResponse>(r: &R) -> (Option<TokenUsage>, Option<String>) {
-    (
-        r.usage().map(Usage::to_wire),
-        r.finish_reason().map(std::borrow::Cow::into_owned),
+/// Usage and the loose fields of a response, read through its codec.
+fn response_usage<K: ResponseCodec<R>, R>(r: &R) -> (Option<TokenUsage>, Extra) {
+    let mut extra = Extra::new();
+    if let Some(reason) = K::finish_reason(r) {
+        extra.insert("finishReason".into(), reason.into_owned().into());
+    }
+    if let Some(model) = K::model(r) {
+        extra.insert("model".into(), model.into_owned().into());
+    }
+    if let Some(id) = K::response_id(r) {
+        extra.insert("responseId".into(), id.into_owned().into());
+    }
+    (K::usage(r).map(Usage::to_wire), extra)
+}
+
+/// The recorded output: GraphMind 0.6's `{text, finishReason, rawFinishReason, toolCalls}`
+/// with the full response under `response` when the codec reads the text, else the response
+/// as it serializes.
+fn encode_response<K: ResponseCodec<R>, R: serde::Serialize>(r: &R) -> Value {
+    match Reply::parts::<K, R>(r) {
+        Some(reply) => reply.response(to_value(r)).into_value(),
+        None => to_value(r),
+    }
+}
+
+/// An injected response: the function's return type itself, or a recorded 0.6 output
+/// (edited) whose `response` is one.
+fn inject_response<R: serde::de::DeserializeOwned>(v: Value) -> Option<R> {
+    if let Some(inner) = v.get("response").filter(|_| is_reply(&v))
+        && let Ok(r) = serde_json::from_value(inner.clone())
+    {
+        return Some(r);
+    }
+    serde_json::from_value(v).ok()
+}
+
+/// Whether `v` looks like a recorded 0.6 output (`text` and `response` keys).
+fn is_reply(v: &Value) -> bool {
+    v.get("text").is_some_and(Value::is_string) && v.get("response").is_some()
+}
+
+/// The validator of an injected response: see [`inject_response`].
+fn response_validator<R: serde::de::DeserializeOwned>() -> Validator {
+    let direct = validator_for::<R>();
+    let inner = validator_for::<R>();
+    Box::new(
+        move |v: &Value| match v.get("response").filter(|_| is_reply(v)) {
+            Some(response) => inner(response).or_else(|_| direct(v)),
+            None => direct(v),
+        },
     )
+}
+
+/// Remembers the response id a step answered with, so that a request naming it as its
+/// previous response continues the invocation ([`Grouping::After`]).
+pub(crate) fn note_response(call: &Call, instance_id: &str, response_id: &str) {
+    let mut state = match &call.run {
+        Some(run) => run.steps.lock().unwrap_or_else(PoisonError::into_inner),
+        None => OUTSIDE.lock().unwrap_or_else(PoisonError::into_inner),
+    };
+    if let Some(inv) = state.invocation.as_mut()
+        && instance_id.strip_prefix(inv.id.as_str()) == Some(&format!(":s{}", inv.steps))
+    {
+        inv.response = Some(response_id.to_owned());
+    }
 }
 
 async fn first<B: Body>(mut body: B) -> B::Output {
@@ -177,62 +239,83 @@ fn begin(
     retry: bool,
     input: Value,
     grouping: &Grouping,
-) -> (Call, NodeRun) {
+) -> (Call, NodeRun, String) {
     let (call, host, run_id) = Call::current(
         NodeKind::Llm,
         std::borrow::Cow::Borrowed("step"),
         site.retry && retry,
     );
     let node = start_step(&call, host, run_id, site, input, grouping);
-    (call, node)
+    let instance = node.instance_id.to_string();
+    (call, node, instance)
+}
+
+fn step_policy<K, R>() -> Policy<R>
+where
+    K: ResponseCodec<R>,
+    R: StepOutput,
+{
+    Policy::<R> {
+        error: |_| None,
+        encode: |r| Some(encode_response::<K, R>(r)),
+        inject: Some((response_validator::<R>, inject_response::<R>)),
+        after: true,
+        usage: response_usage::<K, R>,
+        reencode: true,
+    }
 }
 
 /// A model step returning a response: gates before (nothing in flight while held), after,
-/// no error gate.
-pub fn model_step<B, R>(
+/// no error gate. The response is read through the codec `K` ([`Native`](crate::model::Native)
+/// unless the attribute names one).
+pub fn model_step<K, B, R>(
     site: &'static StepSite,
     input: StepInput,
     mut body: B,
 ) -> Fast<B::Fut, impl Future<Output = R>>
 where
+    K: ResponseCodec<R>,
     B: Body<Output = R>,
     R: StepOutput,
 {
     match input.0 {
         None => Fast::direct(&mut body),
-        Some((input, grouping)) => Fast::full(move || model_step_full(site, input, grouping, body)),
+        Some((input, grouping)) => {
+            Fast::full(move || model_step_full::<K, B, R>(site, input, grouping, body))
+        }
     }
 }
 
-async fn model_step_full<B, R>(
+async fn model_step_full<K, B, R>(
     site: &'static StepSite,
     input: Value,
     grouping: Grouping,
     body: B,
 ) -> R
 where
+    K: ResponseCodec<R>,
     B: Body<Output = R>,
     R: StepOutput,
 {
-    let (call, node) = begin(site, B::RETRY, input, &grouping);
-    let policy = Policy::<R> {
-        error: |_| None,
-        encode: |r| Some(to_value(r)),
-        inject: Some((validator_for::<R>, |v| serde_json::from_value(v).ok())),
-        after: true,
-        usage: response_usage::<R>,
-    };
-    gated(&call, node, body, &policy, false).await.0
+    let (call, node, instance) = begin(site, B::RETRY, input, &grouping);
+    let out = gated(&call, node, body, &step_policy::<K, R>(), false)
+        .await
+        .0;
+    if let Some(id) = K::response_id(&out) {
+        note_response(&call, &instance, &id);
+    }
+    out
 }
 
 /// A model step returning `Result<R, E>`: gates before, after (on `Ok`), and error (retry
 /// re-runs the body in the same node execution; inject substitutes the response).
-pub fn model_step_result<B, R, E>(
+pub fn model_step_result<K, B, R, E>(
     site: &'static StepSite,
     input: StepInput,
     mut body: B,
 ) -> Fast<B::Fut, impl Future<Output = Result<R, E>>>
 where
+    K: ResponseCodec<R>,
     B: Body<Output = Result<R, E>>,
     R: StepOutput,
     E: ToolError,
@@ -240,51 +323,60 @@ where
     match input.0 {
         None => Fast::direct(&mut body),
         Some((input, grouping)) => {
-            Fast::full(move || model_step_result_full(site, input, grouping, body))
+            Fast::full(move || model_step_result_full::<K, B, R, E>(site, input, grouping, body))
         }
     }
 }
 
-async fn model_step_result_full<B, R, E>(
+async fn model_step_result_full<K, B, R, E>(
     site: &'static StepSite,
     input: Value,
     grouping: Grouping,
     body: B,
 ) -> Result<R, E>
 where
+    K: ResponseCodec<R>,
     B: Body<Output = Result<R, E>>,
     R: StepOutput,
     E: ToolError,
 {
-    let (call, node) = begin(site, B::RETRY, input, &grouping);
+    let (call, node, instance) = begin(site, B::RETRY, input, &grouping);
     let policy = Policy::<Result<R, E>> {
         error: |r| {
             r.as_ref()
                 .err()
                 .map(|e| error_info(short_type_name::<E>(), e.to_string()))
         },
-        encode: |r| r.as_ref().ok().map(to_value),
-        inject: Some((validator_for::<R>, |v| {
-            serde_json::from_value(v).ok().map(Ok)
-        })),
+        encode: |r| r.as_ref().ok().map(encode_response::<K, R>),
+        inject: Some((response_validator::<R>, |v| inject_response(v).map(Ok))),
         after: true,
-        usage: |r| r.as_ref().map_or((None, None), response_usage::<R>),
+        usage: |r| {
+            r.as_ref()
+                .map_or_else(|_| (None, Extra::new()), response_usage::<K, R>)
+        },
+        reencode: true,
     };
-    gated(&call, node, body, &policy, false).await.0
+    let out = gated(&call, node, body, &policy, false).await.0;
+    if let Ok(r) = &out
+        && let Some(id) = K::response_id(r)
+    {
+        note_response(&call, &instance, &id);
+    }
+    out
 }
 
-/// Observes one chunk of a streamed model response.
-pub(crate) fn observe_chunk<C: StepChunk>(obs: &mut Observer, chunk: &C) {
+/// Observes one chunk of a streamed model response, read through the codec `K`.
+pub(crate) fn observe_chunk<K: ChunkCodec<C>, C>(obs: &mut Observer, chunk: &C) {
     obs.chunks += 1;
     let node = &mut obs.node;
-    chunk.call_deltas(&mut |delta| node.push_delta(&delta));
-    if let Some(u) = chunk.usage() {
+    K::call_deltas(chunk, &mut |delta| node.push_delta(&delta));
+    if let Some(u) = K::usage(chunk) {
         obs.usage = Some(u.to_wire());
     }
-    if let Some(r) = chunk.finish_reason() {
+    if let Some(r) = K::finish_reason(chunk) {
         obs.finish_reason = Some(r.into_owned());
     }
-    if let Some(e) = chunk.error() {
+    if let Some(e) = K::error(chunk) {
         obs.errors += 1;
         obs.node.error(error_info("StreamError", e));
     }
@@ -292,46 +384,51 @@ pub(crate) fn observe_chunk<C: StepChunk>(obs: &mut Observer, chunk: &C) {
 
 /// A streaming model step: gate before only; the stream is teed (token batches, usage and
 /// finish reason on node.finished, also when the consumer drops it).
-pub async fn model_step_stream<B, S>(site: &'static StepSite, input: StepInput, body: B) -> Tee<S>
+pub async fn model_step_stream<K, B, S>(
+    site: &'static StepSite,
+    input: StepInput,
+    body: B,
+) -> Tee<S>
 where
+    K: ChunkCodec<S::Item>,
     B: Body<Output = S>,
     S: Stream,
-    S::Item: StepChunk,
 {
     let StepInput(Some((input, grouping))) = input else {
         return Tee::passthrough(first(body).await);
     };
-    let (call, node) = begin(site, B::RETRY, input, &grouping);
+    let (call, node, _) = begin(site, B::RETRY, input, &grouping);
     let policy = Policy::<S> {
         error: |_| None,
         encode: |_| None,
         inject: None,
         after: false,
-        usage: |_| (None, None),
+        usage: |_| (None, Extra::new()),
+        reencode: false,
     };
     match gated(&call, node, body, &policy, true).await {
-        (stream, Some(node)) => Tee::new(stream, Observer::new(node), observe_chunk::<S::Item>),
+        (stream, Some(node)) => Tee::new(stream, Observer::new(node), observe_chunk::<K, S::Item>),
         (stream, None) => Tee::passthrough(stream),
     }
 }
 
 /// A streaming model step returning `Result<impl Stream, E>`: gates before, and error when
 /// the stream cannot be created (retry re-runs the body; inject is refused).
-pub async fn model_step_stream_result<B, S, E>(
+pub async fn model_step_stream_result<K, B, S, E>(
     site: &'static StepSite,
     input: StepInput,
     body: B,
 ) -> Result<Tee<S>, E>
 where
+    K: ChunkCodec<S::Item>,
     B: Body<Output = Result<S, E>>,
     S: Stream,
-    S::Item: StepChunk,
     E: ToolError,
 {
     let StepInput(Some((input, grouping))) = input else {
         return first(body).await.map(Tee::passthrough);
     };
-    let (call, node) = begin(site, B::RETRY, input, &grouping);
+    let (call, node, _) = begin(site, B::RETRY, input, &grouping);
     let policy = Policy::<Result<S, E>> {
         error: |r| {
             r.as_ref()
@@ -341,13 +438,14 @@ where
         encode: |_| None,
         inject: None,
         after: false,
-        usage: |_| (None, None),
+        usage: |_| (None, Extra::new()),
+        reencode: false,
     };
     match gated(&call, node, body, &policy, true).await {
         (Ok(stream), Some(node)) => Ok(Tee::new(
             stream,
             Observer::new(node),
-            observe_chunk::<S::Item>,
+            observe_chunk::<K, S::Item>,
         )),
         (other, _) => other.map(Tee::passthrough),
     }

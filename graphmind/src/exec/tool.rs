@@ -33,8 +33,12 @@ pub(crate) struct Policy<O> {
     pub(crate) inject: Option<InjectSupport<O>>,
     /// Whether there is an `after` gate.
     pub(crate) after: bool,
-    /// Usage and finish reason for node.finished.
-    pub(crate) usage: fn(&O) -> (Option<TokenUsage>, Option<String>),
+    /// Usage and the loose fields read from the output (finishReason, model, responseId)
+    /// for node.finished.
+    pub(crate) usage: fn(&O) -> (Option<TokenUsage>, Extra),
+    /// Whether an injected output is recorded as [`encode`](Policy::encode) records a real
+    /// one (model steps: the same shape whoever produced it), rather than as sent.
+    pub(crate) reencode: bool,
 }
 
 /// Everything known about one call before it starts (its host and run id go to its
@@ -320,16 +324,14 @@ fn attempts_extra(attempts: u32) -> Extra {
     extra
 }
 
-/// The usage of `out`, with its finish reason added to `extra`.
+/// The usage of `out`, with its loose fields (finish reason, …) added to `extra`.
 fn usage_and_reason<O>(
     policy: &Policy<O>,
     out: &O,
     mut extra: Extra,
 ) -> (Option<TokenUsage>, Extra) {
-    let (usage, reason) = (policy.usage)(out);
-    if let Some(r) = reason {
-        extra.insert("finishReason".into(), r.into());
-    }
+    let (usage, loose) = (policy.usage)(out);
+    extra.extend(loose);
     (usage, extra)
 }
 
@@ -337,18 +339,22 @@ fn usage_and_reason<O>(
 /// injected output: a response it replaced must not lend it its counts or reason.
 fn finish_injected<O>(node: NodeRun, policy: &Policy<O>, v: Value, out: &O, extra: Extra) {
     let (usage, extra) = usage_and_reason(policy, out, extra);
+    let output = match policy.reencode {
+        true => (policy.encode)(out).or(Some(v)),
+        false => Some(v),
+    };
     node.finish(
         Status::Ok,
         Finish {
-            output: Some(v),
+            output,
             usage,
             extra,
         },
     );
 }
 
-fn no_usage<O>(_: &O) -> (Option<TokenUsage>, Option<String>) {
-    (None, None)
+fn no_usage<O>(_: &O) -> (Option<TokenUsage>, Extra) {
+    (None, Extra::new())
 }
 
 /// The node's instanceId: the model's tool-call id when `call_id = <arg>` names a non-empty
@@ -489,6 +495,7 @@ where
         inject: Some((validator_for::<R>, |v| serde_json::from_value(v).ok())),
         after: true,
         usage: no_usage,
+        reencode: false,
     };
     gated(&call, node, body, &policy, false).await.0
 }
@@ -547,6 +554,7 @@ where
         })),
         after: true,
         usage: no_usage,
+        reencode: false,
     };
     gated(&call, node, body, &policy, false).await.0
 }
@@ -574,6 +582,7 @@ where
         inject: None,
         after: false,
         usage: no_usage,
+        reencode: false,
     };
     let (stream, node) = gated(&call, node, body, &policy, true).await;
     match node {

@@ -70,7 +70,28 @@ impl ResponseCodec<serde_json::Value> for Chat {
     }
 }
 
-fn main() {
+/// A model step over the SDK's own types, read through the codec.
+#[graphmind::model_step(codec = Chat)]
+async fn complete(request: ChatRequest) -> Result<ChatResponse, SdkError> {
+    Ok(ChatResponse { id: format!("r{}", request.messages.len()), ..ChatResponse::default() })
+}
+
+/// A stream of the SDK's `Result` items under its own alias, read through the codec.
+type ChunkStream = std::pin::Pin<Box<dyn futures_util::Stream<Item = Result<ChatChunk, SdkError>> + Send>>;
+
+#[graphmind::model_step(codec = self::Chat, stream = true)]
+async fn complete_stream(request: ChatRequest) -> Result<ChunkStream, SdkError> {
+    let _ = request;
+    Ok(Box::pin(futures_util::stream::iter(vec![Ok(ChatChunk::default()), Err(SdkError)])))
+}
+
+#[tokio::main]
+async fn main() {
+    let req = ChatRequest { messages: vec!["sys".into()] };
+    assert_eq!(complete(req.clone()).await.ok().map(|r| r.id).as_deref(), Some("r1"));
+    let items: Vec<_> = futures_util::StreamExt::collect(complete_stream(req).await.ok().unwrap()).await;
+    assert_eq!(items.len(), 2);
+
     // The codec's functions are called by graphmind; called by hand, name the trait (several
     // codec traits have a `finish_reason`).
     let reply = ChatResponse {
