@@ -832,9 +832,149 @@ impl From<Reply> for serde_json::Value {
     }
 }
 
+/// A streamed model answer as it accumulates: the text deltas and each tool call's argument
+/// pieces (by index, else by id), recorded at the stream's end as a [`Reply`].
+#[derive(Debug, Default)]
+#[cfg_attr(not(feature = "enabled"), allow(dead_code))]
+pub(crate) struct StreamedReply {
+    text: String,
+    /// The tool calls in the order they first appeared.
+    calls: Vec<StreamedCall>,
+    /// Set once the text and arguments reach [`StreamedReply::CAP`]: the rest is not kept.
+    truncated: bool,
+}
+
+/// One streamed tool call: its index, id and name as first named, and its argument pieces.
+#[derive(Debug, Default)]
+#[cfg_attr(not(feature = "enabled"), allow(dead_code))]
+struct StreamedCall {
+    index: Option<u64>,
+    id: Option<String>,
+    name: Option<String>,
+    args: String,
+}
+
+#[cfg_attr(not(feature = "enabled"), allow(dead_code))]
+impl StreamedReply {
+    /// Bytes of text and arguments kept (the node's payload budget cuts the output further).
+    const CAP: usize = 1 << 20;
+
+    /// Adds one text or tool-argument delta; other kinds (reasoning) are not part of it.
+    pub(crate) fn push(&mut self, delta: &Delta<'_>) {
+        let kept = self.text.len() + self.calls.iter().map(|c| c.args.len()).sum::<usize>();
+        let room = Self::CAP.saturating_sub(kept);
+        let piece = match delta.text.len() <= room {
+            true => delta.text,
+            false => {
+                self.truncated = true;
+                let mut end = room;
+                while !delta.text.is_char_boundary(end) {
+                    end -= 1;
+                }
+                &delta.text[..end]
+            }
+        };
+        match delta.kind {
+            DeltaKind::Text => self.text.push_str(piece),
+            DeltaKind::ToolArgs => self.push_args(delta, piece),
+            _ => {}
+        }
+    }
+
+    fn push_args(&mut self, delta: &Delta<'_>, piece: &str) {
+        let found = self
+            .calls
+            .iter()
+            .position(|c| match (delta.index, delta.call_id) {
+                (Some(i), _) => c.index == Some(i),
+                (None, Some(id)) => c.id.as_deref() == Some(id),
+                (None, None) => true,
+            });
+        let at = found.unwrap_or_else(|| {
+            self.calls.push(StreamedCall {
+                index: delta.index,
+                ..StreamedCall::default()
+            });
+            self.calls.len() - 1
+        });
+        let call = &mut self.calls[at];
+        if let (None, Some(id)) = (&call.id, delta.call_id) {
+            call.id = Some(id.to_owned());
+        }
+        if let (None, Some(name)) = (&call.name, delta.tool_name) {
+            call.name = Some(name.to_owned());
+        }
+        call.args.push_str(piece);
+    }
+
+    /// The output: `{text, finishReason, rawFinishReason, toolCalls}` (and `truncated: true`
+    /// when the cap cut it).
+    pub(crate) fn into_value(self, finish_reason: Option<&str>) -> serde_json::Value {
+        let mut reply = Reply::new(self.text);
+        if let Some(raw) = finish_reason {
+            reply = reply.finish_reason(raw);
+        }
+        for StreamedCall { id, name, args, .. } in self.calls {
+            let call = ToolCall::new(name.unwrap_or_default(), args);
+            reply = reply.tool_call(match id {
+                Some(id) => call.with_id(id),
+                None => call,
+            });
+        }
+        let mut value = reply.into_value();
+        if self.truncated
+            && let Some(map) = value.as_object_mut()
+        {
+            map.insert("truncated".into(), true.into());
+        }
+        value
+    }
+}
+
 pub(crate) fn hash_str(s: &str) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
     s.hash(&mut h);
     h.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_streamed_reply_keeps_at_most_its_cap_and_says_so() {
+        let mut reply = StreamedReply::default();
+        let big = "é".repeat(StreamedReply::CAP / 2 + 10);
+        reply.push(&Delta::new(DeltaKind::Text, &big));
+        reply.push(&Delta::tool_args(0, "{}"));
+        reply.push(&Delta::new(DeltaKind::Reasoning, "not kept"));
+        let out = reply.into_value(None);
+        assert!(
+            out["text"]
+                .as_str()
+                .is_some_and(|t| t.len() <= StreamedReply::CAP)
+        );
+        assert_eq!(out["truncated"], true);
+        assert!(out.get("finishReason").is_none(), "{}", out["finishReason"]);
+    }
+
+    #[test]
+    fn tool_argument_pieces_without_an_index_join_by_call_id() {
+        let mut reply = StreamedReply::default();
+        reply.push(&Delta::new(DeltaKind::ToolArgs, "{\"a\":").with_call_id("c1"));
+        reply.push(&Delta::new(DeltaKind::ToolArgs, "{\"b\":").with_call_id("c2"));
+        reply.push(&Delta::new(DeltaKind::ToolArgs, "1}").with_call_id("c1"));
+        reply.push(&Delta::new(DeltaKind::ToolArgs, "2}").with_call_id("c2"));
+        let out = reply.into_value(Some("tool_use"));
+        assert_eq!(
+            out["toolCalls"][0]["arguments"],
+            serde_json::json!({"a": 1})
+        );
+        assert_eq!(
+            out["toolCalls"][1]["arguments"],
+            serde_json::json!({"b": 2})
+        );
+        assert_eq!(out["finishReason"], "tool-calls");
+    }
 }

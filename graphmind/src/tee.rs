@@ -20,6 +20,9 @@ pub struct Observer {
     pub(crate) errors: u64,
     pub(crate) usage: Option<TokenUsage>,
     pub(crate) finish_reason: Option<String>,
+    /// A model stream's answer so far (text and tool calls), recorded as its output in
+    /// GraphMind 0.6's shape; `None` until a text or tool-argument delta is seen.
+    pub(crate) reply: Option<Box<crate::model::StreamedReply>>,
     ended: bool,
 }
 
@@ -41,6 +44,7 @@ impl Observer {
             errors: 0,
             usage: None,
             finish_reason: None,
+            reply: None,
             ended: false,
         }
     }
@@ -80,6 +84,10 @@ impl Drop for Observer {
         let mut extra = Extra::new();
         extra.insert("streaming".into(), true.into());
         extra.insert("chunks".into(), self.chunks.into());
+        let output = self
+            .reply
+            .take()
+            .map(|reply| reply.into_value(self.finish_reason.as_deref()));
         if let Some(r) = self.finish_reason.take() {
             extra.insert("finishReason".into(), r.into());
         }
@@ -105,7 +113,7 @@ impl Drop for Observer {
         self.node.finish_ref(
             status,
             Finish {
-                output: None,
+                output,
                 usage: self.usage.take(),
                 extra,
             },

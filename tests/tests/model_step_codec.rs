@@ -81,6 +81,23 @@ impl ChunkCodec<Value> for Chat {
         {
             emit(Delta::new(DeltaKind::Text, text));
         }
+        let calls = c
+            .pointer("/choices/0/delta/tool_calls")
+            .and_then(Value::as_array);
+        for call in calls.into_iter().flatten() {
+            let args = call.pointer("/function/arguments").and_then(Value::as_str);
+            let (Some(index), Some(args)) = (call["index"].as_u64(), args) else {
+                continue;
+            };
+            let mut delta = Delta::tool_args(index, args);
+            if let Some(id) = call["id"].as_str() {
+                delta = delta.with_call_id(id);
+            }
+            if let Some(name) = call.pointer("/function/name").and_then(Value::as_str) {
+                delta = delta.with_tool_name(name);
+            }
+            emit(delta);
+        }
     }
     fn usage(c: &Value) -> Option<Usage> {
         usage_of(c.get("usage")?)
@@ -302,6 +319,10 @@ async fn a_foreign_stream_is_read_through_the_codec() {
     );
     assert_eq!(fin["finishReason"], "length");
     assert_eq!(fin["chunks"], 3);
+    assert_eq!(
+        fin["output"],
+        json!({"text": "Lisbon", "finishReason": "length", "rawFinishReason": "length", "toolCalls": []})
+    );
     hub.assert_valid();
     gm.dispose().await;
 }
@@ -335,5 +356,51 @@ async fn previous_response_id_continues_the_invocation_that_answered_it() {
         ids[3].ends_with(":s1") && inv(&ids[3]) != inv(&ids[0]),
         "{ids:?}"
     );
+    gm.dispose().await;
+}
+
+#[tokio::test]
+async fn a_streamed_answer_is_recorded_in_graphmind_06_shape() {
+    #[graphmind::model_step(codec = Chat)]
+    async fn stream_calls(request: Value) -> impl Stream<Item = Value> + Send {
+        let _ = request;
+        // Two parallel tool calls interleaved by index, the id and name on each first piece.
+        let call = |index: u64, id: Option<&str>, name: Option<&str>, args: &str| {
+            json!({"choices": [{"delta": {"tool_calls": [
+                {"index": index, "id": id, "function": {"name": name, "arguments": args}}
+            ]}}]})
+        };
+        futures_util::stream::iter(vec![
+            json!({"choices": [{"delta": {"content": "Checking"}}]}),
+            call(0, Some("call_a"), Some("weather"), "{\"city\":"),
+            call(1, Some("call_b"), Some("convert"), "{\"amount\":"),
+            call(0, None, None, "\"Lisbon\"}"),
+            call(1, None, None, "120}"),
+            json!({"choices": [{"delta": {}, "finish_reason": "tool_calls"}]}),
+        ])
+    }
+    let hub = FakeDebugger::start().await;
+    let gm = attached(&hub, vec![]).await;
+    let n = gm
+        .run("r", async { stream_calls(json!({})).await.count().await })
+        .await
+        .expect("not aborted");
+    assert_eq!(n, 6);
+    run_finished(&hub).await;
+    let fin = finished(&hub, "llm:step").remove(0);
+    assert_eq!(
+        fin["output"],
+        json!({
+            "text": "Checking",
+            "finishReason": "tool-calls",
+            "rawFinishReason": "tool_calls",
+            "toolCalls": [
+                {"id": "call_a", "name": "weather", "arguments": {"city": "Lisbon"}},
+                {"id": "call_b", "name": "convert", "arguments": {"amount": 120}},
+            ],
+        })
+    );
+    assert_eq!(fin["streaming"], true);
+    hub.assert_valid();
     gm.dispose().await;
 }

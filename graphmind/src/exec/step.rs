@@ -12,7 +12,7 @@ use super::scope::{Invocation, StepState};
 use super::tool::{Call, Policy, gated};
 use crate::__private::{Body, Fast, StepInput, StepOutput, StepSite, ToolError};
 use crate::gate::{Validator, validator_for};
-use crate::model::{ChunkCodec, Grouping, Reply, ResponseCodec, Usage, hash_str};
+use crate::model::{ChunkCodec, DeltaKind, Grouping, Reply, ResponseCodec, Usage, hash_str};
 use crate::node::{NodeRun, StartSpec, error_info, short_type_name, to_value};
 use crate::tee::{Observer, Tee};
 
@@ -369,7 +369,13 @@ where
 pub(crate) fn observe_chunk<K: ChunkCodec<C>, C>(obs: &mut Observer, chunk: &C) {
     obs.chunks += 1;
     let node = &mut obs.node;
-    K::call_deltas(chunk, &mut |delta| node.push_delta(&delta));
+    let reply = &mut obs.reply;
+    K::call_deltas(chunk, &mut |delta| {
+        node.push_delta(&delta);
+        if matches!(delta.kind, DeltaKind::Text | DeltaKind::ToolArgs) {
+            reply.get_or_insert_default().push(&delta);
+        }
+    });
     if let Some(u) = K::usage(chunk) {
         obs.usage = Some(u.to_wire());
     }
