@@ -27,6 +27,18 @@ step "tests (unit, integration, ui, benches in test mode)"
 # another member turns graphmind's `enabled` back on.
 cargo test --workspace --all-targets --exclude graphmind-compiled-out
 
+step "graphmind-openai against the oldest async-openai it supports (0.40; Cargo.lock has 0.43)"
+# The adapter declares async-openai >=0.40, <0.44; the lockfile's newest edge ran above. The
+# oldest edge runs on a copy of the lockfile, restored afterwards, in the same target dir.
+matrix_lock=$(mktemp)
+cp Cargo.lock "$matrix_lock"
+restore_lock() { cp "$matrix_lock" Cargo.lock; rm -f "$matrix_lock"; }
+trap restore_lock EXIT
+cargo update -q -p async-openai --precise 0.40.3
+cargo test -p graphmind-openai --tests
+restore_lock
+trap - EXIT
+
 step "doctests"
 cargo test --workspace --doc --exclude graphmind-compiled-out
 

@@ -204,11 +204,8 @@ async fn error_continue_returns_the_sdks_429_untouched() {
         .await
         .expect("not aborted")
         .expect_err("the SDK's error");
-    let OpenAIError::ApiError(api) = &err else {
-        panic!("not an ApiError: {err:?}");
-    };
-    assert_eq!(api.status_code.as_u16(), 429);
-    assert_eq!(api.api_error.code.as_deref(), Some("insufficient_quota"));
+    assert!(matches!(err, OpenAIError::ApiError(_)), "{err:?}");
+    assert!(err.to_string().contains("insufficient_quota"), "{err}");
     assert_eq!(
         err.to_string(),
         bare.expect_err("bare fails too").to_string()
