@@ -36,7 +36,7 @@ impl<'c, C: Config> Chat<'c, C> {
         &self,
         request: CreateChatCompletionRequest,
     ) -> Result<CreateChatCompletionResponse, OpenAIError> {
-        match Step::begin(Api::Chat, &request, None) {
+        match Step::begin(Api::Chat, &request) {
             None => self.inner.create(request).await,
             Some(step) => step.call(|| self.inner.create(request.clone())).await,
         }
@@ -50,7 +50,7 @@ impl<'c, C: Config> Chat<'c, C> {
         &self,
         request: CreateChatCompletionRequest,
     ) -> Result<ChatCompletionResponseStream, OpenAIError> {
-        match Step::begin(Api::Chat, &request, None) {
+        match Step::begin(Api::Chat, &request) {
             None => self.inner.create_stream(request).await,
             Some(step) => {
                 step.open(|| self.inner.create_stream(request.clone()))

@@ -1,10 +1,6 @@
 //! [`Client`]: async-openai's client with `chat()` and `responses()` instrumented.
 
-use std::sync::Arc;
-
 use async_openai::config::Config;
-
-use crate::chain::Chains;
 
 /// async-openai's [`Client`](async_openai::Client) with its `chat()` and `responses()` API
 /// groups instrumented; every other group (and every other method) is the SDK's own,
@@ -15,17 +11,13 @@ use crate::chain::Chains;
 #[derive(Clone, Debug)]
 pub struct Client<C: Config> {
     inner: async_openai::Client<C>,
-    chains: Arc<Chains>,
 }
 
 impl<C: Config> Client<C> {
     /// Wraps an SDK client.
     #[must_use]
     pub fn new(inner: async_openai::Client<C>) -> Self {
-        Self {
-            inner,
-            chains: Arc::default(),
-        }
+        Self { inner }
     }
 
     /// The SDK client inside (uninstrumented).
@@ -51,7 +43,7 @@ impl<C: Config> Client<C> {
     /// SDK's.
     #[must_use]
     pub fn responses(&self) -> crate::Responses<'_, C> {
-        crate::Responses::new(self.inner.responses(), &self.chains)
+        crate::Responses::new(self.inner.responses())
     }
 }
 

@@ -10,7 +10,6 @@ use graphmind::node::{Extras, Node};
 use graphmind::protocol::{Extra, NodeKind, Status};
 use serde_json::Value;
 
-use crate::chain::Chain;
 use crate::output::{StepOut, builtin_name};
 
 /// The SDK's stream type (`ChatCompletionResponseStream`, `ResponseStream`).
@@ -44,13 +43,13 @@ impl Api {
 }
 
 /// Finishes `llm:step` with `out` (output, the whole `response` when there is one, usage,
-/// model, response id) and remembers the response id in its chain.
+/// model, response id; graphmind remembers the response id, so that a request naming it
+/// as its `previous_response_id` continues the invocation).
 pub(crate) fn finish_out(
     node: Node,
     out: &StepOut,
     response: Option<Value>,
     mut extras: Extras,
-    chain: Option<&Chain>,
     injected: bool,
     more: Extra,
 ) {
@@ -59,9 +58,6 @@ pub(crate) fn finish_out(
     }
     if let Some(id) = &out.response_id {
         extras = extras.response_id(id.clone());
-        if let Some(chain) = chain {
-            chain.chains.remember(id, &chain.key);
-        }
     }
     if injected {
         extras = extras.injected();

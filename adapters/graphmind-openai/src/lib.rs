@@ -68,7 +68,6 @@
 //! at most. With graphmind disabled (`GRAPHMIND_DISABLED=1`, production, or graphmind's
 //! `enabled` feature off) the wrapper calls straight through after one cheap check.
 
-mod chain;
 mod chat;
 mod client;
 pub mod codec;

@@ -3,19 +3,8 @@
 //! response id. Read by field name from the serialized value, so that the adapter follows the
 //! API's wire names rather than one async-openai minor's Rust types.
 
-use graphmind::model::{DeltaKind, FinishReason, Usage};
-use serde_json::{Map, Value, json};
-
-/// The finish reason normalized to GraphMind 0.6's set (stop | length | tool-calls |
-/// content-filter | error | other) by graphmind's [`FinishReason`]; a Responses answer that
-/// `completed` with function calls in it stopped for them.
-pub(crate) fn normalize_finish(raw: Option<&str>, has_tool_calls: bool) -> &'static str {
-    match raw.map(FinishReason::from_raw) {
-        Some(FinishReason::Stop) if has_tool_calls => FinishReason::ToolCalls.as_str(),
-        Some(r) => r.as_str(),
-        None => FinishReason::Other.as_str(),
-    }
-}
+use graphmind::model::{DeltaKind, FinishReason, Reply, Usage};
+use serde_json::{Map, Value};
 
 /// One tool call the model asked for.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -37,28 +26,29 @@ pub(crate) struct StepOut {
 }
 
 impl StepOut {
-    /// `{text, finishReason, rawFinishReason, toolCalls: [{id, name, arguments}]}` (the
-    /// shape of a `#[graphmind::model_step]` read through a codec): `arguments` parsed when
-    /// they are JSON, else the raw string; the whole response, when there is one, under
-    /// `response`.
+    /// `{text, finishReason, rawFinishReason, toolCalls: [{id, name, arguments}], response}`,
+    /// built by graphmind's [`Reply`] exactly as a `#[graphmind::model_step]` read through
+    /// a codec records it. One rule on top: an answer that ended normally (`stop`, or a
+    /// Responses answer `completed`) with tool calls in it stopped for them, `tool-calls`.
     pub(crate) fn to_json(&self, response: Option<Value>) -> Value {
-        let calls: Vec<Value> = self
-            .tool_calls
-            .iter()
-            .map(|c| {
-                let arguments = serde_json::from_str::<Value>(&c.arguments)
-                    .unwrap_or_else(|_| Value::String(c.arguments.clone()));
-                json!({"id": c.id, "name": c.name, "arguments": arguments})
-            })
-            .collect();
-        let mut out = json!({
-            "text": self.text,
-            "finishReason": normalize_finish(self.raw_finish.as_deref(), !calls.is_empty()),
-            "rawFinishReason": self.raw_finish,
-            "toolCalls": calls,
-        });
-        if let (Some(r), Some(map)) = (response, out.as_object_mut()) {
-            map.insert("response".into(), r);
+        let mut reply = Reply::new(self.text.as_str());
+        if let Some(raw) = &self.raw_finish {
+            reply = reply.finish_reason(raw);
+        }
+        for c in &self.tool_calls {
+            let call = graphmind::model::ToolCall::new(c.name.as_str(), c.arguments.as_str());
+            reply = reply.tool_call(if c.id.is_empty() {
+                call
+            } else {
+                call.with_id(c.id.as_str())
+            });
+        }
+        if let Some(r) = response {
+            reply = reply.response(r);
+        }
+        let mut out = reply.into_value();
+        if !self.tool_calls.is_empty() && out["finishReason"] == "stop" {
+            out["finishReason"] = FinishReason::ToolCalls.as_str().into();
         }
         out
     }
@@ -291,21 +281,40 @@ pub(crate) fn is_unknown_event(raw: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
-    fn finish_reasons_normalize_to_graphmind_06() {
-        assert_eq!(normalize_finish(Some("stop"), false), "stop");
-        assert_eq!(normalize_finish(Some("tool_calls"), true), "tool-calls");
-        assert_eq!(normalize_finish(Some("completed"), true), "tool-calls");
-        assert_eq!(normalize_finish(Some("length"), false), "length");
-        assert_eq!(normalize_finish(Some("max_output_tokens"), false), "length");
+    fn a_normal_end_with_tool_calls_is_tool_calls() {
+        let call = ToolCall {
+            id: "c1".into(),
+            name: "t".into(),
+            arguments: "{}".into(),
+        };
+        let out = |raw: &str, calls: Vec<ToolCall>| {
+            StepOut {
+                raw_finish: Some(raw.into()),
+                tool_calls: calls,
+                ..StepOut::default()
+            }
+            .to_json(None)
+        };
         assert_eq!(
-            normalize_finish(Some("content_filter"), false),
+            out("completed", vec![call.clone()])["finishReason"],
+            "tool-calls"
+        );
+        assert_eq!(
+            out("completed", vec![call.clone()])["rawFinishReason"],
+            "completed"
+        );
+        assert_eq!(out("completed", vec![])["finishReason"], "stop");
+        assert_eq!(
+            out("max_output_tokens", vec![call])["finishReason"],
+            "length"
+        );
+        assert_eq!(
+            out("content_filter", vec![])["finishReason"],
             "content-filter"
         );
-        assert_eq!(normalize_finish(Some("failed"), false), "error");
-        assert_eq!(normalize_finish(Some("something_new"), false), "other");
-        assert_eq!(normalize_finish(None, false), "other");
     }
 
     #[test]

@@ -1,24 +1,20 @@
 //! [`Responses`]: the instrumented Responses group.
 
-use std::sync::Arc;
-
 use async_openai::config::Config;
 use async_openai::error::OpenAIError;
 use async_openai::traits::RequestOptionsBuilder;
 use async_openai::types::responses::{CreateResponse, Response, ResponseStream};
 
-use crate::chain::Chains;
 use crate::finish::Api;
 use crate::step::Step;
 
 /// async-openai's [`Responses`](async_openai::Responses) group with
 /// [`create`](Responses::create) and [`create_stream`](Responses::create_stream) as model
-/// steps. A request naming a `previous_response_id` this client has seen continues exactly
-/// that invocation. Per-call request options apply as on the SDK's group; every other method
+/// steps. A request naming a `previous_response_id` continues the invocation whose latest
+/// step answered with that response. Per-call request options apply as on the SDK's group; every other method
 /// is the SDK's, through `Deref`.
 pub struct Responses<'c, C: Config> {
     inner: async_openai::Responses<'c, C>,
-    chains: &'c Arc<Chains>,
 }
 
 impl<C: Config> std::fmt::Debug for Responses<'_, C> {
@@ -28,15 +24,15 @@ impl<C: Config> std::fmt::Debug for Responses<'_, C> {
 }
 
 impl<'c, C: Config> Responses<'c, C> {
-    pub(crate) fn new(inner: async_openai::Responses<'c, C>, chains: &'c Arc<Chains>) -> Self {
-        Self { inner, chains }
+    pub(crate) fn new(inner: async_openai::Responses<'c, C>) -> Self {
+        Self { inner }
     }
 
     /// `responses().create(request)` as one execution of `llm:step` (gates as
     /// [`Chat::create`](crate::Chat::create)); the built-in tools the response ran become
     /// observe-only `tool:<name>` nodes.
     pub async fn create(&self, request: CreateResponse) -> Result<Response, OpenAIError> {
-        match Step::begin(Api::Responses, &request, Some(self.chains)) {
+        match Step::begin(Api::Responses, &request) {
             None => self.inner.create(request).await,
             Some(step) => step.call(|| self.inner.create(request.clone())).await,
         }
@@ -51,7 +47,7 @@ impl<'c, C: Config> Responses<'c, C> {
         &self,
         request: CreateResponse,
     ) -> Result<ResponseStream, OpenAIError> {
-        match Step::begin(Api::Responses, &request, Some(self.chains)) {
+        match Step::begin(Api::Responses, &request) {
             None => self.inner.create_stream(request).await,
             Some(step) => {
                 step.open(|| self.inner.create_stream(request.clone()))

@@ -3,7 +3,6 @@
 //! and finished with the GraphMind 0.6 output, usage, attempts and the adapter's extras.
 
 use std::future::Future;
-use std::sync::Arc;
 
 use async_openai::error::OpenAIError;
 use graphmind::model::Grouping;
@@ -13,7 +12,6 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::chain::{Chain, Chains};
 use crate::failopen::guard;
 use crate::finish::{Api, SdkStream, builtin_nodes, finish_out};
 use crate::output::request_tools;
@@ -32,7 +30,6 @@ pub(crate) struct Step {
     pub(crate) node: Node,
     pub(crate) api: Api,
     pub(crate) attempts: u32,
-    pub(crate) chain: Option<Chain>,
 }
 
 /// The error a call returns when the debugger aborted it outside any run (inside a run the
@@ -58,29 +55,17 @@ impl Step {
     /// Starts `llm:step` for `request` (and `graph.hint` on an invocation's first step, with
     /// the request's tools). `None`, to call straight through: instrumentation off, or the
     /// adapter failed.
-    pub(crate) fn begin<Q: Serialize>(
-        api: Api,
-        request: &Q,
-        chains: Option<&Arc<Chains>>,
-    ) -> Option<Self> {
+    pub(crate) fn begin<Q: Serialize>(api: Api, request: &Q) -> Option<Self> {
         if !Node::enabled() {
             return None;
         }
         guard("starting a model step", || {
             let input = serde_json::to_value(request).ok()?;
-            let (grouping, chain) = match chains {
-                Some(chains) => {
-                    let prev = input.get("previous_response_id").and_then(Value::as_str);
-                    let key = chains.key_for(prev);
-                    (
-                        Grouping::explicit(&key),
-                        Some(Chain {
-                            chains: Arc::clone(chains),
-                            key,
-                        }),
-                    )
-                }
-                None => (Grouping::Auto, None),
+            // Chat: the run's invocation goes on while `messages` keep their first message
+            // and grow. Responses: exactly the invocation that answered the previous response.
+            let grouping = match input.get("previous_response_id").and_then(Value::as_str) {
+                Some(prev) if api == Api::Responses => Grouping::after(prev),
+                _ => Grouping::Auto,
             };
             let tools = input.as_object().map(request_tools).unwrap_or_default();
             let node = Node::start_step(input, grouping)?;
@@ -110,7 +95,6 @@ impl Step {
                 node,
                 api,
                 attempts: 0,
-                chain,
             })
         })
         .flatten()
@@ -134,7 +118,6 @@ impl Step {
             node: self.node,
             api: self.api,
             attempts: self.attempts,
-            chain: self.chain,
         }
     }
 
@@ -148,7 +131,6 @@ impl Step {
             node,
             api,
             attempts,
-            chain,
         } = self;
         let extras = Extras::new().api(api.name()).attempts(attempts);
         guard("finishing a model step", move || {
@@ -158,15 +140,7 @@ impl Step {
                 builtin_nodes(&value);
             }
             let extra = Extra::new();
-            finish_out(
-                node,
-                &out,
-                Some(value),
-                extras,
-                chain.as_ref(),
-                injected,
-                extra,
-            );
+            finish_out(node, &out, Some(value), extras, injected, extra);
         });
     }
 

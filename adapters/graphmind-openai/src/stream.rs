@@ -20,7 +20,6 @@ use graphmind::protocol::Extra;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::chain::Chain;
 use crate::failopen::guard;
 use crate::finish::{Api, SdkStream, finish_builtin, finish_out, start_builtin};
 use crate::output::{StepOut, ToolCall, chat_usage, event_delta, from_response, is_unknown_event};
@@ -31,7 +30,6 @@ struct Seen {
     api: Api,
     attempts: u32,
     injected: bool,
-    chain: Option<Chain>,
     out: StepOut,
     /// Tool calls by their index (chat) or output index (responses).
     calls: BTreeMap<u64, ToolCall>,
@@ -56,7 +54,6 @@ pub(crate) struct Parts {
     pub(crate) node: Node,
     pub(crate) api: Api,
     pub(crate) attempts: u32,
-    pub(crate) chain: Option<Chain>,
 }
 
 /// Tees `inner` into the step's node.
@@ -69,7 +66,6 @@ pub(crate) fn observed<T: Serialize + Send + 'static>(
         node,
         api,
         attempts,
-        chain,
     } = step;
     Box::pin(Observed {
         inner,
@@ -78,7 +74,6 @@ pub(crate) fn observed<T: Serialize + Send + 'static>(
             api,
             attempts,
             injected,
-            chain,
             out: StepOut::default(),
             calls: BTreeMap::new(),
             builtins: Vec::new(),
@@ -380,14 +375,6 @@ impl Seen {
             );
             return;
         }
-        finish_out(
-            node,
-            &out,
-            response,
-            extras,
-            self.chain.as_ref(),
-            self.injected,
-            more,
-        );
+        finish_out(node, &out, response, extras, self.injected, more);
     }
 }
