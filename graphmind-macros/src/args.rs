@@ -1,12 +1,12 @@
-//! The attribute's own arguments: parsed once, checked for unknown and duplicate keys.
+//! The attribute's own arguments: one table of keywords ([`KEYS`]) drives parsing, the list of
+//! valid keys in error messages, and the compiled-out build's checks alike.
 
-use proc_macro2::Span;
 use syn::parse::{Parse, ParseStream};
 use syn::punctuated::Punctuated;
 use syn::{Expr, Ident, LitBool, LitStr, Path, Token, bracketed, parenthesized};
 
 /// Which attribute is being expanded.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum Kind {
     Tool,
     ModelStep,
@@ -20,32 +20,110 @@ impl Kind {
         }
     }
 
-    fn keys(self) -> &'static [&'static str] {
+    /// The other attribute (named when a key belongs to it).
+    fn other(self) -> Kind {
         match self {
-            Kind::Tool => &["name", "skip", "call_id", "retry", "result", "stream"],
-            Kind::ModelStep => &[
-                "skip",
-                "retry",
-                "tools",
-                "invocation",
-                "result",
-                "stream",
-                "codec",
-            ],
+            Kind::Tool => Kind::ModelStep,
+            Kind::ModelStep => Kind::Tool,
         }
     }
 
-    fn usage(self) -> &'static str {
-        match self {
-            Kind::Tool => {
-                "`name = \"…\"`, `skip(arg, …)`, `call_id = arg`, `retry = false`, `result = true`, `stream = true`"
-            }
-            Kind::ModelStep => {
-                "`skip(arg, …)`, `retry = false`, `tools = [tool_fn, …]`, `invocation = <expr>`, `result = true`, `stream = true`, `codec = path::To::Codec`"
-            }
+    /// `key = …` forms this attribute takes, in table order, for error messages.
+    fn usage(self) -> String {
+        let forms: Vec<&str> = KEYS
+            .iter()
+            .filter(|k| k.allowed(self))
+            .map(|k| k.usage)
+            .collect();
+        forms.join(", ")
+    }
+}
+
+/// One argument keyword: its name, which attributes take it, how it is written in messages,
+/// and how its value parses into [`Args`].
+pub(crate) struct Key {
+    pub(crate) name: &'static str,
+    tool: bool,
+    step: bool,
+    usage: &'static str,
+    parse: fn(&mut Args, ParseStream<'_>) -> syn::Result<()>,
+}
+
+impl Key {
+    fn allowed(&self, kind: Kind) -> bool {
+        match kind {
+            Kind::Tool => self.tool,
+            Kind::ModelStep => self.step,
         }
     }
 }
+
+/// Every argument keyword, in the order error messages list them.
+pub(crate) const KEYS: &[Key] = &[
+    Key {
+        name: "name",
+        tool: true,
+        step: false,
+        usage: "`name = \"…\"`",
+        parse: name,
+    },
+    Key {
+        name: "skip",
+        tool: true,
+        step: true,
+        usage: "`skip(arg, …)`",
+        parse: skip,
+    },
+    Key {
+        name: "call_id",
+        tool: true,
+        step: false,
+        usage: "`call_id = arg`",
+        parse: call_id,
+    },
+    Key {
+        name: "retry",
+        tool: true,
+        step: true,
+        usage: "`retry = false`",
+        parse: retry,
+    },
+    Key {
+        name: "tools",
+        tool: false,
+        step: true,
+        usage: "`tools = [tool_fn, …]`",
+        parse: tools,
+    },
+    Key {
+        name: "invocation",
+        tool: false,
+        step: true,
+        usage: "`invocation = <expr>`",
+        parse: invocation,
+    },
+    Key {
+        name: "result",
+        tool: true,
+        step: true,
+        usage: "`result = true`",
+        parse: result,
+    },
+    Key {
+        name: "stream",
+        tool: true,
+        step: true,
+        usage: "`stream = true`",
+        parse: stream,
+    },
+    Key {
+        name: "codec",
+        tool: false,
+        step: true,
+        usage: "`codec = path::To::Codec`",
+        parse: codec,
+    },
+];
 
 /// One entry of `tools = [...]`: a path to a tool fn (its last segment is the tool name) or a
 /// string literal naming a tool renamed with `name = "…"`.
@@ -107,135 +185,131 @@ impl Args {
         tokens: proc_macro2::TokenStream,
     ) -> (Self, Option<syn::Error>) {
         let mut args = Args::default();
-        let parser = |input: ParseStream<'_>| parse_args(kind, &mut args, input);
+        let parser = |input: ParseStream<'_>| parse_all(kind, &mut args, input);
         let errors = syn::parse::Parser::parse2(parser, tokens).err();
         (args, errors)
     }
 }
 
-fn parse_args(kind: Kind, args: &mut Args, input: ParseStream<'_>) -> syn::Result<()> {
+fn parse_all(kind: Kind, args: &mut Args, input: ParseStream<'_>) -> syn::Result<()> {
     let mut seen: Vec<String> = Vec::new();
-    let mut errors: Option<syn::Error> = None;
-    let mut push = |err: syn::Error| match &mut errors {
-        Some(all) => all.combine(err),
-        None => errors = Some(err),
-    };
+    let mut errors = crate::errors::Errors::default();
     while !input.is_empty() {
         let key: Ident = input.call(syn::ext::IdentExt::parse_any)?;
-        let key_str = key.to_string();
-        if !kind.keys().contains(&key_str.as_str()) {
-            push(syn::Error::new(
-                key.span(),
-                format!(
-                    "unknown argument `{key_str}` for {}; expected one of {}",
-                    kind.attr(),
-                    kind.usage()
-                ),
-            ));
-            // Skip the value so that the next arguments are still checked.
-            skip_value(input)?;
-        } else {
-            if seen.contains(&key_str) {
-                push(syn::Error::new(
-                    key.span(),
-                    format!("duplicate argument `{key_str}`; give it once"),
-                ));
+        let name = key.to_string();
+        match KEYS.iter().find(|k| k.name == name && k.allowed(kind)) {
+            Some(entry) => {
+                if seen.contains(&name) {
+                    errors.push(
+                        key.span(),
+                        format!("duplicate argument `{name}`; give it once"),
+                    );
+                }
+                seen.push(name);
+                (entry.parse)(args, input)?;
             }
-            seen.push(key_str.clone());
-            parse_value(args, &key, input)?;
+            None => {
+                errors.push(key.span(), unknown(kind, &name));
+                // Skip the value so that the next arguments are still checked.
+                skip_value(input)?;
+            }
         }
         if input.is_empty() {
             break;
         }
         input.parse::<Token![,]>()?;
     }
-    match errors {
-        Some(err) => Err(err),
-        None => Ok(()),
-    }
+    errors.into_result()
 }
 
-fn parse_value(args: &mut Args, key: &Ident, input: ParseStream<'_>) -> syn::Result<()> {
-    match key.to_string().as_str() {
-        "name" => {
-            input.parse::<Token![=]>()?;
-            let lit: LitStr = input.parse().map_err(|err| {
-                syn::Error::new(err.span(), "expected a string: `name = \"search_flights\"`")
-            })?;
-            if lit.value().trim().is_empty() {
-                return Err(syn::Error::new(
-                    lit.span(),
-                    "the tool name is empty; write a name such as `name = \"search\"`",
-                ));
-            }
-            args.name = Some(lit);
-        }
-        "skip" => {
-            let content;
-            parenthesized!(content in input);
-            let list = Punctuated::<Ident, Token![,]>::parse_terminated(&content)?;
-            args.skip.extend(list);
-        }
-        "call_id" => {
-            input.parse::<Token![=]>()?;
-            args.call_id = Some(input.parse().map_err(|err| {
-                syn::Error::new(
-                    err.span(),
-                    "expected the name of an argument that holds the tool-call id: `call_id = id`",
-                )
-            })?);
-        }
-        "retry" => {
-            input.parse::<Token![=]>()?;
-            args.retry = Some(input.parse().map_err(|err| {
-                syn::Error::new(err.span(), "expected `retry = false` or `retry = true`")
-            })?);
-        }
-        "result" => {
-            input.parse::<Token![=]>()?;
-            args.result = Some(input.parse().map_err(|err| {
-                syn::Error::new(
-                    err.span(),
-                    "expected `result = true` (the return type is a `Result` alias) or `result = false`",
-                )
-            })?);
-        }
-        "stream" => {
-            input.parse::<Token![=]>()?;
-            args.stream = Some(input.parse().map_err(|err| {
-                syn::Error::new(
-                    err.span(),
-                    "expected `stream = true` (the return type, or its `Ok`, is a `Stream` alias) or `stream = false`",
-                )
-            })?);
-        }
-        "tools" => {
-            input.parse::<Token![=]>()?;
-            let content;
-            bracketed!(content in input);
-            let list = Punctuated::<ToolRef, Token![,]>::parse_terminated(&content)?;
-            args.tools.extend(list);
-        }
-        "invocation" => {
-            input.parse::<Token![=]>()?;
-            args.invocation = Some(input.parse()?);
-        }
-        "codec" => {
-            input.parse::<Token![=]>()?;
-            args.codec = Some(input.parse().map_err(|err| {
-                syn::Error::new(
-                    err.span(),
-                    "expected the codec's type: `codec = graphmind_openai::Chat` (a type implementing `graphmind::model::ResponseCodec` for the response)",
-                )
-            })?);
-        }
-        _ => {
-            return Err(syn::Error::new(
-                Span::call_site(),
-                "unreachable argument key",
-            ));
-        }
+/// The message for a key this attribute does not take, naming the attribute that does.
+fn unknown(kind: Kind, name: &str) -> String {
+    let elsewhere = KEYS
+        .iter()
+        .any(|k| k.name == name && k.allowed(kind.other()));
+    let hint = match elsewhere {
+        true => format!(" (it is an argument of {})", kind.other().attr()),
+        false => String::new(),
+    };
+    format!(
+        "unknown argument `{name}` for {}{hint}; expected one of {}",
+        kind.attr(),
+        kind.usage()
+    )
+}
+
+/// `= <value>`, with `expected` as the error when the value does not parse.
+fn value<T: Parse>(input: ParseStream<'_>, expected: &str) -> syn::Result<T> {
+    input.parse::<Token![=]>()?;
+    input
+        .parse()
+        .map_err(|err| syn::Error::new(err.span(), expected))
+}
+
+fn name(args: &mut Args, input: ParseStream<'_>) -> syn::Result<()> {
+    let lit: LitStr = value(input, "expected a string: `name = \"search_flights\"`")?;
+    if lit.value().trim().is_empty() {
+        return Err(syn::Error::new(
+            lit.span(),
+            "the tool name is empty; write a name such as `name = \"search\"`",
+        ));
     }
+    args.name = Some(lit);
+    Ok(())
+}
+
+fn skip(args: &mut Args, input: ParseStream<'_>) -> syn::Result<()> {
+    let content;
+    parenthesized!(content in input);
+    args.skip
+        .extend(Punctuated::<Ident, Token![,]>::parse_terminated(&content)?);
+    Ok(())
+}
+
+fn call_id(args: &mut Args, input: ParseStream<'_>) -> syn::Result<()> {
+    let expected = "expected the name of an argument that holds the tool-call id: `call_id = id`";
+    args.call_id = Some(value(input, expected)?);
+    Ok(())
+}
+
+fn retry(args: &mut Args, input: ParseStream<'_>) -> syn::Result<()> {
+    args.retry = Some(value(input, "expected `retry = false` or `retry = true`")?);
+    Ok(())
+}
+
+fn result(args: &mut Args, input: ParseStream<'_>) -> syn::Result<()> {
+    let expected =
+        "expected `result = true` (the return type is a `Result` alias) or `result = false`";
+    args.result = Some(value(input, expected)?);
+    Ok(())
+}
+
+fn stream(args: &mut Args, input: ParseStream<'_>) -> syn::Result<()> {
+    let expected = "expected `stream = true` (the return type, or its `Ok`, is a `Stream` alias) or `stream = false`";
+    args.stream = Some(value(input, expected)?);
+    Ok(())
+}
+
+fn tools(args: &mut Args, input: ParseStream<'_>) -> syn::Result<()> {
+    input.parse::<Token![=]>()?;
+    let content;
+    bracketed!(content in input);
+    args.tools
+        .extend(Punctuated::<ToolRef, Token![,]>::parse_terminated(
+            &content,
+        )?);
+    Ok(())
+}
+
+fn invocation(args: &mut Args, input: ParseStream<'_>) -> syn::Result<()> {
+    input.parse::<Token![=]>()?;
+    args.invocation = Some(input.parse()?);
+    Ok(())
+}
+
+fn codec(args: &mut Args, input: ParseStream<'_>) -> syn::Result<()> {
+    let expected = "expected the codec's type: `codec = graphmind_openai::Chat` (a type implementing `graphmind::model::ResponseCodec` for the response)";
+    args.codec = Some(value(input, expected)?);
     Ok(())
 }
 

@@ -8,8 +8,12 @@
 #![cfg_attr(not(feature = "enabled"), allow(dead_code))]
 
 mod args;
+mod errors;
+mod item;
 #[cfg(feature = "enabled")]
-mod expand;
+mod plan;
+#[cfg(feature = "enabled")]
+mod print;
 mod sig;
 
 use proc_macro::TokenStream;
@@ -99,48 +103,52 @@ pub fn model_step(attr: TokenStream, item: TokenStream) -> TokenStream {
     instrument(Kind::ModelStep, attr.into(), item.into()).into()
 }
 
+/// Parse → plan → print. Parsing collects every error (arguments and signature) and returns
+/// the original item beside them; with feature `enabled` off, a valid item comes back
+/// untouched.
 fn instrument(
     kind: Kind,
     attr: proc_macro2::TokenStream,
-    item: proc_macro2::TokenStream,
+    tokens: proc_macro2::TokenStream,
 ) -> proc_macro2::TokenStream {
-    let func: syn::ItemFn = match syn::parse2(item.clone()) {
-        Ok(func) => func,
-        Err(_) => return with_error(not_a_fn(kind, item.clone()), item),
+    let item = match item::parse(kind, tokens.clone()) {
+        Ok(item) => item,
+        Err(err) => return with_error(err, tokens),
     };
-    let (args, mut errors) = Args::parse(kind, attr);
-    let analysis = sig::analyze(kind, &func, &args);
-    let analysis = match (errors.is_none(), analysis) {
-        (true, Ok(analysis)) => analysis,
-        (_, analysis) => {
-            if let Err(err) = analysis {
-                match &mut errors {
-                    Some(all) => all.combine(err),
-                    None => errors = Some(err),
-                }
+    let (args, args_error) = Args::parse(kind, attr);
+    let mut errors = errors::Errors::default();
+    if let Some(err) = args_error {
+        errors.add(err);
+    }
+    let analysis = sig::analyze(kind, &item.sig, &args);
+    match (errors.into_result(), analysis) {
+        (Ok(()), Ok(analysis)) => finish(kind, &args, item, &analysis),
+        (first, second) => {
+            let mut all = errors::Errors::default();
+            for err in [first.err(), second.err()].into_iter().flatten() {
+                all.add(err);
             }
-            let err = errors.unwrap_or_else(|| {
+            let err = all.into_result().err().unwrap_or_else(|| {
                 syn::Error::new(proc_macro2::Span::call_site(), "invalid arguments")
             });
-            return with_error(err, item);
+            with_error(err, tokens)
         }
-    };
-    finish(kind, &args, func, &analysis)
+    }
 }
 
 #[cfg(feature = "enabled")]
 fn finish(
     kind: Kind,
     args: &Args,
-    func: syn::ItemFn,
+    item: item::Item,
     analysis: &sig::Analysis,
 ) -> proc_macro2::TokenStream {
-    expand::expand(kind, args, func, analysis)
+    print::print(&plan::plan(kind, args, item, analysis))
 }
 
 #[cfg(not(feature = "enabled"))]
-fn finish(_: Kind, _: &Args, func: syn::ItemFn, _: &sig::Analysis) -> proc_macro2::TokenStream {
-    quote::ToTokens::into_token_stream(func)
+fn finish(_: Kind, _: &Args, item: item::Item, _: &sig::Analysis) -> proc_macro2::TokenStream {
+    quote::ToTokens::into_token_stream(item)
 }
 
 /// The original item beside the error, so that the IDE and the rest of the crate keep working.
@@ -148,27 +156,6 @@ fn with_error(err: syn::Error, item: proc_macro2::TokenStream) -> proc_macro2::T
     let mut out = err.to_compile_error();
     out.extend(item);
     out
-}
-
-fn not_a_fn(kind: Kind, item: proc_macro2::TokenStream) -> syn::Error {
-    let attr = kind.attr();
-    if let Ok(trait_fn) = syn::parse2::<syn::TraitItemFn>(item.clone()) {
-        return syn::Error::new_spanned(
-            &trait_fn.sig.ident,
-            format!(
-                "{attr} needs a body; put it on the method in each `impl`, not on the trait's declaration"
-            ),
-        );
-    }
-    if let Ok(imp) = syn::parse2::<syn::ItemImpl>(item.clone()) {
-        return syn::Error::new_spanned(
-            imp.impl_token,
-            format!("{attr} goes on each async method, not on the `impl` block"),
-        );
-    }
-    let first = item.into_iter().next();
-    let span = first.map_or_else(proc_macro2::Span::call_site, |tt| tt.span());
-    syn::Error::new(span, format!("{attr} goes on an `async fn`"))
 }
 
 #[cfg(all(test, not(feature = "enabled")))]
@@ -350,6 +337,75 @@ mod tests {
             "{out}"
         );
         assert!(!out.contains("__private"), "{out}");
+    }
+
+    #[test]
+    fn a_half_typed_body_still_expands_with_its_tokens_as_written() {
+        let out = expand(
+            Kind::Tool,
+            quote!(name = "lookup"),
+            quote!(
+                async fn add(a: i64) -> i64 {
+                    let b = a * ;
+                    b
+                }
+            ),
+        );
+        assert!(!out.contains("compile_error"), "{out}");
+        assert!(out.contains("let b = a * ;"), "{out}");
+        assert!(
+            out.contains("tool_result") || out.contains(":: tool ("),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn an_argument_of_the_other_attribute_is_named_as_such() {
+        let out = expand(
+            Kind::ModelStep,
+            quote!(call_id = id),
+            quote!(
+                async fn step(id: String) -> String {
+                    id
+                }
+            ),
+        );
+        assert!(
+            out.contains("unknown argument `call_id` for #[graphmind::model_step] (it is an argument of #[graphmind::tool])"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn every_key_parses_through_the_one_table() {
+        for key in crate::args::KEYS {
+            let value = match key.name {
+                "name" => quote!(name = "x"),
+                "skip" => quote!(skip(a)),
+                "call_id" => quote!(call_id = a),
+                "tools" => quote!(tools = ["t"]),
+                "invocation" => quote!(invocation = a),
+                "codec" => quote!(codec = my::Codec),
+                other => {
+                    let ident = proc_macro2::Ident::new(other, proc_macro2::Span::call_site());
+                    quote!(#ident = false)
+                }
+            };
+            let kind = match key.name {
+                "name" | "call_id" => Kind::Tool,
+                _ => Kind::ModelStep,
+            };
+            let out = expand(
+                kind,
+                value,
+                quote!(
+                    async fn f(a: String) -> String {
+                        a
+                    }
+                ),
+            );
+            assert!(!out.contains("compile_error"), "{}: {out}", key.name);
+        }
     }
 
     #[test]

@@ -1,14 +1,15 @@
 //! Signature analysis: what kind of fn this is, what it returns, which arguments it captures.
 //! Every check that can fail lives here, so that the compiled-out build reports the same errors.
 
-use proc_macro2::Span;
 use syn::spanned::Spanned;
 use syn::visit_mut::VisitMut;
 use syn::{
-    FnArg, GenericArgument, Ident, ItemFn, Pat, PathArguments, ReturnType, Type, TypeParamBound,
+    FnArg, GenericArgument, Ident, LitBool, Pat, PathArguments, ReturnType, Signature, Type,
+    TypeParamBound,
 };
 
 use crate::args::{Args, Kind};
+use crate::errors::Errors;
 
 /// How the fn produces its future.
 #[derive(Clone, Copy)]
@@ -51,30 +52,33 @@ pub(crate) struct Analysis {
     pub(crate) retry: bool,
 }
 
-struct Errors(Option<syn::Error>);
+/// A `&mut` argument or a `self` taken by value, which a retry cannot give afresh: its name
+/// (`self`, `&mut self` or the argument's) and the tokens an error points at.
+type Unclonable = (String, proc_macro2::TokenStream);
 
-impl Errors {
-    fn push(&mut self, span: Span, msg: impl std::fmt::Display) {
-        self.add(syn::Error::new(span, msg));
-    }
-
-    /// Spans every token of `tokens` (a single span covers only the first token on stable).
-    fn push_spanned(&mut self, tokens: &dyn quote::ToTokens, msg: impl std::fmt::Display) {
-        self.add(syn::Error::new_spanned(tokens, msg));
-    }
-
-    fn add(&mut self, err: syn::Error) {
-        match &mut self.0 {
-            Some(all) => all.combine(err),
-            None => self.0 = Some(err),
-        }
-    }
+/// Checks the signature against the attribute's arguments; every error is reported at once.
+pub(crate) fn analyze(kind: Kind, sig: &Signature, args: &Args) -> syn::Result<Analysis> {
+    let mut errors = Errors::default();
+    let attr = kind.attr();
+    unsupported(attr, sig, &mut errors);
+    let (shape, output) = shape_of(attr, sig, &mut errors);
+    let ret = output.as_ref().map_or(Ret::Value, |ty| ret_of(ty, args));
+    let (mut params, unclonable) = params_of(attr, sig, &mut errors);
+    mark_skipped(sig, args, &mut params, &mut errors);
+    check_call_id(sig, args, &params, &mut errors);
+    let retry = retry_of(args, &unclonable, &mut errors);
+    errors.into_result().map(|()| Analysis {
+        shape,
+        ret,
+        restream: matches!(ret, Ret::Stream | Ret::StreamResult)
+            && output.as_ref().is_some_and(|ty| !has_impl_trait(ty)),
+        output: output.map(erase_impl_trait),
+        params,
+        retry,
+    })
 }
 
-pub(crate) fn analyze(kind: Kind, item: &ItemFn, args: &Args) -> syn::Result<Analysis> {
-    let sig = &item.sig;
-    let mut errors = Errors(None);
-    let attr = kind.attr();
+fn unsupported(attr: &str, sig: &Signature, errors: &mut Errors) {
     if let Some(constness) = &sig.constness {
         errors.push(
             constness.span,
@@ -87,88 +91,103 @@ pub(crate) fn analyze(kind: Kind, item: &ItemFn, args: &Args) -> syn::Result<Ana
             format!("{attr} does not support variadic arguments"),
         );
     }
+}
+
+/// How the fn makes its future, and the future's output type.
+fn shape_of(attr: &str, sig: &Signature, errors: &mut Errors) -> (Shape, Option<Type>) {
     let output_ty = match &sig.output {
         ReturnType::Default => None,
         ReturnType::Type(_, ty) => Some((**ty).clone()),
     };
-    let (shape, output) = if sig.asyncness.is_some() {
-        (Shape::Async, output_ty)
-    } else if let Some(inner) = output_ty.as_ref().and_then(boxed_future_output) {
-        (Shape::Boxed, Some(inner))
-    } else if sig.constness.is_some() {
-        (Shape::Async, output_ty)
-    } else {
-        errors.push(
-            sig.fn_token.span,
-            format!(
-                "{attr} needs an `async fn`; write `async fn {}` (or return a boxed future, as `#[async_trait]` does)",
-                sig.ident
-            ),
-        );
-        (Shape::Async, output_ty)
+    if sig.asyncness.is_some() || sig.constness.is_some() {
+        return (Shape::Async, output_ty);
+    }
+    if let Some(inner) = output_ty.as_ref().and_then(boxed_future_output) {
+        return (Shape::Boxed, Some(inner));
+    }
+    errors.push(
+        sig.fn_token.span,
+        format!(
+            "{attr} needs an `async fn`; write `async fn {}` (or return a boxed future, as `#[async_trait]` does)",
+            sig.ident
+        ),
+    );
+    (Shape::Async, output_ty)
+}
+
+/// What the output is, from its written type corrected by `result = …` and `stream = …`.
+fn ret_of(ty: &Type, args: &Args) -> Ret {
+    let ret = match (classify(ty), args.result.as_ref().map(LitBool::value)) {
+        (Ret::Value, Some(true)) => Ret::Result,
+        (Ret::Result, Some(false)) => Ret::Value,
+        (Ret::StreamResult, Some(false)) => Ret::Stream,
+        (ret, _) => ret,
     };
-    let ret = output.as_ref().map_or(Ret::Value, |ty| {
-        match (classify(ty), args.result.as_ref().map(syn::LitBool::value)) {
-            (Ret::Value, Some(true)) => Ret::Result,
-            (Ret::Result, Some(false)) => Ret::Value,
-            (Ret::StreamResult, Some(false)) => Ret::Stream,
-            (ret, _) => ret,
-        }
-    });
     // Applied after `result`, so that `result = true, stream = true` reads an alias of a
     // `Result` whose `Ok` is a stream alias.
-    let stream = args.stream.as_ref().filter(|_| output.is_some());
-    let ret = match (ret, stream.map(syn::LitBool::value)) {
+    match (ret, args.stream.as_ref().map(LitBool::value)) {
         (Ret::Value, Some(true)) => Ret::Stream,
         (Ret::Result, Some(true)) => Ret::StreamResult,
         (Ret::Stream, Some(false)) => Ret::Value,
         (Ret::StreamResult, Some(false)) => Ret::Result,
         (ret, _) => ret,
-    };
+    }
+}
 
+/// The named arguments, and those a retry cannot give afresh.
+fn params_of(attr: &str, sig: &Signature, errors: &mut Errors) -> (Vec<Param>, Vec<Unclonable>) {
     let mut params = Vec::new();
-    let mut mut_spans: Vec<(String, proc_macro2::TokenStream)> = Vec::new();
+    let mut unclonable = Vec::new();
     for input in &sig.inputs {
         match input {
             FnArg::Receiver(recv) => match (&recv.reference, &recv.mutability) {
                 (Some(_), None) => {}
                 (Some(_), Some(_)) => {
-                    mut_spans.push(("&mut self".to_owned(), quote::quote!(#recv)))
+                    unclonable.push(("&mut self".to_owned(), quote::quote!(#recv)))
                 }
-                (None, _) => mut_spans.push(("self".to_owned(), quote::quote!(#recv))),
+                (None, _) => unclonable.push(("self".to_owned(), quote::quote!(#recv))),
             },
             FnArg::Typed(typed) => {
-                let (ident, mutable) = match &*typed.pat {
-                    Pat::Ident(pat) if pat.by_ref.is_none() && pat.subpat.is_none() => {
-                        (pat.ident.clone(), pat.mutability.is_some())
+                if let Some(param) = param_of(attr, typed, errors) {
+                    if matches!(&*typed.ty, Type::Reference(r) if r.mutability.is_some()) {
+                        let ty = &typed.ty;
+                        unclonable.push((param.ident.to_string(), quote::quote!(#ty)));
                     }
-                    // Never bound, so never recorded nor cloned.
-                    Pat::Wild(_) => continue,
-                    other => {
-                        errors.push(
-                            other.span(),
-                            format!(
-                                "{attr} records arguments by name; bind this argument to a name (`args: Type`) and destructure it in the body"
-                            ),
-                        );
-                        continue;
-                    }
-                };
-                let mut_ref = matches!(&*typed.ty, Type::Reference(r) if r.mutability.is_some());
-                if mut_ref {
-                    let ty = &typed.ty;
-                    mut_spans.push((ident.to_string(), quote::quote!(#ty)));
+                    params.push(param);
                 }
-                params.push(Param {
-                    ident,
-                    ty: (*typed.ty).clone(),
-                    mutable,
-                    skipped: false,
-                });
             }
         }
     }
+    (params, unclonable)
+}
 
+/// One typed argument bound to a name; `None` for `_` (never bound, so never recorded nor
+/// cloned) and for a pattern (an error).
+fn param_of(attr: &str, typed: &syn::PatType, errors: &mut Errors) -> Option<Param> {
+    let (ident, mutable) = match &*typed.pat {
+        Pat::Ident(pat) if pat.by_ref.is_none() && pat.subpat.is_none() => {
+            (pat.ident.clone(), pat.mutability.is_some())
+        }
+        Pat::Wild(_) => return None,
+        other => {
+            errors.push(
+                other.span(),
+                format!(
+                    "{attr} records arguments by name; bind this argument to a name (`args: Type`) and destructure it in the body"
+                ),
+            );
+            return None;
+        }
+    };
+    Some(Param {
+        ident,
+        ty: (*typed.ty).clone(),
+        mutable,
+        skipped: false,
+    })
+}
+
+fn mark_skipped(sig: &Signature, args: &Args, params: &mut [Param], errors: &mut Errors) {
     for name in &args.skip {
         match params.iter_mut().find(|p| p.ident == *name) {
             Some(param) => param.skipped = true,
@@ -178,11 +197,14 @@ pub(crate) fn analyze(kind: Kind, item: &ItemFn, args: &Args) -> syn::Result<Ana
                 format!(
                     "`skip({name})` names no argument of `{}`; list argument names only{}",
                     sig.ident,
-                    known(&params)
+                    known(params)
                 ),
             ),
         }
     }
+}
+
+fn check_call_id(sig: &Signature, args: &Args, params: &[Param], errors: &mut Errors) {
     if let Some(call_id) = &args.call_id
         && !params.iter().any(|p| p.ident == *call_id)
     {
@@ -191,14 +213,17 @@ pub(crate) fn analyze(kind: Kind, item: &ItemFn, args: &Args) -> syn::Result<Ana
             format!(
                 "`call_id = {call_id}` names no argument of `{}`; name the argument that holds the model's tool-call id{}",
                 sig.ident,
-                known(&params)
+                known(params)
             ),
         );
     }
+}
 
-    let forced = args.retry.as_ref().filter(|lit| lit.value);
-    if forced.is_some() {
-        for (name, tokens) in &mut_spans {
+/// Whether the body may re-run: not switched off and every argument can be given afresh;
+/// `retry = true` with an argument that cannot is an error at that argument.
+fn retry_of(args: &Args, unclonable: &[Unclonable], errors: &mut Errors) -> bool {
+    if args.retry.as_ref().is_some_and(|lit| lit.value) {
+        for (name, tokens) in unclonable {
             let what = match name.as_str() {
                 "self" => "`self` is taken by value".to_owned(),
                 "&mut self" => "`self` is `&mut`".to_owned(),
@@ -212,20 +237,7 @@ pub(crate) fn analyze(kind: Kind, item: &ItemFn, args: &Args) -> syn::Result<Ana
             );
         }
     }
-    let retry = args.retry.as_ref().is_none_or(|lit| lit.value) && mut_spans.is_empty();
-
-    match errors.0 {
-        Some(err) => Err(err),
-        None => Ok(Analysis {
-            shape,
-            ret,
-            restream: matches!(ret, Ret::Stream | Ret::StreamResult)
-                && output.as_ref().is_some_and(|ty| !has_impl_trait(ty)),
-            output: output.map(erase_impl_trait),
-            params,
-            retry,
-        }),
-    }
+    args.retry.as_ref().is_none_or(|lit| lit.value) && unclonable.is_empty()
 }
 
 fn known(params: &[Param]) -> String {
