@@ -404,3 +404,50 @@ async fn a_streamed_answer_is_recorded_in_graphmind_06_shape() {
     hub.assert_valid();
     gm.dispose().await;
 }
+
+#[tokio::test]
+async fn a_hand_made_step_tees_chunks_through_a_codec_and_its_response_id_groups_the_next() {
+    let hub = FakeDebugger::start().await;
+    let gm = attached(&hub, vec![]).await;
+    gm.run("r", async {
+        let node =
+            graphmind::node::Node::start_step(json!({"input": "hi"}), Chat::grouping(&json!({})))
+                .expect("enabled");
+        let chunks = futures_util::stream::iter(vec![
+            json!({"choices": [{"delta": {"content": "hel"}}]}),
+            json!({"choices": [{"delta": {"content": "lo"}, "finish_reason": "stop"}]}),
+        ]);
+        let seen: Vec<Value> = node.tee_codec::<Chat, _>(chunks).collect().await;
+        assert_eq!(seen.len(), 2);
+        // A non-streamed step finished by hand with its response id …
+        let node = graphmind::node::Node::start_step(json!({}), graphmind::model::Grouping::Auto)
+            .expect("enabled");
+        let extras = graphmind::node::Extras::new().response_id("resp_hand");
+        node.finish_with(graphmind::protocol::Status::Ok, None, None, extras.into());
+        // … is continued by a request naming it.
+        let next = json!({"previous_response_id": "resp_hand"});
+        let node = graphmind::node::Node::start_step(next.clone(), Chat::grouping(&next))
+            .expect("enabled");
+        node.finish(graphmind::protocol::Status::Ok, None);
+    })
+    .await
+    .expect("not aborted");
+    run_finished(&hub).await;
+    let fins = finished(&hub, "llm:step");
+    assert_eq!(fins.len(), 3);
+    assert_eq!(
+        fins[0]["output"],
+        json!({"text": "hello", "finishReason": "stop", "rawFinishReason": "stop", "toolCalls": []})
+    );
+    let ids: Vec<&str> = fins
+        .iter()
+        .map(|f| f["instanceId"].as_str().unwrap_or("-"))
+        .collect();
+    let inv = |id: &str| id.rsplit_once(':').map(|(a, _)| a.to_owned());
+    assert!(
+        ids[2].ends_with(":s2") && inv(ids[1]) == inv(ids[2]),
+        "{ids:?}"
+    );
+    hub.assert_valid();
+    gm.dispose().await;
+}
