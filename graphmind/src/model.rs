@@ -469,7 +469,8 @@ pub trait ResponseCodec<R: ?Sized> {
     }
     /// The answer's text. A codec that reads it makes `node.finished.output` GraphMind 0.6's
     /// `{text, finishReason, rawFinishReason, toolCalls}` (the full response kept under
-    /// `response`).
+    /// `response`); return `Some("")` for a reply that has tool calls but no text, `None`
+    /// only when the response is not a reply at all (it is then recorded as it serializes).
     fn text(response: &R) -> Option<Cow<'_, str>> {
         let _ = response;
         None
