@@ -62,31 +62,6 @@ pub struct ServeArgs {
     /// are read from it when asked for).
     #[arg(long, default_value_t = 1000, value_name = "N")]
     pub memory_runs: usize,
-    /// Milliseconds before a run whose app went away counts as abandoned (tests shorten it;
-    /// env GRAPHMIND_ABANDON_GRACE_MS too).
-    #[arg(long, hide = true)]
-    pub abandon_grace_ms: Option<u64>,
-    /// Milliseconds a resume waits for the app's answer before reporting "sent" (default
-    /// 5000; tests shorten it; env GRAPHMIND_RESUME_WAIT_MS too).
-    #[arg(long, hide = true)]
-    pub resume_wait_ms: Option<u64>,
-    /// Milliseconds an /ingest socket may stay open without sending hello before it is
-    /// closed (default 10000; tests shorten it; env GRAPHMIND_HELLO_TIMEOUT_MS too).
-    #[arg(long, hide = true)]
-    pub hello_timeout_ms: Option<u64>,
-    /// Milliseconds a /ws/ui socket may take to send its auth frame before it is closed
-    /// (default 5000; tests shorten it; env GRAPHMIND_UI_AUTH_TIMEOUT_MS too).
-    #[arg(long, hide = true)]
-    pub ui_auth_timeout_ms: Option<u64>,
-    /// Milliseconds a connection may take to send a request's headers (also the most an idle
-    /// keep-alive connection is kept) before it is closed (default 10000; tests shorten it;
-    /// env GRAPHMIND_HEADER_TIMEOUT_MS too).
-    #[arg(long, hide = true)]
-    pub header_timeout_ms: Option<u64>,
-    /// Milliseconds between retention passes while the hub runs (default 3600000; tests
-    /// shorten it; env GRAPHMIND_RETENTION_INTERVAL_MS too).
-    #[arg(long, hide = true)]
-    pub retention_interval_ms: Option<u64>,
 }
 
 fn initial_breakpoints(flag: &str) -> Result<Vec<BreakpointMatcher>, String> {
@@ -108,14 +83,19 @@ fn initial_breakpoints(flag: &str) -> Result<Vec<BreakpointMatcher>, String> {
 
 impl ServeArgs {
     /// The hub's settings: the flags, `$GRAPHMIND_HOME` (created 0700) for the database and
-    /// the run files, the `GRAPHMIND_*_MS` environment for the timings.
+    /// the run files, the `GRAPHMIND_*_MS` environment for the timings (`GRAPHMIND_ABANDON_GRACE_MS`,
+    /// `GRAPHMIND_RESUME_WAIT_MS`, `GRAPHMIND_HELLO_TIMEOUT_MS`, `GRAPHMIND_UI_AUTH_TIMEOUT_MS`,
+    /// `GRAPHMIND_HEADER_TIMEOUT_MS`, `GRAPHMIND_RETENTION_INTERVAL_MS`: milliseconds).
     pub fn config(&self) -> Result<HubConfig, String> {
         let breakpoints = initial_breakpoints(&self.pause_on_error)?;
         let home = paths::home();
         graphmind_hub::files::private_dir(&home)
             .map_err(|e| format!("cannot create {}: {e}", home.display()))?;
-        let ms = |flag: Option<u64>, env: &str, default: Duration| {
-            flag.or_else(|| std::env::var(env).ok().and_then(|v| v.parse().ok()))
+        // Timings an operator (or a test of the binary) may change; the defaults otherwise.
+        let ms = |env: &str, default: Duration| {
+            std::env::var(env)
+                .ok()
+                .and_then(|v| v.parse().ok())
                 .map_or(default, Duration::from_millis)
         };
         let mut c = HubConfig::new(self.db.clone().unwrap_or_else(paths::default_db));
@@ -125,36 +105,12 @@ impl ServeArgs {
         c.allow_control = self.allow_control.into();
         c.keep = self.keep;
         c.memory_runs = self.memory_runs;
-        c.abandon_grace = ms(
-            self.abandon_grace_ms,
-            "GRAPHMIND_ABANDON_GRACE_MS",
-            c.abandon_grace,
-        );
-        c.resume_wait = ms(
-            self.resume_wait_ms,
-            "GRAPHMIND_RESUME_WAIT_MS",
-            c.resume_wait,
-        );
-        c.hello_timeout = ms(
-            self.hello_timeout_ms,
-            "GRAPHMIND_HELLO_TIMEOUT_MS",
-            c.hello_timeout,
-        );
-        c.ui_auth_timeout = ms(
-            self.ui_auth_timeout_ms,
-            "GRAPHMIND_UI_AUTH_TIMEOUT_MS",
-            c.ui_auth_timeout,
-        );
-        c.header_timeout = ms(
-            self.header_timeout_ms,
-            "GRAPHMIND_HEADER_TIMEOUT_MS",
-            c.header_timeout,
-        );
-        c.retention_interval = ms(
-            self.retention_interval_ms,
-            "GRAPHMIND_RETENTION_INTERVAL_MS",
-            c.retention_interval,
-        );
+        c.abandon_grace = ms("GRAPHMIND_ABANDON_GRACE_MS", c.abandon_grace);
+        c.resume_wait = ms("GRAPHMIND_RESUME_WAIT_MS", c.resume_wait);
+        c.hello_timeout = ms("GRAPHMIND_HELLO_TIMEOUT_MS", c.hello_timeout);
+        c.ui_auth_timeout = ms("GRAPHMIND_UI_AUTH_TIMEOUT_MS", c.ui_auth_timeout);
+        c.header_timeout = ms("GRAPHMIND_HEADER_TIMEOUT_MS", c.header_timeout);
+        c.retention_interval = ms("GRAPHMIND_RETENTION_INTERVAL_MS", c.retention_interval);
         Ok(c)
     }
 }

@@ -99,7 +99,7 @@ fn read_all(port: u16, run: &str) -> (Vec<u64>, usize, u32) {
 
 #[test]
 fn large_pages_stop_at_the_byte_cap_and_concurrent_reads_keep_the_hub_bounded() {
-    let h = hub(&["--pause-on-error", "off"]);
+    let h = spawned_hub(&["--pause-on-error", "off"]);
     let port = h.port;
     let pid = h.child.id();
     let run = "run_pages_large";
@@ -140,7 +140,7 @@ fn large_pages_stop_at_the_byte_cap_and_concurrent_reads_keep_the_hub_bounded() 
 
 #[test]
 fn a_busy_hub_answers_event_pages_503_with_retry_after() {
-    let h = hub(&["--pause-on-error", "off"]);
+    let h = spawned_hub(&["--pause-on-error", "off"]);
     let port = h.port;
     let run = "run_pages_busy";
     block_on(async {

@@ -9,7 +9,7 @@ use support::{App, block_on, gm_on, hub};
 
 #[test]
 fn break_clear_with_point_before_clears_a_breakpoint_set_without_a_point() {
-    let h = hub(&["--pause-on-error", "off"]);
+    let h = hub(|c| c.breakpoints.clear());
     block_on(async {
         let mut app = App::connect(h.port).await;
         gm_on(

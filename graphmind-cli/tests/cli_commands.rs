@@ -9,7 +9,7 @@ use support::*;
 
 #[test]
 fn runs_and_record_show_what_the_hub_stored() {
-    let h = hub(&[]);
+    let h = hub(|_| {});
     let port = h.port.to_string();
     let out = gm(&h.home, &["runs", "--port", &port]).expect(0);
     assert_eq!(out.stdout, "no runs yet\n");
@@ -89,7 +89,7 @@ fn runs_and_record_show_what_the_hub_stored() {
 
 #[test]
 fn pauses_wait_and_resume_release_a_held_gate() {
-    let h = hub(&["--allow-control", "inject"]);
+    let h = hub(|c| c.allow_control = graphmind_hub::AllowControl::Inject);
     let port = h.port.to_string();
     let run = "run_700000000002";
     block_on(async {
@@ -215,7 +215,7 @@ fn pauses_wait_and_resume_release_a_held_gate() {
 
 #[test]
 fn break_and_mode_change_the_debug_state_and_reach_the_app() {
-    let h = hub(&["--pause-on-error", "off"]);
+    let h = hub(|c| c.breakpoints.clear());
     block_on(async {
         let mut app = App::connect(h.port).await;
         assert_eq!(app.ack["payload"]["breakpoints"], json!([]));

@@ -123,7 +123,7 @@ fn unreachable_without_a_hub_exits_3() {
 
 #[test]
 fn wait_times_out_with_exit_2() {
-    let h = hub(&[]);
+    let h = hub(|_| {});
     let port = h.port.to_string();
     let out = gm(&h.home, &["wait", "--timeout", "0.4", "--port", &port]).expect(2);
     assert!(out.took.as_millis() >= 400, "returned after {:?}", out.took);
@@ -143,7 +143,7 @@ fn wait_times_out_with_exit_2() {
 
 #[test]
 fn tampered_run_file_is_unauthorized_exit_5() {
-    let h = hub(&["--allow-control", "inject"]);
+    let h = hub(|c| c.allow_control = graphmind_hub::AllowControl::Inject);
     let port = h.port.to_string();
     let file = h.run_file();
     let original = std::fs::read_to_string(&file).unwrap();
@@ -186,7 +186,7 @@ fn tampered_run_file_is_unauthorized_exit_5() {
 
 #[test]
 fn resume_without_permission_is_unauthorized_and_the_gate_stays_held() {
-    let h = hub(&[]); // --allow-control off
+    let h = hub(|_| {}); // --allow-control off
     let port = h.port.to_string();
     let run = "run_500000000001";
     block_on(async {
@@ -215,7 +215,7 @@ fn resume_without_permission_is_unauthorized_and_the_gate_stays_held() {
 
 #[test]
 fn gone_exits_4_for_unknown_runs_and_released_pauses() {
-    let h = hub(&["--allow-control", "inject"]);
+    let h = hub(|c| c.allow_control = graphmind_hub::AllowControl::Inject);
     let port = h.port.to_string();
     let out = gm(&h.home, &["record", "run_nobody", "--port", &port]).expect(4);
     assert_eq!(out.one_line_error(), "graphmind: no run run_nobody");
@@ -266,7 +266,7 @@ fn gone_exits_4_for_unknown_runs_and_released_pauses() {
 
 #[test]
 fn refused_inject_exits_6_and_a_second_resume_is_taken_7() {
-    let h = hub(&["--allow-control", "inject"]);
+    let h = hub(|c| c.allow_control = graphmind_hub::AllowControl::Inject);
     let port = h.port.to_string();
     let run = "run_600000000001";
     block_on(async {
@@ -325,7 +325,7 @@ fn refused_inject_exits_6_and_a_second_resume_is_taken_7() {
 
 #[test]
 fn unconfirmed_resume_exits_2_and_a_later_resume_can_finish_it() {
-    let h = hub(&["--allow-control", "resume"]);
+    let h = hub(|c| c.allow_control = graphmind_hub::AllowControl::Resume);
     let port = h.port.to_string();
     let run = "run_200000000001";
     block_on(async {

@@ -37,11 +37,11 @@ fn plant_run_file(home: &Path, port: u16, pid: u64) {
 
 #[test]
 fn runs_without_port_uses_the_one_live_hub_and_skips_stale_run_files() {
-    let h = hub(&[]);
+    let h = hub(|_| {});
     // A hub that died without cleaning up: nothing listens on its port.
     plant_run_file(&h.home, free_port(), 999_999);
     // A hub of another home now listens on the port a dead hub's run file names.
-    let other = hub(&[]);
+    let other = hub(|_| {});
     plant_run_file(&h.home, other.port, 999_998);
     let default = nothing_on_default();
     block_on(async {
@@ -74,9 +74,9 @@ fn runs_without_port_uses_the_one_live_hub_and_skips_stale_run_files() {
 
 #[test]
 fn without_port_several_live_hubs_are_named_and_none_is_picked() {
-    let h = hub(&[]);
+    let h = hub(|_| {});
     let db = h.home.join("second.db");
-    let second = Serve::start_in(&h.home, &["--db", db.to_str().unwrap()]);
+    let second = InProcessHub::start_in(&h.home, |c| c.db = db.to_str().unwrap().into());
     let default = nothing_on_default();
     let out = gm_default(&h.home, &default, &["mode", "step"]).expect(3);
     let line = out.one_line_error();
@@ -106,7 +106,7 @@ fn without_port_and_only_stale_run_files_nothing_is_picked() {
     let dir = TempDir::new("find-stale");
     plant_run_file(&dir.0, free_port(), 999_999);
     // A live hub's port, but the run file is not that hub's (another pid).
-    let other = hub(&[]);
+    let other = hub(|_| {});
     plant_run_file(&dir.0, other.port, 999_998);
     let default = nothing_on_default();
     let out = gm_default(&dir.0, &default, &["runs"]).expect(3);
@@ -119,7 +119,7 @@ fn without_port_and_only_stale_run_files_nothing_is_picked() {
 
 #[test]
 fn an_explicit_port_is_never_swapped_for_a_live_hub() {
-    let h = hub(&[]);
+    let h = hub(|_| {});
     let dead = free_port().to_string();
     let out = gm_default(&h.home, &dead, &["runs", "--port", &dead]).expect(3);
     assert!(

@@ -18,7 +18,7 @@ async fn wait_both(h: &TestHub, run: &str, pause: &str) -> (App, Value, String) 
 
 #[test]
 fn wait_on_a_hub_with_allow_control_off_points_to_the_viewer_not_to_failing_commands() {
-    let h = hub(&[]); // --allow-control off
+    let h = hub(|_| {}); // --allow-control off
     block_on(async {
         let (_app, p, text) = wait_both(&h, "run_4a1700000001", "pause_h_1").await;
         assert_eq!(p["pauseId"], json!("pause_h_1"));
@@ -35,7 +35,7 @@ fn wait_on_a_hub_with_allow_control_off_points_to_the_viewer_not_to_failing_comm
 
 #[test]
 fn wait_on_a_hub_with_allow_control_resume_lists_commands_that_work_and_no_inject() {
-    let h = hub(&["--allow-control", "resume"]);
+    let h = hub(|c| c.allow_control = graphmind_hub::AllowControl::Resume);
     block_on(async {
         let (mut app, p, text) = wait_both(&h, "run_4a1700000002", "pause_h_2").await;
         let cmds: Vec<String> = p["resume"]
@@ -69,7 +69,7 @@ fn wait_on_a_hub_with_allow_control_resume_lists_commands_that_work_and_no_injec
 
 #[test]
 fn wait_on_a_hub_with_allow_control_inject_lists_all_four_actions() {
-    let h = hub(&["--allow-control", "inject"]);
+    let h = hub(|c| c.allow_control = graphmind_hub::AllowControl::Inject);
     block_on(async {
         let (_app, p, _) = wait_both(&h, "run_4a1700000003", "pause_h_3").await;
         let cmds = p["resume"].as_array().expect("resume");
@@ -80,7 +80,7 @@ fn wait_on_a_hub_with_allow_control_inject_lists_all_four_actions() {
 
 #[test]
 fn wait_at_a_before_gate_suggests_the_shape_of_an_output_the_node_returned_before() {
-    let h = hub(&["--allow-control", "inject"]);
+    let h = hub(|c| c.allow_control = graphmind_hub::AllowControl::Inject);
     block_on(async {
         let run = "run_4a1700000004";
         let mut app = App::running(h.port, run, "weather").await;

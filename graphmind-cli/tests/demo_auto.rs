@@ -71,7 +71,7 @@ fn demo_auto_injects_the_fix_and_exits_0_once_the_run_is_ok() {
 
 #[test]
 fn demo_auto_on_a_hub_that_may_not_inject_says_how_and_runs_nothing() {
-    let h = hub(&[]);
+    let h = hub(|_| {});
     let port = h.port.to_string();
     let demo = graphmind(&h.home, &["demo", "--auto", "--no-open", "--port", &port]);
     let (code, out, err) = finish(demo, Duration::from_secs(30));

@@ -147,7 +147,7 @@ fn run_named<'a>(runs: &'a [Value], name: &str) -> &'a Value {
 #[test]
 fn python_run_is_stored_with_all_its_events() {
     require_python_client();
-    let h = hub(&[]);
+    let h = hub(|_| {});
     let agent = Agent::spawn(h.port, "once");
     let line = agent.next(30);
     assert_eq!(
@@ -200,7 +200,7 @@ fn python_run_is_stored_with_all_its_events() {
 #[test]
 fn cli_breakpoint_holds_the_python_tool_and_inject_sets_its_result() {
     require_python_client();
-    let h = hub(&["--allow-control", "inject"]);
+    let h = hub(|c| c.allow_control = graphmind_hub::AllowControl::Inject);
     let port = h.port.to_string();
     gm(
         &h.home,
@@ -295,7 +295,7 @@ fn replay_after_the_python_client_reconnects_stores_no_duplicate() {
     require_python_client();
     let dir = TempDir::new("py-replay");
     let db = dir.0.join("hub.db");
-    let first_hub = serve_on_free_port(&dir.0, &db, &[]);
+    let first_hub = start_on_free_port(&dir.0, &db, |_| {});
     let port = first_hub.port;
     let mut agent = Agent::spawn(port, "twice");
     assert_eq!(
@@ -315,10 +315,8 @@ fn replay_after_the_python_client_reconnects_stores_no_duplicate() {
     let first_events = first_hub.events(&first_id);
 
     // Restart the hub on the same port and database; the client notices the drop.
-    let mut first_hub = first_hub;
-    assert!(first_hub.interrupt().success());
-    drop(first_hub);
-    let second_hub = serve_on(&dir.0, port, &db, &[]).expect("restart on the same port");
+    first_hub.stop();
+    let second_hub = start_on(&dir.0, port, &db, |_| {}).expect("restart on the same port");
     assert_eq!(second_hub.health()["stats"]["duplicates"], json!(0));
 
     // The client reconnects (ready() kicks a connect) and replays its whole ring, which
@@ -374,7 +372,7 @@ fn replay_after_the_python_client_reconnects_stores_no_duplicate() {
 #[test]
 fn the_python_loop_guard_holds_at_the_hub_and_the_cli_continues_it() {
     require_python_client();
-    let h = hub(&["--allow-control", "resume"]);
+    let h = hub(|c| c.allow_control = graphmind_hub::AllowControl::Resume);
     let port = h.port.to_string();
     let mut agent = Agent::spawn_with_loop_guard(h.port, "loop", "pause");
     let p = block_on(gm_wait_pause(&h));

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::json;
 use support::{
-    Serve, attached, block_on, gm_on, gm_resume_paused, gm_wait_pause, hub, labels, wait_async,
+    attached, block_on, events_on, gm_on, gm_resume_paused, gm_wait_pause, hub, labels, wait_async,
 };
 
 static CHARGED: AtomicUsize = AtomicUsize::new(0);
@@ -23,7 +23,7 @@ async fn charge(cents: u64) -> u64 {
 
 #[test]
 fn a_cli_abort_ends_the_rust_run_with_aborted_and_stores_it_aborted() {
-    let h = hub(&["--allow-control", "resume"]);
+    let h = hub(|c| c.allow_control = graphmind_hub::AllowControl::Resume);
     block_on(async {
         gm_on(&h, &["break", "set", "--kind", "tool", "--name", "charge"])
             .await
@@ -78,7 +78,7 @@ fn a_cli_abort_ends_the_rust_run_with_aborted_and_stores_it_aborted() {
         assert_eq!(summary["live"], json!(false));
         assert!(summary["endedAt"].is_u64(), "{summary}");
 
-        let events = Serve::events_on(h.port, &run);
+        let events = events_on(h.port, &run);
         let l = labels(&events);
         assert_eq!(l.last().map(String::as_str), Some("run.finished"), "{l:?}");
         assert_eq!(

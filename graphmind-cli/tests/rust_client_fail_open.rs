@@ -8,7 +8,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use support::{TestHub, attached, block_on, get_async, hub, kill_hard};
+use support::{SpawnedTestHub, attached, block_on, get_async, kill_hard, spawned_hub};
 
 static KILLED_RAN_AT: Mutex<Option<Instant>> = Mutex::new(None);
 static STOPPED_RAN_AT: Mutex<Option<Instant>> = Mutex::new(None);
@@ -28,7 +28,7 @@ async fn held_on_stop(n: u64) -> u64 {
 /// Arms a breakpoint on `tool`, starts a run calling it through `call`, and returns once the
 /// gate is held (as the hub sees it).
 async fn hold<F>(
-    h: &TestHub,
+    h: &SpawnedTestHub,
     tool: &str,
     call: F,
 ) -> (
@@ -62,7 +62,7 @@ where
 
 #[test]
 fn killing_the_hub_releases_a_held_rust_gate_within_100_ms() {
-    let mut h = hub(&[]);
+    let mut h = spawned_hub(&[]);
     block_on(async {
         let (gm, task) = hold(&h, "held_on_kill", held_on_kill(41)).await;
         assert!(KILLED_RAN_AT.lock().unwrap().is_none());
@@ -87,7 +87,7 @@ fn killing_the_hub_releases_a_held_rust_gate_within_100_ms() {
 
 #[test]
 fn stopping_the_hub_releases_a_held_rust_gate_within_100_ms() {
-    let mut h = hub(&[]);
+    let mut h = spawned_hub(&[]);
     block_on(async {
         let (gm, task) = hold(&h, "held_on_stop", held_on_stop(1)).await;
         let stopped = Instant::now();

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use support::{
-    Serve, TempDir, block_on, config, gm, kill_hard, labels, read, run_named, serve_on,
+    SpawnedHub, TempDir, block_on, config, gm, kill_hard, labels, read, run_named, serve_on,
     serve_on_free_port, wait_async,
 };
 use tokio::sync::watch;
@@ -182,12 +182,12 @@ fn runs_abandoned_while_the_hub_was_down_are_reclaimed_by_the_replay_and_end_ok(
 fn chaos(stops_plan: &Stops, grace: Option<u64>, hold_at: i64) -> Vec<StopLog> {
     let started = Instant::now();
     let dir = TempDir::new("hub-crashes");
-    // The default path, where `Serve::open_db` reads the stored rows.
+    // The default path, where `SpawnedHub::open_db` reads the stored rows.
     let db = dir.0.join("graphmind.db");
     let grace_ms = grace.map(|g| g.to_string());
     let extra: Vec<String> = grace_ms
         .iter()
-        .flat_map(|g| ["--abandon-grace-ms".to_owned(), g.clone()])
+        .map(|g| format!("GRAPHMIND_ABANDON_GRACE_MS={g}"))
         .collect();
     let first = {
         let e: Vec<&str> = extra.iter().map(String::as_str).collect();
@@ -400,7 +400,7 @@ fn chaos(stops_plan: &Stops, grace: Option<u64>, hold_at: i64) -> Vec<StopLog> {
 }
 
 /// The hub started again on `port` with the same home and database, off the runtime.
-async fn restart(home: &Path, port: u16, db: &Path, extra: &[String]) -> Serve {
+async fn restart(home: &Path, port: u16, db: &Path, extra: &[String]) -> SpawnedHub {
     let (home, db, extra) = (home.to_path_buf(), db.to_path_buf(), extra.to_vec());
     tokio::task::spawn_blocking(move || {
         let e: Vec<&str> = extra.iter().map(String::as_str).collect();
@@ -437,7 +437,7 @@ async fn abandoned_before_the_apps_are_back(port: u16) -> usize {
 }
 
 /// Whether all eight runs are listed `ok` with all their events, and stored `ok`.
-fn all_stored(hub: &Serve) -> bool {
+fn all_stored(hub: &SpawnedHub) -> bool {
     let runs = hub.runs();
     runs.len() == (APPS * RUNS) as usize
         && (0..APPS).all(|a| {
@@ -454,7 +454,7 @@ fn all_stored(hub: &Serve) -> bool {
 }
 
 /// A line per listed run: name, status, stored status, events stored per type, seq range.
-fn diagnosis(hub: &Serve) -> String {
+fn diagnosis(hub: &SpawnedHub) -> String {
     let mut out = String::new();
     for s in hub.runs() {
         let id = s["runId"].as_str().unwrap_or("?");
@@ -480,7 +480,7 @@ fn diagnosis(hub: &Serve) -> String {
 
 /// The stored events of run `r` of app `a`, and what is wrong with them: anything else than
 /// exactly the events the app made, in order, once each.
-fn check_run(hub: &Serve, a: i64, r: i64) -> (Vec<Value>, Vec<String>) {
+fn check_run(hub: &SpawnedHub, a: i64, r: i64) -> (Vec<Value>, Vec<String>) {
     let name = run_name(a, r);
     let mut errs = Vec::new();
     let runs = hub.runs();

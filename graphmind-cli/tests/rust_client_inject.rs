@@ -44,7 +44,7 @@ async fn inject(h: &TestHub, p: &Value, output: &str) -> Out {
 
 #[test]
 fn a_cli_breakpoint_holds_the_rust_tool_and_inject_sets_its_result() {
-    let h = hub(&["--allow-control", "inject"]);
+    let h = hub(|c| c.allow_control = graphmind_hub::AllowControl::Inject);
     block_on(async {
         gm_on(&h, &["break", "set", "--kind", "tool", "--name", "quote"])
             .await
@@ -126,7 +126,7 @@ fn a_cli_breakpoint_holds_the_rust_tool_and_inject_sets_its_result() {
 
 #[test]
 fn a_misfit_inject_is_refused_by_the_rust_client_and_the_gate_stays_held() {
-    let h = hub(&["--allow-control", "inject"]);
+    let h = hub(|c| c.allow_control = graphmind_hub::AllowControl::Inject);
     block_on(async {
         gm_on(&h, &["break", "set", "--kind", "tool", "--name", "price"])
             .await

@@ -19,7 +19,7 @@ async fn poll_status(job: u32) -> String {
 
 #[test]
 fn a_repeated_rust_tool_call_holds_as_a_loop_at_the_hub() {
-    let h = hub(&["--allow-control", "resume"]);
+    let h = hub(|c| c.allow_control = graphmind_hub::AllowControl::Resume);
     block_on(async {
         let gm = attached(h.port, "poller").await;
         let task = tokio::spawn({

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::{
-    Serve, TempDir, block_on, config, kill_hard, labels, restart_on, run_named, runs_once_ok,
+    SpawnedHub, TempDir, block_on, config, kill_hard, labels, restart_on, run_named, runs_once_ok,
     serve_on_free_port, wait_async,
 };
 
@@ -114,7 +114,7 @@ fn replay_after_a_hub_restart_stores_no_duplicate_and_the_live_run_goes_on() {
 }
 
 fn check_after(
-    hub: &Serve,
+    hub: &SpawnedHub,
     runs: &[Value],
     first_id: &str,
     first_events: &[Value],

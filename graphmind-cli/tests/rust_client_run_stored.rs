@@ -23,7 +23,7 @@ async fn slow_double(n: i64) -> i64 {
 #[test]
 fn the_support_agent_run_is_stored_with_every_frame_the_client_sent() {
     // The example agent's first lookup fails on purpose: no error breakpoint here.
-    let h = hub(&["--pause-on-error", "off"]);
+    let h = hub(|c| c.breakpoints.clear());
     let port = h.port;
     let (run_id, sent, stats) = block_on(async move {
         let relay = Relay::start(port).await;
@@ -132,7 +132,7 @@ fn the_support_agent_run_is_stored_with_every_frame_the_client_sent() {
 
 #[test]
 fn two_concurrent_rust_runs_are_stored_apart_with_the_session_seqs() {
-    let h = hub(&[]);
+    let h = hub(|_| {});
     let port = h.port;
     let last_seq = block_on(async move {
         let gm = attached(port, "rust-agent").await;

@@ -28,7 +28,7 @@ async fn third(n: u64) -> u64 {
 
 #[test]
 fn step_mode_holds_every_rust_tool_and_run_mode_lets_the_rest_go() {
-    let h = hub(&["--allow-control", "resume"]);
+    let h = hub(|c| c.allow_control = graphmind_hub::AllowControl::Resume);
     block_on(async {
         let gm = attached(h.port, "rust-agent").await;
         gm_on(&h, &["mode", "step"]).await.expect(0);

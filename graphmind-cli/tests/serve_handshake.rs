@@ -7,7 +7,7 @@ use support::*;
 
 #[test]
 fn json_line_and_run_file_describe_the_hub() {
-    let mut h = hub(&["--allow-control", "resume"]);
+    let mut h = spawned_hub(&["--allow-control", "resume"]);
     let line = &h.line;
     assert_eq!(line["url"], json!(format!("http://127.0.0.1:{}", h.port)));
     assert_eq!(line["pid"], json!(h.child.id()));
@@ -31,7 +31,7 @@ fn json_line_and_run_file_describe_the_hub() {
 
 #[test]
 fn hello_ack_carries_versions_capabilities_debug_state_and_token() {
-    let h = hub(&[]);
+    let h = spawned_hub(&[]);
     block_on(async {
         let mut peer = Peer::connect(h.port, "/ingest").await;
         // Frames before the hello are ignored, not stored.
@@ -76,7 +76,7 @@ fn pause_on_error_flag_sets_the_initial_breakpoints() {
         ("tool", json!([{"kind": "tool", "point": "error"}])),
         ("on", json!([{"point": "error"}])),
     ] {
-        let h = hub(&["--pause-on-error", flag]);
+        let h = spawned_hub(&["--pause-on-error", flag]);
         assert_eq!(
             h.get_json("/api/debug")["breakpoints"],
             want,
@@ -113,7 +113,7 @@ fn bad_pause_on_error_value_is_a_usage_error() {
 
 #[test]
 fn a_hello_without_client_version_is_still_a_hello() {
-    let h = hub(&[]);
+    let h = spawned_hub(&[]);
     block_on(async {
         let mut peer = Peer::connect(h.port, "/ingest").await;
         peer.send(
@@ -129,7 +129,7 @@ fn a_hello_without_client_version_is_still_a_hello() {
 
 #[test]
 fn sigterm_also_removes_the_run_file_and_a_busy_port_is_a_clear_error() {
-    let mut h = hub(&[]);
+    let mut h = spawned_hub(&[]);
     let port = h.port.to_string();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_graphmind"))
         .args(["serve", "--port", &port, "--json", "--no-open"])

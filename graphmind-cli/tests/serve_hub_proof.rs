@@ -12,7 +12,7 @@ use graphmind_protocol::hub_auth::hub_proof;
 use serde_json::{Value, json};
 use support::*;
 
-fn run_doc(h: &Serve) -> Value {
+fn run_doc(h: &InProcessHub) -> Value {
     serde_json::from_str(&std::fs::read_to_string(h.run_file()).expect("run file")).expect("JSON")
 }
 
@@ -30,7 +30,7 @@ async fn ack_for(port: u16, hello: &Value) -> Value {
 
 #[test]
 fn the_hub_answers_a_hello_nonce_with_the_hmac_of_its_run_file_secret() {
-    let h = hub(&[]);
+    let h = hub(|_| {});
     let secret = run_doc(&h)["hubSecret"]
         .as_str()
         .expect("hubSecret in the run file")
@@ -54,7 +54,7 @@ fn the_hub_answers_a_hello_nonce_with_the_hmac_of_its_run_file_secret() {
         assert!(ack["payload"].get("hubProof").is_none(), "{ack}");
     });
     // Every start has its own secret.
-    let other = hub(&[]);
+    let other = hub(|_| {});
     assert_ne!(run_doc(&other)["hubSecret"], json!(secret));
 }
 
@@ -68,7 +68,7 @@ async fn guarded(n: u64) -> u64 {
 
 #[test]
 fn the_rust_client_trusts_the_real_hub_and_holds_at_its_breakpoints() {
-    let h = hub(&["--allow-control", "resume"]);
+    let h = hub(|c| c.allow_control = graphmind_hub::AllowControl::Resume);
     block_on(async {
         gm_on(&h, &["break", "set", "--kind", "tool", "--name", "guarded"])
             .await
@@ -100,7 +100,7 @@ fn the_rust_client_trusts_the_real_hub_and_holds_at_its_breakpoints() {
 
 #[test]
 fn a_rust_client_that_cannot_read_the_hub_run_file_only_reports() {
-    let h = hub(&[]);
+    let h = hub(|_| {});
     let elsewhere = TempDir::new("no-run-files");
     block_on(async {
         gm_on(&h, &["break", "set", "--kind", "tool", "--name", "guarded"])

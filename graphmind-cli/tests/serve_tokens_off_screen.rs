@@ -92,7 +92,7 @@ fn without_json_the_viewer_token_is_only_on_the_stderr_line() {
 
 #[test]
 fn graphmind_open_prints_a_working_viewer_link() {
-    let h = hub(&[]);
+    let h = hub(|_| {});
     let port = h.port.to_string();
     let out = gm(&h.home, &["open", "--print", "--port", &port]).expect(0);
     assert_eq!(

@@ -31,7 +31,7 @@ fn status_kib(pid: u32, field: &str) -> u64 {
 
 #[test]
 fn non_reading_viewers_are_closed_past_their_byte_budget_and_the_hub_stays_bounded() {
-    let h = hub(&["--pause-on-error", "off"]);
+    let h = spawned_hub(&["--pause-on-error", "off"]);
     let port = h.port;
     let pid = h.child.id();
     let run = "run_viewer_budget";

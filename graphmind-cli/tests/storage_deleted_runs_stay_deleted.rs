@@ -86,7 +86,7 @@ async fn only_third_left(port: u16, db: &Path) -> (String, usize) {
             && stored_runs(&db).len() == 1;
         left.then(|| {
             let id = runs[0]["runId"].as_str().expect("runId").to_owned();
-            let n = Serve::events_on(port, &id).len();
+            let n = events_on(port, &id).len();
             (id, n)
         })
     })
@@ -114,7 +114,7 @@ fn deleted_runs_do_not_come_back_when_the_app_replays_after_a_hub_restart() {
     let first_hub = serve_on_free_port(
         &dir.0,
         &db,
-        &["--keep", "1", "--retention-interval-ms", "150"],
+        &["--keep", "1", "GRAPHMIND_RETENTION_INTERVAL_MS=150"],
     );
     let port = first_hub.port;
     let home = dir.0.clone();
@@ -193,7 +193,7 @@ fn the_tail_of_a_deleted_run_does_not_come_back_when_the_connection_drops() {
     let hub = serve_on_free_port(
         &dir.0,
         &db,
-        &["--keep", "1", "--retention-interval-ms", "150"],
+        &["--keep", "1", "GRAPHMIND_RETENTION_INTERVAL_MS=150"],
     );
     let port = hub.port;
     block_on(async move {

@@ -18,7 +18,8 @@ fn mode(p: &std::path::Path) -> u32 {
 
 #[test]
 fn directories_are_0700_and_files_0600() {
-    let h = hub(&[]);
+    // The binary: `graphmind serve` makes its home private, the hub its run directory.
+    let h = spawned_hub(&[]);
     block_on(async {
         let _app = App::running(h.port, "run_300000000001", "files").await;
     });
@@ -36,7 +37,7 @@ fn custom_db_path_is_used_and_private() {
     let dir = TempDir::new("db");
     let db = dir.0.join("sub").join("custom.db");
     let home = dir.0.join("home");
-    let s = Serve::start_in(&home, &["--db", db.to_str().unwrap()]);
+    let s = InProcessHub::start_in(&home, |c| c.db = db.to_str().unwrap().into());
     block_on(async {
         let _app = App::running(s.port, "run_300000000002", "custom").await;
     });
@@ -49,7 +50,7 @@ fn custom_db_path_is_used_and_private() {
 
 #[test]
 fn a_second_hub_on_the_same_database_is_refused() {
-    let h = hub(&[]);
+    let h = hub(|_| {});
     let mut second = std::process::Command::new(env!("CARGO_BIN_EXE_graphmind"))
         .args(["serve", "--port", "0", "--json", "--no-open"])
         .env("GRAPHMIND_HOME", &h.home)

@@ -114,14 +114,14 @@ pub fn args(a: &[&str]) -> Vec<String> {
 }
 
 /// `graphmind <args> --port <port of serve>` with the hub's home, off the async runtime.
-pub async fn gm_on(serve: &super::Serve, a: &[&str]) -> Out {
+pub async fn gm_on(serve: &super::HubAccess, a: &[&str]) -> Out {
     let mut v = args(a);
     v.extend(args(&["--port", &serve.port.to_string()]));
     gm_async(serve.home.clone(), v).await
 }
 
 /// `graphmind wait --json --timeout 20` against the hub: the held gate's PauseInfo.
-pub async fn gm_wait_pause(serve: &super::Serve) -> Value {
+pub async fn gm_wait_pause(serve: &super::HubAccess) -> Value {
     gm_on(serve, &["wait", "--json", "--timeout", "20"])
         .await
         .expect(0)
@@ -158,7 +158,7 @@ pub fn resume_args(
 /// `graphmind resume <pauseId> --run <runId> --action <action> <extra>` of the PauseInfo `p`
 /// (as `graphmind wait --json` prints it) against the hub.
 pub async fn gm_resume_paused(
-    serve: &super::Serve,
+    serve: &super::HubAccess,
     p: &Value,
     action: &str,
     extra: &[&str],

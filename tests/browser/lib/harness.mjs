@@ -102,12 +102,13 @@ export async function spawnGraphmind(args, { home, env = {}, tmpPrefix = 'gm-bro
 
 /**
  * Starts `graphmind serve --port <port> --json --no-open` with GRAPHMIND_HOME in a temp dir and
- * waits for its JSON line. Returns the port, the page's URL with the viewer token, and stop().
+ * waits for its JSON line; `env` adds to its environment (e.g. GRAPHMIND_ABANDON_GRACE_MS).
+ * Returns the port, the page's URL with the viewer token, and stop().
  */
-export async function startHub({ port = 0, home, args = [] } = {}) {
+export async function startHub({ port = 0, home, args = [], env = {} } = {}) {
   const serve = await spawnGraphmind(['serve', '--port', String(port), '--json', '--no-open', ...args], {
     home,
-    env: { RUST_LOG: process.env.RUST_LOG || 'warn' },
+    env: { RUST_LOG: process.env.RUST_LOG || 'warn', ...env },
   });
   const { info, proc, io, stop } = serve;
   const base = `http://127.0.0.1:${info.port}`;

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { withHubAndBrowser, shot, card, runItem, inspectorExecs, waitCardStatus, assertNoPageErrors } from '../lib/harness.mjs';
 
 test('an abandoned run shows abandoned, not aborted or running', () =>
-  withHubAndBrowser({ hub: { args: ['--abandon-grace-ms', '300'] } }, async ({ page, connectApp }) => {
+  withHubAndBrowser({ hub: { env: { GRAPHMIND_ABANDON_GRACE_MS: '300' } } }, async ({ page, connectApp }) => {
     const app = await connectApp('leaves');
     const runId = 'run_0000abandon01';
     app.send(runId, 'run.started', { app: 'leaves', sdk: { name: 'browser-test', version: '0' }, meta: { name: 'no-dispose' } });

@@ -12,7 +12,13 @@ const sdk = { name: 'browser-test', version: '0' };
 
 test('a run deleted by retention leaves the list; the one on screen stays, marked deleted', () =>
   withHubAndBrowser(
-    { hub: { args: ['--keep', '1', '--retention-interval-ms', '200', '--abandon-grace-ms', '60000'] }, viewer: false },
+    {
+      hub: {
+        args: ['--keep', '1'],
+        env: { GRAPHMIND_RETENTION_INTERVAL_MS: '200', GRAPHMIND_ABANDON_GRACE_MS: '60000' },
+      },
+      viewer: false,
+    },
     async ({ hub, connectApp, openViewer }) => {
       const app = await connectApp('retention-app');
       // the older run is protected while it runs
