@@ -7,14 +7,13 @@
 //! viewer. `--auto` plays that part through the HTTP control API and exits 0 once the run
 //! finished ok, so CI runs the demo too.
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::Args;
 use serde_json::{Value, json};
 
+use crate::hub_http;
 use crate::paths;
 use crate::serve::{self, AllowControl, ServeArgs};
 use crate::signals::StopSignals;
@@ -415,7 +414,8 @@ async fn wait_for_viewer(port: u16, within: Duration) {
     }
 }
 
-/// One HTTP request to the hub on a blocking thread.
+/// One HTTP request to the hub on a blocking thread ([`hub_http::request`], 15 s); the
+/// answer's status and JSON body (`Null` when it is not JSON).
 async fn blocking(
     port: u16,
     method: &'static str,
@@ -425,79 +425,20 @@ async fn blocking(
 ) -> Result<(u16, Value), String> {
     let path = path.to_owned();
     tokio::task::spawn_blocking(move || {
-        request(port, method, &path, token.as_deref(), body.as_ref())
+        let body = body.map(|b| b.to_string());
+        hub_http::request(
+            port,
+            method,
+            &path,
+            token.as_deref(),
+            body.as_deref(),
+            Duration::from_secs(15),
+        )
+        .map(|a| (a.status, a.json()))
+        .map_err(|e| format!("the hub on port {port}: {e}"))
     })
     .await
     .map_err(|e| e.to_string())?
-}
-
-/// A minimal HTTP/1.1 exchange with the loopback hub: one request per connection.
-fn request(
-    port: u16,
-    method: &str,
-    path: &str,
-    token: Option<&str>,
-    body: Option<&Value>,
-) -> Result<(u16, Value), String> {
-    let addr = SocketAddr::from(([127, 0, 0, 1], port));
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2))
-        .map_err(|e| format!("no hub on port {port}: {e}"))?;
-    let _ = s.set_read_timeout(Some(Duration::from_secs(15)));
-    let body = body.map(Value::to_string).unwrap_or_default();
-    let mut head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\
-         Accept: application/json\r\nContent-Length: {}\r\n",
-        body.len()
-    );
-    if method == "POST" {
-        head.push_str("Content-Type: application/json\r\n");
-    }
-    if let Some(t) = token {
-        head.push_str(&format!("Authorization: Bearer {t}\r\n"));
-    }
-    head.push_str("\r\n");
-    s.write_all(head.as_bytes())
-        .and_then(|()| s.write_all(body.as_bytes()))
-        .map_err(|e| e.to_string())?;
-    let mut raw = Vec::new();
-    s.read_to_end(&mut raw).map_err(|e| e.to_string())?;
-    let text = String::from_utf8_lossy(&raw);
-    let (head, rest) = text
-        .split_once("\r\n\r\n")
-        .ok_or_else(|| "the hub sent no HTTP answer".to_owned())?;
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse::<u16>().ok())
-        .ok_or_else(|| "the hub sent no status".to_owned())?;
-    let chunked = head.lines().any(|l| {
-        l.to_ascii_lowercase()
-            .starts_with("transfer-encoding: chunked")
-    });
-    let payload = if chunked {
-        dechunk(rest)
-    } else {
-        rest.to_owned()
-    };
-    Ok((
-        status,
-        serde_json::from_str(&payload).unwrap_or(Value::Null),
-    ))
-}
-
-fn dechunk(mut rest: &str) -> String {
-    let mut out = String::new();
-    while let Some((size, tail)) = rest.split_once("\r\n") {
-        let Ok(n) = usize::from_str_radix(size.trim(), 16) else {
-            break;
-        };
-        if n == 0 || tail.len() < n {
-            break;
-        }
-        out.push_str(&tail[..n]);
-        rest = tail[n..].trim_start_matches("\r\n");
-    }
-    out
 }
 
 #[cfg(test)]
@@ -509,11 +450,6 @@ mod tests {
         let order: graphmind_examples::Order =
             serde_json::from_value(fix()).expect("the fix deserializes into the tool's type");
         assert_eq!(order.order_id, "ORD-1042");
-    }
-
-    #[test]
-    fn chunked_bodies_are_joined() {
-        assert_eq!(dechunk("4\r\n{\"a\"\r\n3\r\n:1}\r\n0\r\n\r\n"), "{\"a\":1}");
     }
 
     #[test]

@@ -5,6 +5,7 @@ mod browser;
 mod control;
 #[cfg(feature = "demo")]
 mod demo;
+mod hub_http;
 mod paths;
 mod serve;
 mod signals;

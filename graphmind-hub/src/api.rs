@@ -18,10 +18,10 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::security::{bearer, is_json};
-use super::state::{Hub, MAX_BREAKPOINTS, Need, Outcome};
+use super::state::{HubState, MAX_BREAKPOINTS, Need, Outcome};
 
 /// The API routes (and `/health`).
-pub fn routes() -> Router<Arc<Hub>> {
+pub fn routes() -> Router<Arc<HubState>> {
     Router::new()
         .route("/health", get(health))
         .route("/api/runs", get(runs))
@@ -41,12 +41,12 @@ fn error(status: StatusCode, msg: impl Into<String>) -> Response {
 }
 
 /// Reads expose every tool input and output: they take the viewer or the agent token.
-fn reader(hub: &Hub, headers: &HeaderMap) -> Result<(), Response> {
+fn reader(hub: &HubState, headers: &HeaderMap) -> Result<(), Response> {
     hub.authorize_reader(bearer(headers))
         .map_err(|o| error(StatusCode::UNAUTHORIZED, o.message().unwrap_or_default()))
 }
 
-async fn health(State(hub): State<Arc<Hub>>) -> Response {
+async fn health(State(hub): State<Arc<HubState>>) -> Response {
     axum::Json(hub.health()).into_response()
 }
 
@@ -56,7 +56,7 @@ struct LimitQuery {
 }
 
 async fn runs(
-    State(hub): State<Arc<Hub>>,
+    State(hub): State<Arc<HubState>>,
     headers: HeaderMap,
     Query(q): Query<LimitQuery>,
 ) -> Response {
@@ -73,7 +73,7 @@ async fn runs(
 }
 
 async fn run(
-    State(hub): State<Arc<Hub>>,
+    State(hub): State<Arc<HubState>>,
     headers: HeaderMap,
     Path(run_id): Path<String>,
 ) -> Response {
@@ -103,7 +103,7 @@ const READ_WAIT: Duration = Duration::from_secs(5);
 const BODY_CHUNK: usize = 64 * 1024;
 
 async fn events(
-    State(hub): State<Arc<Hub>>,
+    State(hub): State<Arc<HubState>>,
     headers: HeaderMap,
     Path(run_id): Path<String>,
     Query(q): Query<EventsQuery>,
@@ -188,7 +188,7 @@ struct PausesQuery {
 }
 
 async fn pauses(
-    State(hub): State<Arc<Hub>>,
+    State(hub): State<Arc<HubState>>,
     headers: HeaderMap,
     Query(q): Query<PausesQuery>,
 ) -> Response {
@@ -206,7 +206,7 @@ async fn pauses(
 }
 
 async fn pause(
-    State(hub): State<Arc<Hub>>,
+    State(hub): State<Arc<HubState>>,
     headers: HeaderMap,
     Path((run_id, pause_id)): Path<(String, String)>,
 ) -> Response {
@@ -249,7 +249,7 @@ fn outcome_response(run_id: &str, pause_id: &str, o: &Outcome) -> Response {
 }
 
 /// Content type first (a cross-site form cannot send JSON), then the token.
-fn gate(hub: &Hub, headers: &HeaderMap, need: Need) -> Result<(), Response> {
+fn gate(hub: &HubState, headers: &HeaderMap, need: Need) -> Result<(), Response> {
     if !is_json(headers) {
         return Err(error(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -281,7 +281,7 @@ fn body_json(body: &Bytes) -> Result<serde_json::Map<String, Value>, Response> {
 }
 
 async fn resume(
-    State(hub): State<Arc<Hub>>,
+    State(hub): State<Arc<HubState>>,
     Path((run_id, pause_id)): Path<(String, String)>,
     headers: HeaderMap,
     body: Bytes,
@@ -319,7 +319,7 @@ async fn resume(
     fail(o)
 }
 
-async fn debug(State(hub): State<Arc<Hub>>) -> Response {
+async fn debug(State(hub): State<Arc<HubState>>) -> Response {
     axum::Json(hub.debug_json()).into_response()
 }
 
@@ -331,7 +331,11 @@ fn matcher_of(v: Option<&Value>) -> Result<BreakpointMatcher, Response> {
         .map_err(|e| error(StatusCode::BAD_REQUEST, format!("bad matcher: {e}")))
 }
 
-async fn debug_replace(State(hub): State<Arc<Hub>>, headers: HeaderMap, body: Bytes) -> Response {
+async fn debug_replace(
+    State(hub): State<Arc<HubState>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     if let Err(r) = gate(&hub, &headers, Need::Debug) {
         return r;
     }
@@ -368,7 +372,11 @@ fn too_many_breakpoints(msg: String) -> Response {
         .into_response()
 }
 
-async fn breakpoint_set(State(hub): State<Arc<Hub>>, headers: HeaderMap, body: Bytes) -> Response {
+async fn breakpoint_set(
+    State(hub): State<Arc<HubState>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     if let Err(r) = gate(&hub, &headers, Need::Debug) {
         return r;
     }
@@ -386,7 +394,7 @@ async fn breakpoint_set(State(hub): State<Arc<Hub>>, headers: HeaderMap, body: B
 }
 
 async fn breakpoint_clear(
-    State(hub): State<Arc<Hub>>,
+    State(hub): State<Arc<HubState>>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
@@ -406,7 +414,7 @@ async fn breakpoint_clear(
     }
 }
 
-async fn mode_set(State(hub): State<Arc<Hub>>, headers: HeaderMap, body: Bytes) -> Response {
+async fn mode_set(State(hub): State<Arc<HubState>>, headers: HeaderMap, body: Bytes) -> Response {
     if let Err(r) = gate(&hub, &headers, Need::Debug) {
         return r;
     }

@@ -22,7 +22,7 @@ use graphmind_protocol::{
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::state::{AppOut, Hub, Load, MAX_RUN_ID_CHARS};
+use super::state::{AppOut, HubState, Load, MAX_RUN_ID_CHARS};
 
 /// Largest frame an app may send (close 1009 above it).
 pub const MAX_FRAME: usize = 16 * 1024 * 1024;
@@ -34,7 +34,7 @@ pub const OFFLOAD_FRAME: usize = 64 * 1024;
 pub const MAX_HELLO_FRAME: usize = 1024 * 1024;
 
 /// Upgrades to the app protocol.
-pub async fn handler(ws: WebSocketUpgrade, State(hub): State<Arc<Hub>>) -> Response {
+pub async fn handler(ws: WebSocketUpgrade, State(hub): State<Arc<HubState>>) -> Response {
     ws.max_message_size(MAX_FRAME)
         .max_frame_size(MAX_FRAME)
         .on_upgrade(move |socket| serve_app(hub, socket))
@@ -46,7 +46,7 @@ pub fn is_capacity_error(e: &axum::Error) -> bool {
     s.contains("Space limit exceeded") || s.contains("too long") || s.contains("too big")
 }
 
-async fn serve_app(hub: Arc<Hub>, socket: WebSocket) {
+async fn serve_app(hub: Arc<HubState>, socket: WebSocket) {
     let (mut sink, mut stream) = socket.split();
     let (tx, mut rx) = mpsc::unbounded_channel::<AppOut>();
     let writer = tokio::spawn(async move {
@@ -182,7 +182,7 @@ impl Acks {
 
 /// Sends `hub.ack` once what was handled is committed: a barrier on the writer per round, so
 /// a burst of frames costs one ack.
-async fn ack_loop(hub: Arc<Hub>, acks: Arc<Acks>, tx: mpsc::UnboundedSender<AppOut>) {
+async fn ack_loop(hub: Arc<HubState>, acks: Arc<Acks>, tx: mpsc::UnboundedSender<AppOut>) {
     let mut sent = 0;
     loop {
         acks.changed.notified().await;
@@ -268,7 +268,7 @@ fn loose_hello(text: &str) -> Option<HelloInfo> {
     })
 }
 
-async fn handshake(hub: &Hub, text: &str, tx: &mpsc::UnboundedSender<AppOut>) -> Handshake {
+async fn handshake(hub: &HubState, text: &str, tx: &mpsc::UnboundedSender<AppOut>) -> Handshake {
     let info = match parse(text) {
         Parsed::Ok(Envelope {
             message: Message::Hello(h),
@@ -404,7 +404,7 @@ fn mend_lone_surrogates_with(text: &str, replacement: &str) -> Option<String> {
 /// refuses it): mended, `run_\ud800` and `run_\udfff` of two apps would become one run.
 /// Whether the run id held one is told by mending a second time with another replacement:
 /// only a run id that held one comes out different.
-fn run_id_allowed(hub: &Hub, run_id: &str, raw: &str, text: &str) -> bool {
+fn run_id_allowed(hub: &HubState, run_id: &str, raw: &str, text: &str) -> bool {
     if run_id.chars().count() > MAX_RUN_ID_CHARS {
         hub.stats.run_ids_too_long.fetch_add(1, Ordering::Relaxed);
         return false;
@@ -438,7 +438,7 @@ enum Decoded {
 
 /// Parses, checks and shrinks one frame after the handshake: the CPU-bound part of taking in
 /// an event, run off the runtime's workers for a large frame ([`OFFLOAD_FRAME`]).
-fn decode(hub: &Hub, raw: &str, tx: &mpsc::UnboundedSender<AppOut>) -> Decoded {
+fn decode(hub: &HubState, raw: &str, tx: &mpsc::UnboundedSender<AppOut>) -> Decoded {
     let mended;
     let mut text = raw;
     let mut parsed = parse(text);
@@ -497,7 +497,7 @@ fn decode(hub: &Hub, raw: &str, tx: &mpsc::UnboundedSender<AppOut>) -> Decoded {
 /// Handles one frame after the handshake. Returns false when the connection must close, and
 /// the frame's seq once it was handled (stored, deduped, or refused and counted).
 async fn event(
-    hub: &Arc<Hub>,
+    hub: &Arc<HubState>,
     conn: u64,
     frame: Utf8Bytes,
     tx: &mpsc::UnboundedSender<AppOut>,

@@ -39,7 +39,7 @@ use serde_json::json;
 
 pub use config::{AllowControl, HubConfig};
 pub use error::HubError;
-use state::{Config, Hub};
+use state::{Config, HubState};
 use storage::{Retention, Storage};
 use tokens::Token;
 
@@ -104,7 +104,7 @@ pub struct Running {
     pub viewer_token: String,
     /// The run file, when [`HubConfig::run_dir`] was set.
     pub run_file: Option<PathBuf>,
-    hub: Arc<Hub>,
+    hub: Arc<HubState>,
     router: Router,
     _db_lock: std::fs::File,
     server: tokio::task::JoinHandle<()>,
@@ -115,7 +115,7 @@ pub struct Running {
 /// Keeps a long-lived hub's memory bounded: finished runs beyond `--memory-runs` leave memory
 /// (after the writer committed everything of them), and stale session tokens and closed
 /// pauses are forgotten.
-async fn housekeeping(hub: Arc<Hub>) {
+async fn housekeeping(hub: Arc<HubState>) {
     let mut tick = tokio::time::interval(Duration::from_millis(200));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut n: u64 = 0;
@@ -136,7 +136,7 @@ async fn housekeeping(hub: Arc<Hub>) {
 /// Applies the retention rule every `interval` (the first time one interval after the start,
 /// which applied it already); the runs it deleted leave memory too, and the viewers are told
 /// (`removed` frames of /ws/ui).
-async fn retain_periodically(hub: Arc<Hub>, retention: Retention, interval: Duration) {
+async fn retain_periodically(hub: Arc<HubState>, retention: Retention, interval: Duration) {
     loop {
         tokio::time::sleep(interval).await;
         let since = now_ms();
@@ -153,7 +153,7 @@ async fn retain_periodically(hub: Arc<Hub>, retention: Retention, interval: Dura
 
 /// The hub's routes (`/ingest`, `/ws/ui`, the HTTP API, the viewer page) over `hub`, behind
 /// the Host/Origin guard.
-fn router(hub: &Arc<Hub>) -> Router {
+fn router(hub: &Arc<HubState>) -> Router {
     Router::new()
         .route("/ingest", get(ingest::handler))
         .route("/ws/ui", get(ui_feed::handler))
@@ -230,7 +230,7 @@ pub async fn start(config: HubConfig) -> Result<Running, HubError> {
         graphmind_protocol::hub_auth::SECRET_KEY: cfg.hub_secret.as_str(),
     });
     let db_lock = storage.lock;
-    let hub = Hub::new(
+    let hub = HubState::new(
         cfg,
         storage.writer,
         storage.reader,

@@ -11,7 +11,7 @@ use axum::http::header::{self, HeaderMap, HeaderValue};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use super::state::Hub;
+use super::state::HubState;
 
 fn loopback_hosts(port: u16) -> [String; 3] {
     [
@@ -89,7 +89,7 @@ fn harden(headers: &mut HeaderMap, api: bool) {
 }
 
 /// The middleware.
-pub async fn guard(State(hub): State<Arc<Hub>>, req: Request, next: Next) -> Response {
+pub async fn guard(State(hub): State<Arc<HubState>>, req: Request, next: Next) -> Response {
     let api = req.uri().path().starts_with("/api/") || req.uri().path() == "/health";
     let mut resp = match check(hub.cfg.port, req.headers()) {
         Ok(()) => next.run(req).await,

@@ -252,7 +252,7 @@ fn u64_of(v: Option<i64>) -> Option<u64> {
 impl Storage {
     /// Opens (or creates, mode 0600) the database, applies the schema and the retention, and
     /// starts the writer. Runs left `running` by an earlier hub stay `running`: the hub gives
-    /// their apps the abandon grace to come back (`Hub::abandon_unclaimed`).
+    /// their apps the abandon grace to come back (`HubState::abandon_unclaimed`).
     pub fn open(path: &Path, retention: Retention, now_ms: u64) -> Result<Self, String> {
         let fail = |what: &str, e: &dyn std::fmt::Display| {
             format!("cannot {what} the database {}: {e}", path.display())

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::ingest::is_capacity_error;
-use super::state::{HELLO_RUNS, Hub, Outcome, VIEWER_QUEUE, ViewerOut, ViewerQueue};
+use super::state::{HELLO_RUNS, HubState, Outcome, VIEWER_QUEUE, ViewerOut, ViewerQueue};
 
 /// Largest frame a viewer may send.
 pub const MAX_VIEWER_FRAME: usize = 1024 * 1024;
@@ -35,7 +35,7 @@ const SEND_TIMEOUT: Duration = Duration::from_secs(30);
 type Sink = SplitSink<WebSocket, WsMessage>;
 
 /// Upgrades to the viewer feed.
-pub async fn handler(ws: WebSocketUpgrade, State(hub): State<Arc<Hub>>) -> Response {
+pub async fn handler(ws: WebSocketUpgrade, State(hub): State<Arc<HubState>>) -> Response {
     ws.max_message_size(MAX_VIEWER_FRAME)
         .max_frame_size(MAX_VIEWER_FRAME)
         .on_upgrade(move |socket| serve_viewer(hub, socket))
@@ -85,7 +85,7 @@ enum Denied {
 /// Waits for the viewer's first frame, `{"type":"auth","token":…}` with the viewer or the
 /// agent token, within the handshake budget. The token is not taken from the URL: query
 /// strings end up in logs and browser history.
-async fn authenticate(hub: &Hub, stream: &mut SplitStream<WebSocket>) -> Result<(), Denied> {
+async fn authenticate(hub: &HubState, stream: &mut SplitStream<WebSocket>) -> Result<(), Denied> {
     let deadline = tokio::time::Instant::now() + hub.cfg.ui_auth_timeout;
     loop {
         let text = match tokio::time::timeout_at(deadline, stream.next()).await {
@@ -111,7 +111,7 @@ async fn authenticate(hub: &Hub, stream: &mut SplitStream<WebSocket>) -> Result<
     }
 }
 
-async fn serve_viewer(hub: Arc<Hub>, socket: WebSocket) {
+async fn serve_viewer(hub: Arc<HubState>, socket: WebSocket) {
     let (mut sink, mut stream) = socket.split();
     if let Err(d) = authenticate(&hub, &mut stream).await {
         let reason = match d {
@@ -175,7 +175,7 @@ async fn serve_viewer(hub: Arc<Hub>, socket: WebSocket) {
 
 /// Serves one viewer until it leaves (`true`) or fails to take a frame in time (`false`).
 async fn session(
-    hub: &Arc<Hub>,
+    hub: &Arc<HubState>,
     id: u64,
     queue: &ViewerQueue,
     sink: &mut Sink,
@@ -299,7 +299,7 @@ async fn flush(
 /// [`FRAME_BYTES`], then `replayed`. Each page is read and sent under one of the hub's read
 /// permits, so pages in memory at once are bounded across all viewers. `None` when the
 /// socket is gone (or too slow).
-async fn replay(hub: &Arc<Hub>, run: &Arc<str>, sink: &mut Sink) -> Option<HashSet<u64>> {
+async fn replay(hub: &Arc<HubState>, run: &Arc<str>, sink: &mut Sink) -> Option<HashSet<u64>> {
     hub.writer.barrier().await;
     let mut seen = HashSet::new();
     let mut after = None;
@@ -365,7 +365,7 @@ fn ok_result(request_id: &Value, debug: Value) -> String {
 
 /// Handles one frame from the viewer. Returns false when the socket is gone.
 async fn control(
-    hub: &Arc<Hub>,
+    hub: &Arc<HubState>,
     id: u64,
     text: &str,
     sub: &mut Option<Sub>,

@@ -79,7 +79,7 @@ pub(super) fn breakpoints(
             "break set needs --kind, --name and/or --point",
         ));
     }
-    let h = Hub::locate(port)?;
+    let h = TargetHub::locate(port)?;
     let state = match op {
         "list" => {
             let a = h.get("/api/debug", READ_TIMEOUT)?;

@@ -10,10 +10,10 @@
 //! module holds the arguments, the exit codes and what the commands share.
 
 mod debug;
-mod http;
 mod open;
 mod pauses;
 mod runs;
+mod target;
 
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -24,10 +24,11 @@ use std::time::{Duration, Instant};
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 
+use crate::hub_http::Answer;
 use debug::{breakpoints, print_debug};
-use http::{Answer, DEFAULT_PORT, Hub};
 use pauses::{pauses, resume, wait};
 use runs::{record, runs};
+use target::{DEFAULT_PORT, TargetHub};
 
 /// Which hub to talk to.
 #[derive(Args, Debug, Clone)]
@@ -225,12 +226,12 @@ const RESUME_TIMEOUT: Duration = Duration::from_secs(15);
 
 fn run(cmd: ControlCommand) -> Result<(), Fail> {
     match cmd {
-        ControlCommand::Runs { hub, json } => runs(&Hub::locate(hub.port)?, json),
+        ControlCommand::Runs { hub, json } => runs(&TargetHub::locate(hub.port)?, json),
         ControlCommand::Record { hub, run_id, out } => {
-            record(&Hub::locate(hub.port)?, &run_id, out.as_deref())
+            record(&TargetHub::locate(hub.port)?, &run_id, out.as_deref())
         }
         ControlCommand::Pauses { hub, run, json } => {
-            pauses(&Hub::locate(hub.port)?, run.as_deref(), json)
+            pauses(&TargetHub::locate(hub.port)?, run.as_deref(), json)
         }
         ControlCommand::Wait {
             hub,
@@ -256,7 +257,7 @@ fn run(cmd: ControlCommand) -> Result<(), Fail> {
         } => breakpoints(hub.port, &op, kind, name, point, json),
         ControlCommand::Open { hub, print } => open::open(hub.port, print),
         ControlCommand::Mode { hub, mode, json } => {
-            let h = Hub::locate(hub.port)?;
+            let h = TargetHub::locate(hub.port)?;
             let a = h.post("/api/debug/mode", &json!({"mode": mode}), READ_TIMEOUT)?;
             print_debug(&expect_ok(a)?, json)
         }

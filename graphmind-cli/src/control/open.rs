@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::http::Hub;
+use super::target::TargetHub;
 use super::{Exit, Fail};
 use crate::paths;
 
@@ -47,7 +47,7 @@ pub fn viewer_link(port: u16) -> Result<String, Fail> {
 /// it) in the browser; with `print`, or when no browser can be started, prints the link on
 /// stdout instead.
 pub fn open(port: Option<u16>, print: bool) -> Result<(), Fail> {
-    let hub = Hub::locate(port)?;
+    let hub = TargetHub::locate(port)?;
     let link = viewer_link(hub.port)?;
     if !print && crate::browser::open(&link) {
         eprintln!("graphmind: opened the viewer of port {}", hub.port);

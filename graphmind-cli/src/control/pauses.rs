@@ -25,7 +25,7 @@ fn pause_list(v: &Value) -> Vec<Value> {
         .unwrap_or_default()
 }
 
-pub(super) fn pauses(h: &Hub, run: Option<&str>, as_json: bool) -> Result<(), Fail> {
+pub(super) fn pauses(h: &TargetHub, run: Option<&str>, as_json: bool) -> Result<(), Fail> {
     let v = expect_ok(h.get(&pauses_path(run, None), READ_TIMEOUT)?)?;
     if as_json {
         return print_json(&v);
@@ -194,7 +194,7 @@ pub(super) fn wait(
         ));
     }
     // Usage errors first: they are the same whichever hub would have answered.
-    let h = &Hub::locate(port)?;
+    let h = &TargetHub::locate(port)?;
     let deadline = timeout.map(|t| Instant::now() + Duration::from_secs_f64(t.min(1e9)));
     let pause = loop {
         let chunk = match deadline {
@@ -268,7 +268,7 @@ pub(super) fn wait(
 /// A listed pause with its held node's input, output and error. A graphmind hub lists them
 /// with the pause; a GraphMind 0.6 hub lists only the pause and answers
 /// `GET /api/runs/:run/pauses/:pause` with `{pause: {node: {input, output, error}}}`.
-fn with_node_details(h: &Hub, mut pause: Value) -> Value {
+fn with_node_details(h: &TargetHub, mut pause: Value) -> Value {
     if ["input", "output", "error"]
         .iter()
         .any(|k| pause.get(*k).is_some())
@@ -307,7 +307,7 @@ const EXAMPLE_RUNS: usize = 5;
 /// one of the newest runs), its values blanked (`""`, `0`, `false`), so the suggested
 /// `--action inject --output …` has the fields and types the app will accept instead of a
 /// `null` it would refuse.
-fn with_output_example(h: &Hub, mut pause: Value) -> Value {
+fn with_output_example(h: &TargetHub, mut pause: Value) -> Value {
     if pause.get("output").is_some_and(|o| !o.is_null()) {
         return pause;
     }
@@ -337,7 +337,7 @@ fn with_output_example(h: &Hub, mut pause: Value) -> Value {
 }
 
 /// The last non-null output `node` finished with in `run` (first page of its events).
-fn recorded_output(h: &Hub, run: &str, node: &str) -> Option<Value> {
+fn recorded_output(h: &TargetHub, run: &str, node: &str) -> Option<Value> {
     let a = h
         .get(
             &format!("/api/runs/{}/events?limit=10000", enc(run)),
@@ -417,7 +417,7 @@ pub(super) fn resume(
         }
         _ => {}
     }
-    let h = &Hub::locate(port)?;
+    let h = &TargetHub::locate(port)?;
     let path = format!("/api/runs/{}/pauses/{}/resume", enc(run_id), enc(pause_id));
     let a = h.post(&path, &body, RESUME_TIMEOUT)?;
     let v = a.json();

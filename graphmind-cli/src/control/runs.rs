@@ -3,7 +3,7 @@
 
 use super::*;
 
-pub(super) fn runs(h: &Hub, as_json: bool) -> Result<(), Fail> {
+pub(super) fn runs(h: &TargetHub, as_json: bool) -> Result<(), Fail> {
     let v = expect_ok(h.get("/api/runs", READ_TIMEOUT)?)?;
     if as_json {
         return print_json(&v);
@@ -58,7 +58,11 @@ fn run_id_of(r: &Value) -> &str {
 /// Page size of `record`.
 const PAGE: usize = 10_000;
 
-pub(super) fn record(h: &Hub, run_id: &str, out: Option<&std::path::Path>) -> Result<(), Fail> {
+pub(super) fn record(
+    h: &TargetHub,
+    run_id: &str,
+    out: Option<&std::path::Path>,
+) -> Result<(), Fail> {
     let mut sink: Box<dyn std::io::Write> = match out {
         Some(p) => Box::new(std::io::BufWriter::new(std::fs::File::create(p).map_err(
             |e| Fail::new(Exit::Usage, format!("cannot create {}: {e}", p.display())),

@@ -2,10 +2,10 @@
 
 use graphmind_protocol::ResumeAction;
 
-use super::{Hub, Need, Outcome};
+use super::{HubState, Need, Outcome};
 use crate::AllowControl;
 
-impl Hub {
+impl HubState {
     /// Checks a bearer token of the HTTP API for `need`.
     pub fn authorize_agent(&self, bearer: Option<&str>, need: Need) -> Result<(), Outcome> {
         let Some(token) = bearer else {

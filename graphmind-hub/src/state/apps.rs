@@ -10,14 +10,14 @@ use graphmind_protocol::{Extra, HelloAck, HubVersions, Message, RUN_ANY};
 use tokio::sync::mpsc;
 
 use super::{
-    AppConn, AppOut, CLOSED_MEMORY, Closed, Hub, MAX_SESSION_TOKENS, Outcome, PauseKey, RunState,
-    SessionToken, State, TOKENS_PER_IDENTITY,
+    AppConn, AppOut, CLOSED_MEMORY, Closed, HubState, MAX_SESSION_TOKENS, Outcome, PauseKey,
+    RunState, SessionToken, State, TOKENS_PER_IDENTITY,
 };
 use crate::now_ms;
 use crate::storage::RunRow;
 use crate::tokens::random_id;
 
-impl Hub {
+impl HubState {
     /// Registers an app connection after its hello and builds the `hello.ack`. Returns the
     /// connection id, its identity, the ack frame and the run rows to store again (runs the
     /// identity reclaimed from `abandoned`). `hub_proof` answers the app's `hubNonce`.

@@ -10,9 +10,9 @@ use serde_json::{Value, json};
 
 use super::viewers::broadcast;
 use super::views::debug_json;
-use super::{AppOut, Hub, MAX_BREAKPOINTS, State};
+use super::{AppOut, HubState, MAX_BREAKPOINTS, State};
 
-impl Hub {
+impl HubState {
     /// The debug state as JSON.
     pub fn debug_json(&self) -> Value {
         let st = self.lock();

@@ -11,12 +11,12 @@ use serde_json::Value;
 
 use super::viewers::drop_viewer;
 use super::{
-    CLOSED_MEMORY, Closed, Hub, InFlight, Load, Outcome, Pause, PauseKey, RunState, ViewerOut,
+    CLOSED_MEMORY, Closed, HubState, InFlight, Load, Outcome, Pause, PauseKey, RunState, ViewerOut,
 };
 use crate::now_ms;
 use crate::storage::{EventRow, RunRow};
 
-impl Hub {
+impl HubState {
     /// What must be read from storage before an event of `run_id` is taken in.
     pub fn needs_load(&self, run_id: &str) -> Load {
         let mut st = self.lock();

@@ -2,7 +2,7 @@
 //! runs, the pause registry and connected viewers. One mutex guards it; nothing awaits while
 //! holding it.
 //!
-//! This module holds the shared types and [`Hub`] itself; each submodule adds the methods
+//! This module holds the shared types and [`HubState`] itself; each submodule adds the methods
 //! of one topic:
 //! - `access`: the tokens of the HTTP API and of viewer control.
 //! - `apps`: app connections, their identities and session tokens, abandoned runs.
@@ -492,7 +492,7 @@ struct State {
 }
 
 /// The hub.
-pub struct Hub {
+pub struct HubState {
     /// Settings of this start.
     pub cfg: Config,
     /// Counters.
@@ -510,7 +510,7 @@ pub struct Hub {
     pub reads: Arc<Semaphore>,
 }
 
-impl Hub {
+impl HubState {
     /// A hub over opened storage (its runs, and the ids of the runs the retention rule
     /// deleted) with the given initial debug state.
     pub fn new(
@@ -563,7 +563,7 @@ impl Hub {
         self.ids.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// [`Hub::frame`] for the ingest socket (`hub.ack`).
+    /// [`HubState::frame`] for the ingest socket (`hub.ack`).
     pub(crate) fn control_frame(&self, run_id: &str, message: Message) -> String {
         self.frame(run_id, message)
     }

@@ -9,10 +9,10 @@ use tokio::sync::oneshot;
 
 use super::viewers::broadcast;
 use super::views::pauses_json;
-use super::{AppOut, CLOSED_MEMORY, Hub, InFlight, MAX_CONTROL_FRAME, Outcome};
+use super::{AppOut, CLOSED_MEMORY, HubState, InFlight, MAX_CONTROL_FRAME, Outcome};
 use crate::tokens::random_id;
 
-impl Hub {
+impl HubState {
     /// Sends `exec.resume` to the app owning the run and waits (bounded) for its answer.
     /// The first resume of a pause wins; others get `taken` while it is in flight or after
     /// it released the gate.

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::viewers::announce_removed;
 use super::views::{run_json, runs_json};
-use super::{EVICT_IDLE_MS, Hub, NodeSeen, RunState, State};
+use super::{EVICT_IDLE_MS, HubState, NodeSeen, RunState, State};
 use crate::now_ms;
 use crate::storage::{RunRow, TOMBSTONE_MAX, TOMBSTONE_MAX_AGE_MS};
 
@@ -96,7 +96,7 @@ impl RunState {
     }
 }
 
-impl Hub {
+impl HubState {
     /// Whether runs were evicted from memory since start: then lists and reads of runs must
     /// look in storage too.
     pub fn evicted_any(&self) -> bool {
@@ -149,7 +149,7 @@ impl Hub {
 
     /// Finished (or abandoned) runs beyond the memory cap that may leave memory, oldest first:
     /// not touched in the last second and holding no pause. Evict them with
-    /// [`Hub::evict`] once the writer committed everything queued before.
+    /// [`HubState::evict`] once the writer committed everything queued before.
     pub fn eviction_candidates(&self) -> Vec<String> {
         let st = self.lock();
         let cap = self.cfg.memory_runs;

@@ -8,10 +8,10 @@ use serde_json::json;
 use tokio::sync::mpsc;
 
 use super::views::{debug_json, pauses_json, run_json, runs_json};
-use super::{HELLO_RUNS, Hub, REMOVED_BATCH, State, ViewerConn, ViewerOut, ViewerQueue};
+use super::{HELLO_RUNS, HubState, REMOVED_BATCH, State, ViewerConn, ViewerOut, ViewerQueue};
 use crate::storage::RunRow;
 
-impl Hub {
+impl HubState {
     /// Registers a viewer and builds its `hello` frame, atomically with respect to updates.
     /// `stored`: the newest stored runs, read before when runs were evicted from memory.
     /// `queue` accounts for what `tx` holds.

@@ -1,20 +1,16 @@
-//! Finding a running hub (its run file) and a minimal HTTP/1.1 client for it.
-//!
-//! The hub only binds 127.0.0.1 and answers small JSON documents, so one request per
-//! connection over a blocking `TcpStream` (`Connection: close`, body read to the end) is all
-//! the control commands need; no HTTP crate, no async runtime.
+//! The hub a control command talks to: found by port or through the run files, with the
+//! agent token of its run file, and its requests mapped to the commands' exit codes.
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
 use serde_json::Value;
 
 use super::{Exit, Fail};
+use crate::hub_http::{self, Answer, HttpError};
 use crate::paths;
 
 /// A running hub as far as the command knows it.
-pub struct Hub {
+pub struct TargetHub {
     /// Its port.
     pub port: u16,
     /// The agent token from the run file, if the run file was readable.
@@ -53,14 +49,13 @@ fn live_hub(file: &std::path::Path) -> Option<u16> {
     if port != u64::from(named) || named == 0 {
         return None;
     }
-    let probe = Hub {
+    let probe = TargetHub {
         port: named,
         token: None,
         token_problem: None,
         allow_control: None,
     };
-    let addr = probe.addr();
-    TcpStream::connect_timeout(&addr, Duration::from_millis(500)).ok()?;
+    hub_http::listening(named, Duration::from_millis(500)).then_some(())?;
     let health = probe.get("/health", Duration::from_secs(2)).ok()?;
     let h = health.json();
     (health.status == 200
@@ -84,41 +79,7 @@ pub fn live_hubs() -> Vec<u16> {
     ports
 }
 
-/// An HTTP answer.
-pub struct Answer {
-    /// Status code.
-    pub status: u16,
-    /// Body text.
-    pub body: String,
-}
-
-impl Answer {
-    /// The body as JSON (`Null` when it is not JSON).
-    pub fn json(&self) -> Value {
-        serde_json::from_str(&self.body).unwrap_or(Value::Null)
-    }
-
-    /// The hub's one-line explanation (`error`, else `message`, else the status).
-    pub fn reason(&self) -> String {
-        let v = self.json();
-        v.get("error")
-            .or_else(|| v.get("message"))
-            .and_then(Value::as_str)
-            .map_or_else(
-                || {
-                    let t = self.body.trim();
-                    if t.is_empty() || t.len() > 200 {
-                        format!("HTTP {}", self.status)
-                    } else {
-                        t.replace('\n', " ")
-                    }
-                },
-                str::to_owned,
-            )
-    }
-}
-
-impl Hub {
+impl TargetHub {
     /// The hub a command talks to: the one on `port`; without `--port` the one on the
     /// default port, or, when nothing listens there, the one live hub of the run files (it
     /// says so on stderr). Several live hubs and none on the default port: exit 3 naming
@@ -128,7 +89,7 @@ impl Hub {
             return Ok(Self::find(p));
         }
         let default = Self::find(default_port());
-        if TcpStream::connect_timeout(&default.addr(), Duration::from_secs(2)).is_ok() {
+        if hub_http::listening(default.port, Duration::from_secs(2)) {
             return Ok(default);
         }
         match live_hubs().as_slice() {
@@ -220,14 +181,16 @@ impl Hub {
 
     /// `GET path`, waiting at most `timeout` for the answer.
     pub fn get(&self, path: &str, timeout: Duration) -> Result<Answer, Fail> {
-        self.request("GET", path, None, timeout)
+        // Reads need a token too (they expose every tool input); without one the hub's 401
+        // explains.
+        self.request("GET", path, self.token.as_deref(), None, timeout)
     }
 
     /// `POST path` with a JSON body and the agent token.
     pub fn post(&self, path: &str, body: &Value, timeout: Duration) -> Result<Answer, Fail> {
         let Some(token) = self.token.as_deref() else {
             // Nothing listening beats a missing token as the explanation.
-            if TcpStream::connect_timeout(&self.addr(), Duration::from_secs(2)).is_err() {
+            if !hub_http::listening(self.port, Duration::from_secs(2)) {
                 return Err(self.unreachable());
             }
             return Err(Fail::new(
@@ -239,159 +202,38 @@ impl Hub {
                 ),
             ));
         };
-        self.request("POST", path, Some((token, body.to_string())), timeout)
-    }
-
-    fn addr(&self) -> SocketAddr {
-        SocketAddr::from(([127, 0, 0, 1], self.port))
+        let body = body.to_string();
+        self.request("POST", path, Some(token), Some(&body), timeout)
     }
 
     fn request(
         &self,
         method: &str,
         path: &str,
-        body: Option<(&str, String)>,
+        token: Option<&str>,
+        body: Option<&str>,
         timeout: Duration,
     ) -> Result<Answer, Fail> {
-        let mut s = TcpStream::connect_timeout(&self.addr(), Duration::from_secs(2))
-            .map_err(|_| self.unreachable())?;
-        let lost = |e: std::io::Error| {
-            if matches!(
-                e.kind(),
-                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-            ) {
-                Fail::new(
-                    Exit::Timeout,
-                    format!("the debugger on port {} did not answer in time", self.port),
-                )
-            } else {
-                Fail::new(
-                    Exit::Unreachable,
-                    format!(
-                        "lost the connection to the debugger on port {}: {e}",
-                        self.port
-                    ),
-                )
-            }
-        };
-        s.set_read_timeout(Some(timeout)).map_err(lost)?;
-        s.set_write_timeout(Some(Duration::from_secs(10)))
-            .map_err(lost)?;
-        let mut req = format!(
-            "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\nAccept: application/json\r\nUser-Agent: graphmind-cli/{}\r\n",
-            self.port,
-            env!("CARGO_PKG_VERSION")
-        );
-        if let Some((token, body)) = &body {
-            req.push_str(&format!(
-                "Authorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-                body.len()
-            ));
-        } else {
-            // Reads need a token too (they expose every tool input); without one the hub's
-            // 401 explains.
-            if let Some(token) = &self.token {
-                req.push_str(&format!("Authorization: Bearer {token}\r\n"));
-            }
-            req.push_str("\r\n");
-        }
-        s.write_all(req.as_bytes()).map_err(lost)?;
-        let mut raw = Vec::new();
-        s.read_to_end(&mut raw).map_err(lost)?;
-        parse_response(&raw).ok_or_else(|| {
-            Fail::new(
+        hub_http::request(self.port, method, path, token, body, timeout).map_err(|e| match e {
+            HttpError::Unreachable(_) => self.unreachable(),
+            HttpError::TimedOut => Fail::new(
+                Exit::Timeout,
+                format!("the debugger on port {} did not answer in time", self.port),
+            ),
+            HttpError::Lost(e) => Fail::new(
+                Exit::Unreachable,
+                format!(
+                    "lost the connection to the debugger on port {}: {e}",
+                    self.port
+                ),
+            ),
+            HttpError::NotHttp => Fail::new(
                 Exit::Unreachable,
                 format!(
                     "the program on port {} does not answer like a graphmind debugger",
                     self.port
                 ),
-            )
+            ),
         })
-    }
-}
-
-/// Parses a complete `Connection: close` HTTP/1.1 response.
-fn parse_response(raw: &[u8]) -> Option<Answer> {
-    let split = raw.windows(4).position(|w| w == b"\r\n\r\n")?;
-    let head = std::str::from_utf8(&raw[..split]).ok()?;
-    let body = &raw[split + 4..];
-    let mut lines = head.split("\r\n");
-    let status_line = lines.next()?;
-    if !status_line.starts_with("HTTP/1.") {
-        return None;
-    }
-    let status = status_line.split_whitespace().nth(1)?.parse().ok()?;
-    let mut chunked = false;
-    let mut length = None;
-    for line in lines {
-        let Some((k, v)) = line.split_once(':') else {
-            continue;
-        };
-        let (k, v) = (k.trim(), v.trim());
-        if k.eq_ignore_ascii_case("transfer-encoding") && v.eq_ignore_ascii_case("chunked") {
-            chunked = true;
-        } else if k.eq_ignore_ascii_case("content-length") {
-            length = v.parse::<usize>().ok();
-        }
-    }
-    let body = if chunked {
-        dechunk(body)?
-    } else {
-        match length {
-            Some(n) => body.get(..n)?.to_vec(),
-            None => body.to_vec(),
-        }
-    };
-    Some(Answer {
-        status,
-        body: String::from_utf8_lossy(&body).into_owned(),
-    })
-}
-
-fn dechunk(mut s: &[u8]) -> Option<Vec<u8>> {
-    let mut out = Vec::new();
-    loop {
-        let eol = s.windows(2).position(|w| w == b"\r\n")?;
-        let size = std::str::from_utf8(&s[..eol]).ok()?;
-        let size = size.split(';').next()?.trim();
-        let n = usize::from_str_radix(size, 16).ok()?;
-        s = &s[eol + 2..];
-        if n == 0 {
-            return Some(out);
-        }
-        out.extend_from_slice(s.get(..n)?);
-        s = s.get(n + 2..)?;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parses_content_length_and_chunked_answers() {
-        let a = parse_response(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}junk").unwrap();
-        assert_eq!((a.status, a.body.as_str()), (200, "{}"));
-        let a = parse_response(
-            b"HTTP/1.1 410 Gone\r\nTransfer-Encoding: chunked\r\n\r\n3\r\n{\"a\r\n4\r\n\":1}\r\n0\r\n\r\n",
-        )
-        .unwrap();
-        assert_eq!((a.status, a.body.as_str()), (410, "{\"a\":1}"));
-        assert!(parse_response(b"SSH-2.0-OpenSSH\r\n\r\n").is_none());
-        assert!(parse_response(b"HTTP/1.1 200 OK\r\ncontent-length: 9\r\n\r\n{}").is_none());
-    }
-
-    #[test]
-    fn reason_prefers_the_error_field() {
-        let a = Answer {
-            status: 409,
-            body: r#"{"outcome":"taken","error":"another resume is in flight"}"#.into(),
-        };
-        assert_eq!(a.reason(), "another resume is in flight");
-        let a = Answer {
-            status: 403,
-            body: "Host must be a loopback name".into(),
-        };
-        assert_eq!(a.reason(), "Host must be a loopback name");
     }
 }
