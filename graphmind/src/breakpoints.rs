@@ -8,7 +8,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use graphmind_protocol::{BreakpointMatcher, NodeKind, PausePoint};
+use graphmind_protocol::{BreakpointMatcher, Mode, NodeKind, PausePoint};
 
 /// Breakpoints as set by the debugger, in the order they were set.
 #[derive(Debug, Default, Clone)]
@@ -120,6 +120,25 @@ impl Breakpoints {
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.by_rule.len()
+    }
+}
+
+/// Breakpoints and mode as last set by the debugger (`hello.ack`, `breakpoint.*`, `mode.set`).
+/// Changed in place under the session's write lock: a change costs O(1), not a copy.
+#[derive(Debug, Clone)]
+pub(crate) struct DebugState {
+    /// Armed matchers, indexed.
+    pub(crate) breakpoints: Breakpoints,
+    /// `run` or `step`.
+    pub(crate) mode: Mode,
+}
+
+impl Default for DebugState {
+    fn default() -> Self {
+        Self {
+            breakpoints: Breakpoints::default(),
+            mode: Mode::Run,
+        }
     }
 }
 

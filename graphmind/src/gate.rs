@@ -11,14 +11,9 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use std::time::{Duration, Instant};
-
 use graphmind_protocol::{
-    ExecPaused, ExecRefused, ExecResume, ExecResumed, Extra, Message, NodeKind, PausePoint,
-    RefusedCode, ResumeAction,
+    ExecRefused, ExecResume, ExecResumed, Extra, Message, PausePoint, RefusedCode, ResumeAction,
 };
-
-use crate::exec::scope::HoldClock;
 use serde_json::Value;
 use tokio::sync::oneshot;
 
@@ -40,20 +35,34 @@ pub(crate) enum ReleaseReason {
 /// Checks an injected value against the gated call's return type; `Err` = refuse.
 pub(crate) type Validator = Box<dyn Fn(&Value) -> Result<(), (RefusedCode, String)> + Send + Sync>;
 
-/// The decision a held gate receives.
+/// What the debugger decided at a gate: the one decision type of the runtime (the wire's
+/// [`ResumeAction`] plus the injected value). Every automatic release is
+/// [`Resume::Continue`].
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Decision {
-    /// What to do.
-    pub(crate) action: ResumeAction,
-    /// The injected value (already validated) for `inject`.
-    pub(crate) output: Option<Value>,
+#[non_exhaustive]
+pub enum Resume {
+    /// Go on (also every automatic release: detached, disconnect, timeout, dispose).
+    Continue,
+    /// Run the call again (only when the gate allowed retry).
+    Retry,
+    /// Use this value instead (already validated when the gate was given a type).
+    Inject(Value),
+    /// The debugger aborted the run. A [`Node`](crate::node::Node) calls
+    /// [`Node::abort_run`](crate::node::Node::abort_run) to finish the node and cancel the
+    /// run, or finishes the node itself.
+    Abort,
 }
 
-impl Decision {
-    pub(crate) const CONTINUE: Self = Self {
-        action: ResumeAction::Continue,
-        output: None,
-    };
+impl Resume {
+    /// The wire action that `exec.resumed` reports.
+    pub(crate) fn action(&self) -> ResumeAction {
+        match self {
+            Self::Continue => ResumeAction::Continue,
+            Self::Retry => ResumeAction::Retry,
+            Self::Inject(_) => ResumeAction::Inject,
+            Self::Abort => ResumeAction::Abort,
+        }
+    }
 }
 
 /// One held gate.
@@ -68,7 +77,7 @@ pub(crate) struct Held {
     /// Whether `abort` is allowed here (the gate is inside a run scope it can cancel).
     pub(crate) abort: bool,
     pub(crate) sink: Arc<dyn GateSink>,
-    pub(crate) tx: oneshot::Sender<Decision>,
+    pub(crate) tx: oneshot::Sender<Resume>,
 }
 
 /// Every gate held right now, by pause id.
@@ -125,7 +134,7 @@ impl Registry {
     pub(crate) fn release(&self, pause_id: &str) -> bool {
         match self.take(pause_id) {
             Some(held) => {
-                release_with(pause_id, held, Decision::CONTINUE, Extra::new());
+                release_with(pause_id, held, Resume::Continue, Extra::new());
                 true
             }
             None => false,
@@ -206,19 +215,13 @@ impl Registry {
         self.count.store(map.len(), Ordering::Relaxed);
         drop(map);
         if let Some(held) = held {
-            let output = match resume.action {
-                ResumeAction::Inject => Some(resume.output.unwrap_or(Value::Null)),
-                _ => None,
+            let decision = match resume.action {
+                ResumeAction::Continue => Resume::Continue,
+                ResumeAction::Retry => Resume::Retry,
+                ResumeAction::Inject => Resume::Inject(resume.output.unwrap_or(Value::Null)),
+                ResumeAction::Abort => Resume::Abort,
             };
-            release_with(
-                &resume.pause_id,
-                held,
-                Decision {
-                    action: resume.action,
-                    output,
-                },
-                extra,
-            );
+            release_with(&resume.pause_id, held, decision, extra);
         }
     }
 
@@ -238,18 +241,18 @@ impl Registry {
         for (pause_id, held) in drained {
             let mut extra = Extra::new();
             extra.insert("auto".into(), Value::String(why.into()));
-            release_with(&pause_id, held, Decision::CONTINUE, extra);
+            release_with(&pause_id, held, Resume::Continue, extra);
         }
     }
 }
 
 /// Emits `exec.resumed`, then wakes the waiter.
-fn release_with(pause_id: &str, held: Held, decision: Decision, extra: Extra) {
+fn release_with(pause_id: &str, held: Held, decision: Resume, extra: Extra) {
     held.sink.emit_event(
         &held.run_id,
         Message::ExecResumed(ExecResumed {
             pause_id: pause_id.to_owned(),
-            action: decision.action,
+            action: decision.action(),
             extra,
         }),
     );
@@ -269,149 +272,6 @@ pub(crate) fn contains_placeholder(v: &Value, depth: usize) -> bool {
             .iter()
             .any(|(k, x)| k == "__REDACTED__" || contains_placeholder(x, depth + 1)),
         _ => false,
-    }
-}
-
-// ---- holding a gate -----------------------------------------------------------------------
-
-/// One gate about to be decided.
-pub(crate) struct GateSpec<'a> {
-    pub(crate) host: &'a Arc<dyn crate::exec::Host>,
-    pub(crate) run_id: &'a str,
-    pub(crate) node_id: &'a str,
-    pub(crate) kind: NodeKind,
-    pub(crate) name: &'a str,
-    pub(crate) point: PausePoint,
-    pub(crate) retry: bool,
-    /// Builds the inject validator (only when the gate actually holds).
-    pub(crate) inject: Option<fn() -> Validator>,
-    pub(crate) abort: bool,
-    /// Hold clocks of the enclosing `time::timeout`s.
-    pub(crate) clock: Option<Arc<HoldClock>>,
-    /// The run's hold clock (the agent node's heldMs: union of its gates' holds).
-    pub(crate) run_clock: Option<Arc<HoldClock>>,
-    /// What the gate holds, for `exec.paused` (`output` at `after`, `error` at `error`);
-    /// empty when nothing is held or the gate will not hold.
-    pub(crate) held_value: Extra,
-    /// Hold for this reason whatever the breakpoints say (the loop guard).
-    pub(crate) forced: Option<graphmind_protocol::PauseReason>,
-}
-
-/// What a gate decided, and how long it held.
-pub(crate) struct Outcome {
-    pub(crate) decision: Decision,
-    pub(crate) held: Duration,
-}
-
-/// The actions this gate accepts, for `exec.paused` (a loose extra, `"actions"`): a viewer or
-/// CLI offers only these; any other is refused with `exec.refused` and the gate stays held.
-fn allowed_actions(retry: bool, inject: bool, abort: bool) -> Value {
-    let all = [
-        ("continue", true),
-        ("retry", retry),
-        ("inject", inject),
-        ("abort", abort),
-    ];
-    Value::Array(
-        all.iter()
-            .filter(|(_, ok)| *ok)
-            .map(|(name, _)| Value::from(*name))
-            .collect(),
-    )
-}
-
-/// Decides one gate: continues at once unless attached and a breakpoint or step mode
-/// matches; otherwise emits `exec.paused`, holds until released, and returns the decision.
-/// Dropping the returned future while held releases the gate with `continue`
-/// (`exec.resumed` included).
-pub(crate) async fn decide(spec: GateSpec<'_>) -> Outcome {
-    let reason = match spec.forced {
-        Some(reason) if spec.host.attached() => Some(reason),
-        _ => crate::exec::should_pause(&**spec.host, spec.kind, spec.name, spec.point),
-    };
-    let Some(reason) = reason else {
-        return Outcome {
-            decision: Decision::CONTINUE,
-            held: Duration::ZERO,
-        };
-    };
-    let pause_id = crate::exec::next_id("pause");
-    let host = Arc::clone(spec.host);
-    let mut extra = spec.held_value;
-    extra.insert(
-        "actions".into(),
-        allowed_actions(spec.retry, spec.inject.is_some(), spec.abort),
-    );
-    host.emit(
-        spec.run_id,
-        Message::ExecPaused(ExecPaused {
-            pause_id: pause_id.clone(),
-            node_id: spec.node_id.to_owned(),
-            point: spec.point,
-            reason: Some(reason),
-            extra,
-        }),
-    );
-    let (tx, rx) = oneshot::channel();
-    let sink: Arc<dyn GateSink> = host.clone();
-    host.gates().insert(
-        pause_id.clone(),
-        Held {
-            run_id: spec.run_id.to_owned(),
-            node_id: spec.node_id.to_owned(),
-            point: spec.point,
-            retry: spec.retry,
-            inject: spec.inject.map(|make| make()),
-            abort: spec.abort,
-            sink,
-            tx,
-        },
-    );
-    let started = Instant::now();
-    let guard = HoldGuard {
-        host: &host,
-        pause_id: &pause_id,
-        clocks: [spec.clock, spec.run_clock],
-    };
-    for clock in guard.clocks.iter().flatten() {
-        clock.hold_started(started);
-    }
-    // A detach between the decision and the insert: release_all already ran, so release
-    // this one here (it would otherwise wait for the next debugger).
-    if !host.attached() {
-        host.gates().release(&pause_id);
-    }
-    // The pause timeout runs on the runtime's timer thread: it works on any executor.
-    if let Some(limit) = host.pause_timeout() {
-        let weak = Arc::downgrade(&host);
-        let id = pause_id.clone();
-        crate::timer::after(limit, move || {
-            if let Some(host) = weak.upgrade() {
-                host.gates().release(&id);
-            }
-        });
-    }
-    let decision = rx.await.unwrap_or(Decision::CONTINUE);
-    let held = started.elapsed();
-    drop(guard);
-    Outcome { decision, held }
-}
-
-/// Ends a hold: on drop (finished or cancelled) the gate leaves the registry, with
-/// `exec.resumed continue` if nobody released it yet, and the hold clocks stop.
-struct HoldGuard<'a> {
-    host: &'a Arc<dyn crate::exec::Host>,
-    pause_id: &'a str,
-    clocks: [Option<Arc<HoldClock>>; 2],
-}
-
-impl Drop for HoldGuard<'_> {
-    fn drop(&mut self) {
-        self.host.gates().release(self.pause_id);
-        let now = Instant::now();
-        for clock in self.clocks.iter().flatten() {
-            clock.hold_ended(now);
-        }
     }
 }
 
@@ -462,7 +322,7 @@ mod tests {
         sink: &Arc<Recorder>,
         retry: bool,
         inject: Option<Validator>,
-    ) -> (Held, oneshot::Receiver<Decision>) {
+    ) -> (Held, oneshot::Receiver<Resume>) {
         let (tx, rx) = oneshot::channel();
         let sink: Arc<dyn GateSink> = sink.clone();
         (
@@ -546,8 +406,7 @@ mod tests {
         );
         assert_eq!(reg.held_count(), 0);
         let d = rx.try_recv().expect("released");
-        assert_eq!(d.action, ResumeAction::Inject);
-        assert_eq!(d.output, Some(Value::from(5)));
+        assert_eq!(d, Resume::Inject(Value::from(5)));
         let last = sink.0.lock().expect("lock").last().cloned();
         assert!(matches!(last, Some(Message::ExecResumed(r)) if r.action == ResumeAction::Inject));
     }
@@ -566,7 +425,7 @@ mod tests {
         reg.release_all(ReleaseReason::Disconnect);
         assert_eq!(reg.held_count(), 0);
         for mut rx in rxs {
-            assert_eq!(rx.try_recv().expect("woken"), Decision::CONTINUE);
+            assert_eq!(rx.try_recv().expect("woken"), Resume::Continue);
         }
         let resumed = sink
             .0

@@ -79,14 +79,26 @@
 //! # }
 //! ```
 
+#[cfg(feature = "enabled")]
+mod clock;
 mod config;
 #[cfg_attr(not(feature = "enabled"), allow(dead_code))]
 mod env;
+#[cfg(feature = "enabled")]
+mod errors;
+#[cfg(feature = "enabled")]
+mod ids;
+#[cfg(feature = "enabled")]
+mod implicit_run;
+#[cfg(feature = "enabled")]
+mod loop_guard;
 #[cfg(feature = "enabled")]
 mod session;
 #[cfg(not(feature = "enabled"))]
 #[path = "session_noop.rs"]
 mod session;
+#[cfg(feature = "enabled")]
+mod sites;
 #[cfg(feature = "enabled")]
 mod transport;
 
@@ -106,12 +118,17 @@ pub mod __private;
 #[cfg(feature = "enabled")]
 mod breakpoints;
 #[cfg(feature = "enabled")]
-mod capture;
+mod call;
 #[cfg(feature = "enabled")]
-mod exec;
+mod captured;
+mod delay_queue;
+#[cfg(feature = "enabled")]
+mod event;
 mod extras;
 #[cfg(feature = "enabled")]
 mod gate;
+#[cfg(feature = "enabled")]
+mod inline_str;
 pub mod model;
 #[cfg(feature = "enabled")]
 pub mod node;
@@ -119,22 +136,15 @@ pub mod node;
 #[path = "node_off.rs"]
 pub mod node;
 #[cfg(feature = "enabled")]
-mod record;
-#[cfg(feature = "enabled")]
 mod redact;
 mod roster;
 mod run;
-#[cfg(feature = "enabled")]
-mod small;
 #[cfg(feature = "enabled")]
 pub mod tee;
 #[cfg(not(feature = "enabled"))]
 #[path = "tee_off.rs"]
 pub mod tee;
 pub mod time;
-mod timer;
-#[cfg(feature = "enabled")]
-mod tokens;
 pub use roster::tools as tool_roster;
 pub use run::{Aborted, current_run_id, in_current_run, run, run_result};
 

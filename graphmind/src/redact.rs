@@ -22,7 +22,7 @@ use graphmind_protocol::{DeltaKind, Extra, Message, NodeKind};
 use serde_json::Value;
 
 use crate::config::Hide;
-use crate::record::Record;
+use crate::event::Record;
 
 /// The redaction placeholder.
 pub(crate) const PLACEHOLDER: &str = "__REDACTED__";

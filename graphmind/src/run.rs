@@ -80,9 +80,9 @@ where
 {
     #[cfg(feature = "enabled")]
     return run_in(None, name.into(), fut, |out: &Result<T, E>| {
-        out.as_ref()
-            .err()
-            .map(|e| crate::node::error_info(crate::node::short_type_name::<E>(), e.to_string()))
+        out.as_ref().err().map(|e| {
+            crate::errors::error_info(crate::errors::short_type_name::<E>(), e.to_string())
+        })
     })
     .await;
     #[cfg(not(feature = "enabled"))]
@@ -112,7 +112,7 @@ where
 /// ```
 pub fn in_current_run<F: Future>(fut: F) -> impl Future<Output = F::Output> {
     #[cfg(feature = "enabled")]
-    return crate::exec::scope::Scope::current().enter(fut);
+    return crate::call::scope::Scope::current().enter(fut);
     #[cfg(not(feature = "enabled"))]
     fut
 }
@@ -133,7 +133,7 @@ pub fn in_current_run<F: Future>(fut: F) -> impl Future<Output = F::Output> {
 #[must_use]
 pub fn current_run_id() -> Option<String> {
     #[cfg(feature = "enabled")]
-    return crate::exec::scope::Scope::run().map(|r| r.run_id.to_string());
+    return crate::call::scope::Scope::run().map(|r| r.run_id.to_string());
     #[cfg(not(feature = "enabled"))]
     None
 }
@@ -151,10 +151,10 @@ impl crate::Session {
     {
         #[cfg(feature = "enabled")]
         {
-            let host: std::sync::Arc<dyn crate::exec::Host> = self.inner().clone();
+            let host: std::sync::Arc<dyn crate::call::Host> = self.inner().clone();
             run_in(Some(host), name.into(), fut, |out: &Result<T, E>| {
                 out.as_ref().err().map(|e| {
-                    crate::node::error_info(crate::node::short_type_name::<E>(), e.to_string())
+                    crate::errors::error_info(crate::errors::short_type_name::<E>(), e.to_string())
                 })
             })
             .await
@@ -174,7 +174,7 @@ impl crate::Session {
     ) -> Result<F::Output, Aborted> {
         #[cfg(feature = "enabled")]
         {
-            let host: std::sync::Arc<dyn crate::exec::Host> = self.inner().clone();
+            let host: std::sync::Arc<dyn crate::call::Host> = self.inner().clone();
             run_in(Some(host), name.into(), fut, |_: &F::Output| None).await
         }
         #[cfg(not(feature = "enabled"))]

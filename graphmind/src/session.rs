@@ -5,44 +5,21 @@ use std::cell::RefCell;
 use std::sync::atomic::{
     AtomicBool, AtomicU8, AtomicU64, Ordering::Acquire, Ordering::Relaxed, Ordering::Release,
 };
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, RwLock, Weak};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
-
-use crate::exec::Instant;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock, Weak};
+use std::time::Duration;
 
 use graphmind_protocol::{BreakpointMatcher, Message, Mode, NodeKind, PausePoint};
-use tokio::sync::Notify;
 
-use crate::breakpoints::Breakpoints;
+use crate::clock::{Instant, now_ms};
 use crate::config::Config;
-use crate::gate::{GateSink, Registry, ReleaseReason};
-use crate::record::Record;
-use crate::transport::{self, Handle, Link, Ring};
+use crate::event::Record;
+use crate::gate::{GateSink, ReleaseReason};
+use crate::transport::{self, Handle, Link, Ring, Shared};
 
-/// Milliseconds since the Unix epoch (the `ts` of every frame); 0 if the clock is before 1970.
-pub(crate) fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
-
-/// Breakpoints and mode as last set by the debugger (`hello.ack`, `breakpoint.*`, `mode.set`).
-/// Changed in place under the session's write lock: a change costs O(1), not a copy.
-#[derive(Debug, Clone)]
-pub(crate) struct DebugState {
-    /// Armed matchers, indexed.
-    pub(crate) breakpoints: Breakpoints,
-    /// `run` or `step`.
-    pub(crate) mode: Mode,
-}
-
-impl Default for DebugState {
-    fn default() -> Self {
-        Self {
-            breakpoints: Breakpoints::default(),
-            mode: Mode::Run,
-        }
-    }
+/// A token batch waiting for its interval: closing the session sends it at once.
+pub(crate) trait PendingTokens: Send + Sync {
+    /// Sends what is batched now.
+    fn flush(&self);
 }
 
 /// A snapshot of a session's counters, from [`Session::stats`].
@@ -155,8 +132,8 @@ impl Drop for InitGuard {
 impl std::fmt::Debug for Session {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Session")
-            .field("app", &self.inner().config.app)
-            .field("url", &self.inner().url)
+            .field("app", &self.inner().shared.config.app)
+            .field("url", &self.inner().shared.url)
             .field("stats", &self.stats())
             .finish()
     }
@@ -204,32 +181,32 @@ impl Session {
     /// Whether a debugger is attached right now.
     #[must_use]
     pub fn is_attached(&self) -> bool {
-        self.inner().is_attached()
+        self.inner().shared.is_attached()
     }
 
     /// The config this session was built from.
     #[must_use]
     pub fn config(&self) -> &Config {
-        &self.inner().config
+        &self.inner().shared.config
     }
 
     /// The endpoint this session dials.
     #[must_use]
     pub fn url(&self) -> &str {
-        &self.inner().url
+        &self.inner().shared.url
     }
 
     /// The breakpoints armed by the debugger (from `hello.ack`, `breakpoint.set` and
     /// `breakpoint.clear`). Empty until a debugger attached.
     #[must_use]
     pub fn breakpoints(&self) -> Vec<BreakpointMatcher> {
-        self.inner().debug().breakpoints.to_vec()
+        self.inner().shared.debug().breakpoints.to_vec()
     }
 
     /// The debugger's mode (`run` until a debugger says otherwise).
     #[must_use]
     pub fn mode(&self) -> Mode {
-        self.inner().debug().mode
+        self.inner().shared.debug().mode
     }
 
     /// Records one raw event for `run_id` (low-level: instrumentation normally does this).
@@ -256,49 +233,22 @@ impl Session {
 
 /// The state behind a [`Session`], shared with the transport thread.
 pub(crate) struct Inner {
+    /// What the transport thread shares with the session.
+    pub(crate) shared: Shared,
     me: Weak<Inner>,
-    pub(crate) config: Config,
-    pub(crate) url: String,
-    /// The URL came from `GRAPHMIND_URL` (not from code): a debugger is expected there.
-    pub(crate) url_from_env: bool,
     enabled: bool,
-    attached: AtomicBool,
-    /// A debugger was attached at some point (so events left unsent at close are a loss
-    /// worth saying, not the normal life of an app run without a debugger).
-    ever_attached: AtomicBool,
-    /// The attached debugger proved itself (or is trusted explicitly): its gates may hold.
-    trusted: AtomicBool,
-    /// Control frames ignored from a debugger that was not trusted.
-    ignored_controls: AtomicU64,
-    /// `dispose` began or the last handle was dropped: no new gates, no reconnects.
-    closing: AtomicBool,
     /// `dispose` finished: events are ignored.
     disposed: AtomicBool,
-    ring: Mutex<Ring>,
-    debug: RwLock<DebugState>,
-    /// Held gates (execution side).
-    pub(crate) gates: Registry,
     transport: OnceLock<Option<Handle>>,
-    /// Wakes the transport: events to send, a `ready` kick, shutdown.
-    pub(crate) wake: Notify,
-    /// A `ready` call wants an attempt now.
-    pub(crate) kick: AtomicBool,
-    /// The transport is connecting or waiting for `hello.ack`.
-    pub(crate) attempting: AtomicBool,
-    /// The transport should flush, close and stop.
-    pub(crate) shutdown: AtomicBool,
-    /// Wakes whatever the transport is blocked on when `shutdown` is set.
-    pub(crate) stop: Notify,
     first_use_done: AtomicBool,
-    warned: Mutex<Vec<&'static str>>,
     /// The run of instrumented calls outside any run scope.
-    pub(crate) implicit: crate::exec::ImplicitRun,
+    pub(crate) implicit: crate::implicit_run::ImplicitRun,
     /// Redaction switches in effect (applied before an event reaches the ring).
     hide: crate::config::Hide,
     /// The loop guard in effect.
     pub(crate) loop_guard: crate::config::LoopGuard,
     /// Token batches armed since the last prune (flushed by `dispose`).
-    tokens: Mutex<Vec<std::sync::Weak<crate::tokens::TokenBuf>>>,
+    tokens: Mutex<Vec<Weak<dyn PendingTokens>>>,
     /// The clock of `ts`: an event at instant `t` is stamped `(t - base)` in whole
     /// milliseconds plus `offset` (epoch ms minus that, at the last wall-clock reading), so an
     /// event costs one monotonic clock read. The wall clock is read again at most once a
@@ -321,83 +271,26 @@ impl Inner {
         let loop_guard = config.resolved_loop_guard();
         let base = Instant::now();
         Arc::new_cyclic(|me| Self {
+            shared: Shared::new(config, url, url_from_env, ring),
             me: me.clone(),
-            url,
-            url_from_env,
             enabled,
-            attached: AtomicBool::new(false),
-            ever_attached: AtomicBool::new(false),
-            trusted: AtomicBool::new(false),
-            ignored_controls: AtomicU64::new(0),
-            closing: AtomicBool::new(false),
             disposed: AtomicBool::new(false),
-            ring: Mutex::new(ring),
-            debug: RwLock::new(DebugState::default()),
-            gates: Registry::new(),
             transport: OnceLock::new(),
-            wake: Notify::new(),
-            kick: AtomicBool::new(false),
-            attempting: AtomicBool::new(false),
-            shutdown: AtomicBool::new(false),
-            stop: Notify::new(),
             first_use_done: AtomicBool::new(false),
-            warned: Mutex::new(Vec::new()),
-            implicit: crate::exec::ImplicitRun::default(),
+            implicit: crate::implicit_run::ImplicitRun::default(),
             tokens: Mutex::new(Vec::new()),
             hide,
             loop_guard,
             base,
             offset: AtomicU64::new(now_ms()),
             synced: AtomicU64::new(0),
-            config,
         })
     }
 
     /// Enabled and not closing: instrumentation should record and may gate.
     #[inline]
     pub(crate) fn is_enabled(&self) -> bool {
-        self.enabled && !self.closing.load(Relaxed)
-    }
-
-    /// A debugger is attached (hello.ack processed, not yet dropped).
-    #[inline]
-    pub(crate) fn is_attached(&self) -> bool {
-        self.attached.load(Relaxed)
-    }
-
-    /// Attached to a debugger that may control the app: gates may hold.
-    #[inline]
-    pub(crate) fn is_controlled(&self) -> bool {
-        self.attached.load(Relaxed) && self.trusted.load(Relaxed)
-    }
-
-    /// Whether the next attached debugger may control the app (set before attaching).
-    pub(crate) fn set_trusted(&self, on: bool) {
-        self.trusted.store(on, Relaxed);
-    }
-
-    /// Counts one control frame ignored from an untrusted debugger.
-    pub(crate) fn ignored_control(&self) {
-        self.ignored_controls.fetch_add(1, Relaxed);
-    }
-
-    pub(crate) fn set_attached(&self, on: bool) {
-        let on = on && !self.closing.load(Relaxed);
-        if on {
-            self.ever_attached.store(true, Relaxed);
-        }
-        self.attached.store(on, Relaxed);
-    }
-
-    pub(crate) fn ring(&self) -> MutexGuard<'_, Ring> {
-        // Nothing panics while holding the lock; recover anyway rather than poison the app.
-        self.ring.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Takes one seq from the session counter without recording an event (the transport
-    /// uses it for `hello`). Events get theirs from [`Inner::emit`].
-    pub(crate) fn next_seq(&self) -> u64 {
-        self.ring().take_seq()
+        self.enabled && !self.shared.closing.load(Relaxed)
     }
 
     /// Stamps `message` with the next seq and the current time, records it in the replay
@@ -423,9 +316,9 @@ impl Inner {
         } else {
             record
         };
-        let seq = self.ring().push(ts, run_id, record);
-        if self.attached.load(Relaxed) {
-            self.wake.notify_one();
+        let seq = self.shared.ring().push(ts, run_id, record);
+        if self.shared.attached.load(Relaxed) {
+            self.shared.wake.notify_one();
         } else {
             self.touch();
         }
@@ -450,24 +343,10 @@ impl Inner {
         u64::try_from(at.saturating_duration_since(self.base).as_millis()).unwrap_or(u64::MAX)
     }
 
-    /// The breakpoints and mode to decide gates with (a read lock: hold it briefly).
-    pub(crate) fn debug(&self) -> std::sync::RwLockReadGuard<'_, DebugState> {
-        self.debug.read().unwrap_or_else(PoisonError::into_inner)
-    }
-
     /// Whether a breakpoint holds a gate at `point` of (`kind`, `name`), and the mode.
     pub(crate) fn gate_rule(&self, kind: NodeKind, name: &str, point: PausePoint) -> (bool, Mode) {
-        let state = self.debug();
+        let state = self.shared.debug();
         (state.breakpoints.matches(kind, name, point), state.mode)
-    }
-
-    pub(crate) fn set_debug_state(&self, state: DebugState) {
-        *self.debug.write().unwrap_or_else(PoisonError::into_inner) = state;
-    }
-
-    /// Changes the state in place (O(1) for one breakpoint: no copy of the set).
-    pub(crate) fn update_debug_state(&self, f: impl FnOnce(&mut DebugState)) {
-        f(&mut self.debug.write().unwrap_or_else(PoisonError::into_inner));
     }
 
     /// Starts the transport if it is not running yet (first use). `None` when disabled or
@@ -479,11 +358,16 @@ impl Inner {
         if let Some(h) = self.transport.get() {
             return h.as_ref();
         }
-        if self.closing.load(Relaxed) {
+        if self.shared.closing.load(Relaxed) {
             return None;
         }
         self.transport
-            .get_or_init(|| self.me.upgrade().and_then(transport::start))
+            .get_or_init(|| {
+                self.me.upgrade().and_then(|me| {
+                    let owner: Arc<dyn AsRef<Shared> + Send + Sync> = me;
+                    transport::start(owner)
+                })
+            })
             .as_ref()
     }
 
@@ -494,7 +378,7 @@ impl Inner {
         if self.first_use_done.load(Relaxed) || !self.enabled {
             return;
         }
-        match self.config.wait_for_attach {
+        match self.shared.config.wait_for_attach {
             Some(budget) => {
                 self.ready(budget).await;
             }
@@ -515,7 +399,7 @@ impl Inner {
         if !self.is_enabled() {
             return false;
         }
-        if self.is_attached() {
+        if self.shared.is_attached() {
             return true;
         }
         let Some(handle) = self.touch() else {
@@ -524,9 +408,9 @@ impl Inner {
         let mut link = handle.subscribe();
         let mut failures = handle.subscribe_failures();
         // Callers during an attempt share it; otherwise start one now.
-        if !self.attempting.load(Relaxed) {
-            self.kick.store(true, Relaxed);
-            self.wake.notify_one();
+        if !self.shared.attempting.load(Relaxed) {
+            self.shared.kick.store(true, Relaxed);
+            self.shared.wake.notify_one();
         }
         // Attached → true; closed, or the shared attempt failed (refused, no ack, version
         // mismatch) → false at once, so a detached app never idles out the whole timeout.
@@ -543,41 +427,13 @@ impl Inner {
             }
         };
         let attached = handle.deadline(timeout, attached).await.unwrap_or(false);
-        if !attached && !self.closing.load(Relaxed) {
+        if !attached && !self.shared.closing.load(Relaxed) {
             // The app asked for a debugger and got none: say so (once), unless the reason
             // was said already (a bad URL, not a WebSocket, another protocol version).
-            self.warn_no_debugger(&format!("ready() waited {timeout:?}"));
+            self.shared
+                .warn_no_debugger(&format!("ready() waited {timeout:?}"));
         }
         attached
-    }
-
-    /// Says once that no debugger answered at the session's URL, the app running detached.
-    /// Only when it matters: `GRAPHMIND_URL` named the debugger, or `ready()` failed; an app
-    /// run without a debugger on purpose hears nothing.
-    pub(crate) fn warn_no_debugger(&self, context: &str) {
-        const SAID: [&str; 4] = [
-            "bad-url",
-            "not-websocket",
-            "version-mismatch",
-            "no-debugger",
-        ];
-        let said = self
-            .warned
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-            .any(|k| SAID.contains(k));
-        if !said {
-            self.warn_once(
-                "no-debugger",
-                &format!(
-                    "no debugger answered at {} ({context}): the app runs detached; start \
-                     `graphmind serve`, or check the port (`graphmind serve` prints its \
-                     ws://…/ingest address)",
-                    self.url
-                ),
-            );
-        }
     }
 
     pub(crate) fn stats(&self) -> Stats {
@@ -585,7 +441,7 @@ impl Inner {
             return Stats::default();
         }
         let (buffered, dropped, last_seq, recorded, lost) = {
-            let ring = self.ring();
+            let ring = self.shared.ring();
             (
                 ring.len(),
                 ring.dropped(),
@@ -596,35 +452,35 @@ impl Inner {
         };
         Stats {
             enabled: self.is_enabled(),
-            attached: self.is_attached(),
+            attached: self.shared.is_attached(),
             buffered,
             dropped,
             recorded,
             lost,
-            held_gates: self.gates.held_count(),
+            held_gates: self.shared.gates.held_count(),
             last_seq,
-            trusted: self.is_attached() && self.trusted.load(Relaxed),
-            ignored_controls: self.ignored_controls.load(Relaxed),
+            trusted: self.shared.is_attached() && self.shared.trusted.load(Relaxed),
+            ignored_controls: self.shared.ignored_controls.load(Relaxed),
         }
     }
 
     /// Tells the transport to flush, close and stop; no further reconnects.
     fn signal_shutdown(&self) {
-        self.closing.store(true, Relaxed);
-        self.shutdown.store(true, Relaxed);
-        self.stop.notify_one();
-        self.wake.notify_one();
+        self.shared.closing.store(true, Relaxed);
+        self.shared.shutdown.store(true, Relaxed);
+        self.shared.stop.notify_one();
+        self.shared.wake.notify_one();
     }
 
     pub(crate) async fn dispose(&self) {
-        if !self.enabled || self.closing.swap(true, Relaxed) {
+        if !self.enabled || self.shared.closing.swap(true, Relaxed) {
             return;
         }
         // New gates continue at once from here on; held ones continue now.
-        self.attached.store(false, Relaxed);
-        self.gates.release_all(ReleaseReason::Dispose);
+        self.shared.attached.store(false, Relaxed);
+        self.shared.gates.release_all(ReleaseReason::Dispose);
         self.flush_tokens();
-        crate::exec::end_implicit_run(self);
+        self.end_implicit_run();
         if let Some(Some(handle)) = self.transport.get() {
             self.signal_shutdown();
             if let Some(done) = handle.take_done() {
@@ -639,14 +495,14 @@ impl Inner {
     /// [`Inner::dispose`] without a runtime: blocks this thread (never a runtime's timer or
     /// IO) for at most `limit` while the transport thread flushes and closes.
     pub(crate) fn close_blocking(&self, limit: Duration) {
-        if !self.enabled || self.closing.swap(true, Relaxed) {
+        if !self.enabled || self.shared.closing.swap(true, Relaxed) {
             self.signal_shutdown();
             return;
         }
-        self.attached.store(false, Relaxed);
-        self.gates.release_all(ReleaseReason::Dispose);
+        self.shared.attached.store(false, Relaxed);
+        self.shared.gates.release_all(ReleaseReason::Dispose);
         self.flush_tokens();
-        crate::exec::end_implicit_run(self);
+        self.end_implicit_run();
         if let Some(Some(handle)) = self.transport.get() {
             self.signal_shutdown();
             // Waiting for itself would only burn the budget.
@@ -663,21 +519,21 @@ impl Inner {
     /// Says once that the session closed before every event reached the debugger it was
     /// attached to (a session that never attached keeps its events by design, silently).
     fn warn_unsent(&self) {
-        if self.ever_attached.load(Relaxed) && self.ring().has_pending() {
-            self.warn_once(
+        if self.shared.ever_attached.load(Relaxed) && self.shared.ring().has_pending() {
+            self.shared.warn_once(
                 "unsent",
                 &format!(
                     "the session closed before all its events reached the debugger at {}:                      the last run there is incomplete (keep the guard of graphmind::init                      alive to the end of main, or await dispose())",
-                    self.url
+                    self.shared.url
                 ),
             );
         }
     }
 
     /// Remembers an armed token batch, so `dispose` can send it before closing.
-    pub(crate) fn track_tokens(&self, buf: std::sync::Weak<crate::tokens::TokenBuf>) {
+    pub(crate) fn track_tokens(&self, buf: Weak<dyn PendingTokens>) {
         let mut tokens = self.tokens.lock().unwrap_or_else(PoisonError::into_inner);
-        if tokens.iter().any(|b| b.ptr_eq(&buf)) {
+        if tokens.iter().any(|b| Weak::ptr_eq(b, &buf)) {
             return;
         }
         if tokens.len() >= 64 {
@@ -696,16 +552,25 @@ impl Inner {
         }
     }
 
-    /// Prints `message` once per `key` for this session.
-    pub(crate) fn warn_once(&self, key: &'static str, message: &str) {
-        {
-            let mut warned = self.warned.lock().unwrap_or_else(PoisonError::into_inner);
-            if warned.contains(&key) {
-                return;
-            }
-            warned.push(key);
+    /// Ends the session's implicit run, if it has one, with `run.finished {status:"ok"}`
+    /// (closing calls this before the transport stops).
+    fn end_implicit_run(&self) {
+        if let Some(id) = self.implicit.end() {
+            let _ = self.emit(
+                id,
+                Message::RunFinished(graphmind_protocol::RunFinished {
+                    status: graphmind_protocol::Status::Ok,
+                    error: None,
+                    extra: graphmind_protocol::Extra::new(),
+                }),
+            );
         }
-        self.config.warn(message);
+    }
+}
+
+impl AsRef<Shared> for Inner {
+    fn as_ref(&self) -> &Shared {
+        &self.shared
     }
 }
 
@@ -787,15 +652,15 @@ pub fn init(config: Config) -> InitGuard {
     let (old, old_from_env) = set_default(&s);
     if let Some(old) = old.filter(|_| old_from_env) {
         let early = old.inner();
-        if early.is_enabled() && early.ring().last_seq().is_some() {
-            s.inner().warn_once(
+        if early.is_enabled() && early.shared.ring().last_seq().is_some() {
+            s.inner().shared.warn_once(
                 "used-before-init",
                 &format!(
                     "instrumented code ran before graphmind::init: it reported to a default \
                      session built from the environment (app \"{}\", {}), now closed with its \
                      implicit run finished; call graphmind::init before the first \
                      instrumented call",
-                    early.config.app, early.url
+                    early.shared.config.app, early.shared.url
                 ),
             );
         }

@@ -7,7 +7,9 @@ use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 #[cfg(feature = "enabled")]
-use crate::exec::scope::{HoldClock, Scope};
+use crate::call::scope::Scope;
+#[cfg(feature = "enabled")]
+use crate::clock::HoldClock;
 
 /// The future passed to [`timeout`] did not finish in time (held time not counted).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,7 +86,7 @@ impl Alarm {
         if self.armed != Some(at) {
             self.armed = Some(at);
             let waker = Arc::clone(&self.waker);
-            crate::timer::after(at - now, move || {
+            crate::delay_queue::after(at - now, move || {
                 let w = waker.lock().unwrap_or_else(PoisonError::into_inner).take();
                 if let Some(w) = w {
                     w.wake();

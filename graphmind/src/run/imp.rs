@@ -7,9 +7,10 @@ use std::task::{Context, Poll};
 use graphmind_protocol::{ErrorInfo, Extra, Message, NodeKind, RunFinished, RunStarted, Status};
 
 use super::Aborted;
-use crate::exec::scope::{RunCtx, Scope};
-use crate::exec::{Host, new_run_id};
-use crate::node::{Finish, NodeRun, StartSpec};
+use crate::call::Host;
+use crate::call::node_run::{Finish, NodeRun, StartSpec};
+use crate::call::scope::{RunCtx, Scope};
+use crate::ids::new_run_id;
 
 /// The run scope; `classify` tells whether the output is an error.
 pub(crate) async fn run_in<F, C>(
@@ -24,8 +25,8 @@ where
 {
     let host = match host {
         Some(h) => h,
-        None if !crate::exec::default_enabled() => return Ok(fut.await),
-        None => crate::exec::default_host(),
+        None if !crate::call::default_enabled() => return Ok(fut.await),
+        None => crate::call::default_host(),
     };
     if !host.enabled() {
         return Ok(fut.await);
@@ -33,7 +34,7 @@ where
     if host.needs_first_use() {
         host.first_use().await;
     }
-    let run_id: crate::exec::RunId = new_run_id().into();
+    let run_id: crate::ids::RunId = new_run_id().into();
     let ctx = Arc::new(RunCtx::new(
         Arc::clone(&host),
         Arc::clone(&run_id),
@@ -57,7 +58,7 @@ where
             node_id: ctx.agent_node.to_string().into(),
             kind: NodeKind::Agent,
             name: name.clone().into(),
-            instance_id: crate::record::InstanceId::Text((&*run_id).into()),
+            instance_id: crate::event::InstanceId::Text((&*run_id).into()),
             parent_id: None,
             input: None,
         },
@@ -103,9 +104,9 @@ where
 /// Ends the run exactly once; a run dropped half-way ends `aborted`.
 struct RunGuard {
     host: Arc<dyn Host>,
-    run_id: crate::exec::RunId,
+    run_id: crate::ids::RunId,
     agent: Option<NodeRun>,
-    held: Arc<crate::exec::scope::HoldClock>,
+    held: Arc<crate::clock::HoldClock>,
 }
 
 impl RunGuard {
@@ -137,8 +138,9 @@ impl Drop for RunGuard {
             } else {
                 Status::Aborted
             };
-            let error = (status == Status::Error)
-                .then(|| crate::node::error_info("panic", "the run's future panicked".to_owned()));
+            let error = (status == Status::Error).then(|| {
+                crate::errors::error_info("panic", "the run's future panicked".to_owned())
+            });
             self.end(status, error);
         }
     }

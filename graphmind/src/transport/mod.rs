@@ -29,6 +29,8 @@
 //! capabilities); with another hub, written to its socket, which is all such a hub tells.
 
 mod ring;
+mod shared;
+pub(crate) use shared::Shared;
 
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -53,9 +55,10 @@ use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 pub(crate) use ring::Ring;
 
 use crate::breakpoints::Breakpoints;
+use crate::breakpoints::DebugState;
+use crate::clock::now_ms;
 use crate::config::TrustHub;
 use crate::gate::ReleaseReason;
-use crate::session::{DebugState, Inner, now_ms};
 
 /// Fast retries after an established connection dropped.
 const FAST_RETRIES: [Duration; 3] = [
@@ -168,9 +171,9 @@ impl Handle {
     }
 }
 
-/// Starts the transport thread for `inner`. `None` if the runtime or thread cannot be made
+/// Starts the transport thread for the session that owns `owner`'s shared state. `None` if the runtime or thread cannot be made
 /// (the session then simply stays detached).
-pub(crate) fn start(inner: Arc<Inner>) -> Option<Handle> {
+pub(crate) fn start(owner: Arc<dyn AsRef<Shared> + Send + Sync>) -> Option<Handle> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -185,19 +188,21 @@ pub(crate) fn start(inner: Arc<Inner>) -> Option<Handle> {
     let finished = Arc::new((Mutex::new(false), std::sync::Condvar::new()));
     let thread_finished = Arc::clone(&finished);
     // The first attempt starts at once: `ready` calls from now on share it.
-    inner
+    (*owner)
+        .as_ref()
         .attempting
         .store(true, std::sync::atomic::Ordering::Relaxed);
     std::thread::Builder::new()
         .name(THREAD_NAME.into())
         .spawn(move || {
+            let shared: &Shared = (*owner).as_ref();
             let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                rt.block_on(run(&inner, &thread_link, &thread_failures));
+                rt.block_on(run(shared, &thread_link, &thread_failures));
             }));
             if outcome.is_err() {
                 // Fail open even if something in here panicked.
-                inner.set_attached(false);
-                inner.gates.release_all(ReleaseReason::Disconnect);
+                shared.set_attached(false);
+                shared.gates.release_all(ReleaseReason::Disconnect);
             }
             thread_link.send_replace(Link::Closed);
             drop(rt);
@@ -229,7 +234,7 @@ enum End {
     Shutdown,
 }
 
-async fn run(inner: &Inner, link: &watch::Sender<Link>, failures: &watch::Sender<u64>) {
+async fn run(shared: &Shared, link: &watch::Sender<Link>, failures: &watch::Sender<u64>) {
     use std::sync::atomic::Ordering::Relaxed;
     let mut token: Option<String> = None;
     let mut delay = Duration::ZERO;
@@ -238,20 +243,20 @@ async fn run(inner: &Inner, link: &watch::Sender<Link>, failures: &watch::Sender
     loop {
         // A session disposed before its first attempt still makes that one (under the
         // shutdown grace): the events that started the transport are on their way out.
-        if inner.shutdown.load(Relaxed) && tried {
+        if shared.shutdown.load(Relaxed) && tried {
             break;
         }
         tried = true;
-        if !delay.is_zero() && !wait_or_kick(inner, delay).await {
+        if !delay.is_zero() && !wait_or_kick(shared, delay).await {
             break;
         }
-        inner.attempting.store(true, Relaxed);
-        inner.kick.store(false, Relaxed);
+        shared.attempting.store(true, Relaxed);
+        shared.kick.store(false, Relaxed);
         let outcome = {
-            let mut pending = std::pin::pin!(attempt(inner, &mut token));
+            let mut pending = std::pin::pin!(attempt(shared, &mut token));
             tokio::select! {
                 outcome = &mut pending => outcome,
-                () = until_shutdown(inner) => {
+                () = until_shutdown(shared) => {
                     // A connection on its way still carries what was recorded before the
                     // shutdown (a short program disposes right after its run): let it finish
                     // within a short grace, then flush and close as usual.
@@ -262,21 +267,21 @@ async fn run(inner: &Inner, link: &watch::Sender<Link>, failures: &watch::Sender
                 }
             }
         };
-        inner.attempting.store(false, Relaxed);
+        shared.attempting.store(false, Relaxed);
         if !matches!(outcome, Attempt::Attached(_)) {
             failures.send_modify(|n| *n += 1);
         }
         match outcome {
             Attempt::Attached(ws) => {
-                if !inner.shutdown.load(Relaxed) {
+                if !shared.shutdown.load(Relaxed) {
                     // Attached only to flush on the way out is not attached for `ready`.
                     link.send_replace(Link::Attached);
                 }
-                let end = connected(inner, *ws).await;
+                let end = connected(shared, *ws).await;
                 // Detach first so no new gate is registered behind release_all.
-                inner.set_attached(false);
+                shared.set_attached(false);
                 link.send_replace(Link::Detached);
-                inner.gates.release_all(ReleaseReason::Disconnect);
+                shared.gates.release_all(ReleaseReason::Disconnect);
                 if matches!(end, End::Shutdown) {
                     break;
                 }
@@ -290,24 +295,24 @@ async fn run(inner: &Inner, link: &watch::Sender<Link>, failures: &watch::Sender
                 }
                 _ => {
                     fast = None;
-                    delay = inner.config.retry_interval;
+                    delay = shared.config.retry_interval;
                 }
             },
             Attempt::VersionMismatch => {
                 fast = None;
-                delay = inner.config.retry_interval;
+                delay = shared.config.retry_interval;
             }
         }
     }
-    inner.set_attached(false);
+    shared.set_attached(false);
     link.send_replace(Link::Closed);
 }
 
 /// Resolves once the session shuts down (so `dispose` need not wait out a handshake).
-async fn until_shutdown(inner: &Inner) {
+async fn until_shutdown(shared: &Shared) {
     loop {
-        let woken = inner.stop.notified();
-        if inner.shutdown.load(std::sync::atomic::Ordering::Relaxed) {
+        let woken = shared.stop.notified();
+        if shared.shutdown.load(std::sync::atomic::Ordering::Relaxed) {
             return;
         }
         woken.await;
@@ -315,26 +320,26 @@ async fn until_shutdown(inner: &Inner) {
 }
 
 /// Sleeps `delay` unless `ready()` kicks first. False when the session shuts down.
-async fn wait_or_kick(inner: &Inner, delay: Duration) -> bool {
+async fn wait_or_kick(shared: &Shared, delay: Duration) -> bool {
     use std::sync::atomic::Ordering::Relaxed;
     let sleep = tokio::time::sleep(delay);
     let mut sleep = std::pin::pin!(sleep);
     loop {
-        if inner.shutdown.load(Relaxed) {
+        if shared.shutdown.load(Relaxed) {
             return false;
         }
-        if inner.kick.load(Relaxed) {
+        if shared.kick.load(Relaxed) {
             return true;
         }
         tokio::select! {
-            () = &mut sleep => return !inner.shutdown.load(Relaxed),
-            () = inner.wake.notified() => {}
+            () = &mut sleep => return !shared.shutdown.load(Relaxed),
+            () = shared.wake.notified() => {}
         }
     }
 }
 
-fn hello_frame(inner: &Inner, token: Option<&String>, nonce: Option<&str>) -> String {
-    let cfg = &inner.config;
+fn hello_frame(shared: &Shared, token: Option<&String>, nonce: Option<&str>) -> String {
+    let cfg = &shared.config;
     let mut extra = Extra::new();
     if let Some(nonce) = nonce {
         extra.insert(hub_auth::NONCE_FIELD.to_owned(), nonce.into());
@@ -355,45 +360,45 @@ fn hello_frame(inner: &Inner, token: Option<&String>, nonce: Option<&str>) -> St
         resume_token: token.cloned(),
         extra,
     };
-    Envelope::new(inner.next_seq(), now_ms(), RUN_ANY, Message::Hello(hello)).to_json()
+    Envelope::new(shared.next_seq(), now_ms(), RUN_ANY, Message::Hello(hello)).to_json()
 }
 
-async fn attempt(inner: &Inner, token: &mut Option<String>) -> Attempt {
-    let cfg = &inner.config;
+async fn attempt(shared: &Shared, token: &mut Option<String>) -> Attempt {
+    let cfg = &shared.config;
     let ws_config = WebSocketConfig::default()
         .max_message_size(Some(MAX_FRAME))
         .max_frame_size(Some(MAX_FRAME));
-    if !is_websocket_url(&inner.url) {
+    if !is_websocket_url(&shared.url) {
         // Said before connecting: whether anything listens there is beside the point.
-        inner.warn_once(
+        shared.warn_once(
             "bad-url",
-            &bad_url_message(&inner.url, "not a ws:// or wss:// URL"),
+            &bad_url_message(&shared.url, "not a ws:// or wss:// URL"),
         );
         return Attempt::Failed;
     }
     let connect =
-        tokio_tungstenite::connect_async_with_config(inner.url.as_str(), Some(ws_config), true);
+        tokio_tungstenite::connect_async_with_config(shared.url.as_str(), Some(ws_config), true);
     let mut ws = match timeout(cfg.connect_timeout, connect).await {
         Ok(Ok((ws, _))) => ws,
         Ok(Err(tokio_tungstenite::tungstenite::Error::Url(e))) => {
-            inner.warn_once("bad-url", &bad_url_message(&inner.url, &e.to_string()));
+            shared.warn_once("bad-url", &bad_url_message(&shared.url, &e.to_string()));
             return Attempt::Failed;
         }
         Ok(Err(tokio_tungstenite::tungstenite::Error::Http(answer))) => {
-            inner.warn_once(
+            shared.warn_once(
                 "not-websocket",
                 &format!(
                     "{} answered HTTP {} instead of a WebSocket upgrade: is it a GraphMind debugger, \
                      and is the path right (`graphmind serve` listens on ws://127.0.0.1:4747/ingest)?",
-                    inner.url,
+                    shared.url,
                     answer.status()
                 ),
             );
             return Attempt::Failed;
         }
         _ => {
-            if inner.url_from_env {
-                inner.warn_no_debugger("GRAPHMIND_URL");
+            if shared.url_from_env {
+                shared.warn_no_debugger("GRAPHMIND_URL");
             }
             return Attempt::Failed;
         }
@@ -401,7 +406,7 @@ async fn attempt(inner: &Inner, token: &mut Option<String>) -> Attempt {
     let deadline = Instant::now() + cfg.handshake_timeout;
     // Fresh for every attempt, so an old proof cannot be replayed.
     let nonce = fresh_nonce();
-    let hello = hello_frame(inner, token.as_ref(), nonce.as_deref());
+    let hello = hello_frame(shared, token.as_ref(), nonce.as_deref());
     if !matches!(
         timeout_at(deadline, ws.send(Ws::text(hello))).await,
         Ok(Ok(()))
@@ -423,11 +428,11 @@ async fn attempt(inner: &Inner, token: &mut Option<String>) -> Attempt {
         match read_ack(text.as_str()) {
             AckRead::NotAck => {}
             AckRead::Mismatch(seen) => {
-                inner.warn_once(
+                shared.warn_once(
                     "version-mismatch",
                     &format!(
                         "the debugger at {} speaks GraphMind protocol {seen}, this client speaks {PROTOCOL_VERSION}: staying detached",
-                        inner.url
+                        shared.url
                     ),
                 );
                 let _ = timeout(
@@ -444,28 +449,28 @@ async fn attempt(inner: &Inner, token: &mut Option<String>) -> Attempt {
                 if let Some(t) = ack.session_token {
                     *token = Some(t);
                 }
-                match trust_verdict(inner, nonce.as_deref(), ack.hub_proof.as_deref()) {
+                match trust_verdict(shared, nonce.as_deref(), ack.hub_proof.as_deref()) {
                     Ok(()) => {
-                        inner.set_trusted(true);
-                        inner.set_debug_state(DebugState {
+                        shared.set_trusted(true);
+                        shared.set_debug_state(DebugState {
                             breakpoints: Breakpoints::from_list(ack.breakpoints),
                             mode: ack.mode,
                         });
                     }
                     Err(reason) => {
-                        inner.set_trusted(false);
-                        inner.set_debug_state(DebugState::default());
-                        inner.warn_once("untrusted-hub", &untrusted_message(&inner.url, &reason));
+                        shared.set_trusted(false);
+                        shared.set_debug_state(DebugState::default());
+                        shared.warn_once("untrusted-hub", &untrusted_message(&shared.url, &reason));
                     }
                 }
                 {
-                    let mut ring = inner.ring();
+                    let mut ring = shared.ring();
                     ring.set_acking(ack.acking);
                     ring.rewind();
                 }
-                inner.set_attached(true);
+                shared.set_attached(true);
                 // Any pending `ready()` kick is satisfied by this attach.
-                inner
+                shared
                     .kick
                     .store(false, std::sync::atomic::Ordering::Relaxed);
                 return Attempt::Attached(Box::new(ws));
@@ -487,15 +492,15 @@ fn fresh_nonce() -> Option<String> {
 
 /// Whether the debugger that sent `proof` for `nonce` may control the app; the error says
 /// why not.
-fn trust_verdict(inner: &Inner, nonce: Option<&str>, proof: Option<&str>) -> Result<(), String> {
-    let secret = match inner.config.resolved_trust() {
+fn trust_verdict(shared: &Shared, nonce: Option<&str>, proof: Option<&str>) -> Result<(), String> {
+    let secret = match shared.config.resolved_trust() {
         TrustHub::Any => return Ok(()),
         TrustHub::Secret(secret) => secret,
         TrustHub::SameUser => {
-            let Some(port) = loopback_port(&inner.url) else {
+            let Some(port) = loopback_port(&shared.url) else {
                 return Err("it is not on a loopback address".to_owned());
             };
-            let Some(home) = inner.config.resolved_hub_home() else {
+            let Some(home) = shared.config.resolved_hub_home() else {
                 return Err(
                     "no home to find its run file in (GRAPHMIND_HOME and HOME are unset)"
                         .to_owned(),
@@ -673,17 +678,17 @@ fn read_ack(text: &str) -> AckRead {
     })
 }
 
-async fn connected(inner: &Inner, ws: Socket) -> End {
+async fn connected(shared: &Shared, ws: Socket) -> End {
     use std::sync::atomic::Ordering::Relaxed;
-    let cfg = &inner.config;
+    let cfg = &shared.config;
     let (mut sink, mut stream) = ws.split();
     let mut ping = tokio::time::interval_at(Instant::now() + cfg.ping_interval, cfg.ping_interval);
     ping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut last_heard = Instant::now();
     let write_budget = cfg.pong_timeout.max(Duration::from_millis(200));
     loop {
-        if inner.shutdown.load(Relaxed) {
-            let _ = timeout(FLUSH_BUDGET, send_pending(inner, &mut sink)).await;
+        if shared.shutdown.load(Relaxed) {
+            let _ = timeout(FLUSH_BUDGET, send_pending(shared, &mut sink)).await;
             let bye = Ws::Close(Some(CloseFrame {
                 code: CloseCode::Normal,
                 reason: "session disposed".into(),
@@ -694,10 +699,10 @@ async fn connected(inner: &Inner, ws: Socket) -> End {
         // A write stuck on a hung debugger ends the connection after the liveness budget;
         // when the session shuts down meanwhile, it gets only the flush budget.
         let sent = {
-            let mut write = std::pin::pin!(timeout(write_budget, send_pending(inner, &mut sink)));
+            let mut write = std::pin::pin!(timeout(write_budget, send_pending(shared, &mut sink)));
             let first = tokio::select! {
                 sent = &mut write => Some(matches!(sent, Ok(Ok(())))),
-                () = until_shutdown(inner) => None,
+                () = until_shutdown(shared) => None,
             };
             match first {
                 Some(ok) => ok,
@@ -718,18 +723,18 @@ async fn connected(inner: &Inner, ws: Socket) -> End {
                 Some(Ok(frame)) => {
                     last_heard = Instant::now();
                     match frame {
-                        Ws::Text(text) => handle_control(inner, text.as_str()),
+                        Ws::Text(text) => handle_control(shared, text.as_str()),
                         Ws::Close(_) => return End::Lost,
                         _ => {}
                     }
                 }
                 None | Some(Err(_)) => return End::Lost,
             },
-            () = inner.wake.notified() => {
+            () = shared.wake.notified() => {
                 // Woken by the first of what is often a burst of events: let the burst gather
                 // for a moment and send it as one batch, instead of waking this thread (a
                 // syscall on the app's side) and writing to the socket once per event.
-                if inner.ring().has_pending() {
+                if shared.ring().has_pending() {
                     std::thread::sleep(COALESCE);
                 }
             }
@@ -746,12 +751,12 @@ async fn connected(inner: &Inner, ws: Socket) -> End {
 }
 
 /// Sends everything at or after the ring's cursor, in batches.
-async fn send_pending<S>(inner: &Inner, sink: &mut S) -> Result<(), S::Error>
+async fn send_pending<S>(shared: &Shared, sink: &mut S) -> Result<(), S::Error>
 where
     S: futures_util::Sink<Ws> + Unpin,
 {
     loop {
-        let (batch, last) = inner.ring().take_batch(BATCH, BATCH_BYTES);
+        let (batch, last) = shared.ring().take_batch(BATCH, BATCH_BYTES);
         let Some(last) = last else {
             return Ok(());
         };
@@ -761,12 +766,12 @@ where
             }
         }
         sink.flush().await?;
-        inner.ring().delivered(last + 1);
+        shared.ring().delivered(last + 1);
     }
 }
 
 /// Applies one frame from the debugger. Anything unknown, invalid or unexpected is ignored.
-fn handle_control(inner: &Inner, text: &str) {
+fn handle_control(shared: &Shared, text: &str) {
     let apply = || {
         let env = match graphmind_protocol::parse(text) {
             Parsed::Ok(env) => env,
@@ -775,13 +780,13 @@ fn handle_control(inner: &Inner, text: &str) {
                     && kind == "hub.ack"
                     && let Some(up_to) = payload.get("upTo").and_then(Value::as_u64)
                 {
-                    inner.ring().acked(up_to.saturating_add(1));
+                    shared.ring().acked(up_to.saturating_add(1));
                 }
                 return;
             }
             _ => return,
         };
-        if !inner.is_controlled()
+        if !shared.is_controlled()
             && matches!(
                 env.message,
                 Message::ExecResume(_)
@@ -792,18 +797,18 @@ fn handle_control(inner: &Inner, text: &str) {
         {
             // Observe mode: nothing is held, and nothing from this debugger may change what
             // the app runs.
-            inner.ignored_control();
+            shared.ignored_control();
             return;
         }
         match env.message {
-            Message::ExecResume(resume) => inner.gates.resolve(resume, &env.run_id),
+            Message::ExecResume(resume) => shared.gates.resolve(resume, &env.run_id),
             Message::BreakpointSet(change) => {
-                inner.update_debug_state(|s| s.breakpoints.set(change.matcher));
+                shared.update_debug_state(|s| s.breakpoints.set(change.matcher));
             }
             Message::BreakpointClear(change) => {
-                inner.update_debug_state(|s| s.breakpoints.clear(&change.matcher));
+                shared.update_debug_state(|s| s.breakpoints.clear(&change.matcher));
             }
-            Message::ModeSet(set) => inner.update_debug_state(|s| s.mode = set.mode),
+            Message::ModeSet(set) => shared.update_debug_state(|s| s.mode = set.mode),
             _ => {}
         }
     };
@@ -893,15 +898,15 @@ mod tests {
                 .url("ws://10.0.0.5:4747/ingest")
                 .env_vars(std::iter::empty::<(String, String)>()),
         );
-        let inner = session.inner();
+        let shared = &session.inner().shared;
         let proof = hub_auth::hub_proof("s", "n");
-        let err = trust_verdict(inner, Some("n"), Some(&proof)).expect_err("untrusted");
+        let err = trust_verdict(shared, Some("n"), Some(&proof)).expect_err("untrusted");
         assert!(err.contains("loopback"), "{err}");
         let trusting = crate::Session::new(
             crate::Config::new("remote")
                 .url("ws://10.0.0.5:4747/ingest")
                 .env_vars([("GRAPHMIND_TRUST_HUB", "true")]),
         );
-        assert!(trust_verdict(trusting.inner(), Some("n"), None).is_ok());
+        assert!(trust_verdict(&trusting.inner().shared, Some("n"), None).is_ok());
     }
 }

@@ -24,8 +24,8 @@ use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 use serde_json::Value;
 
-use crate::capture::Val;
-use crate::record::{Payload as Input, Record};
+use crate::captured::Val;
+use crate::event::{Payload as Input, Record};
 
 /// The run ids of the events held, each stored once: an event names its run by slot, so
 /// recording one copies no id (consecutive events are mostly of one run: the last slot is
@@ -740,22 +740,22 @@ mod tests {
 
     #[test]
     fn compact_records_send_the_same_frames_as_their_messages() {
-        use crate::record::{Finished, InstanceId, Payload, Started};
+        use crate::event::{Finished, InstanceId, Payload, Started};
         use graphmind_protocol::Status;
         use std::borrow::Cow;
-        static ADD: crate::__private::ToolSite = crate::__private::ToolSite {
+        static ADD: crate::sites::ToolSite = crate::sites::ToolSite {
             name: "add",
             node_id: "tool:add",
             retry: true,
             call_id: None,
         };
         let started = || Started {
-            label: crate::record::Label::Tool(&ADD),
+            label: crate::event::Label::Tool(&ADD),
             instance_id: InstanceId::Call(41),
             parent_id: Some("agent:a".into()),
             input: Some(Payload::Fields(Box::new([
-                ("a", crate::capture::Val::U64(1)),
-                ("b", crate::capture::Val::Str("two".into())),
+                ("a", crate::captured::Val::U64(1)),
+                ("b", crate::captured::Val::Str("two".into())),
             ]))),
         };
         let finished = || Finished {
@@ -763,7 +763,7 @@ mod tests {
             instance_id: InstanceId::Call(41),
             duration_ms: 1.25,
             status: Status::Ok,
-            output: Some(crate::capture::Val::U64(3)),
+            output: Some(crate::captured::Val::U64(3)),
             held_ms: 0.0,
         };
         for (compact, message) in [

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use graphmind_protocol::{Extra, Message, NodeToken, TokenDelta};
 use serde_json::Value;
 
-use crate::exec::Host;
+use crate::call::Host;
 
 /// Bytes of delta text one `node.token` carries at most (half the payload budget: JSON
 /// escaping can double it).
@@ -65,7 +65,7 @@ fn continues(last: &TokenDelta, delta: &crate::model::Delta<'_>) -> bool {
 /// Pending deltas of one node execution.
 pub(crate) struct TokenBuf {
     host: Arc<dyn Host>,
-    run_id: crate::exec::RunId,
+    run_id: crate::ids::RunId,
     node_id: String,
     instance_id: String,
     pending: Mutex<Vec<TokenDelta>>,
@@ -76,7 +76,7 @@ pub(crate) struct TokenBuf {
 impl TokenBuf {
     pub(crate) fn new(
         host: Arc<dyn Host>,
-        run_id: crate::exec::RunId,
+        run_id: crate::ids::RunId,
         node_id: String,
         instance_id: String,
     ) -> Self {
@@ -129,9 +129,10 @@ impl TokenBuf {
                 return;
             }
         }
-        self.host.track_tokens(Arc::downgrade(self));
+        let pending: std::sync::Weak<Self> = Arc::downgrade(self);
+        self.host.track_tokens(pending);
         let me = Arc::clone(self);
-        if !crate::timer::after(self.host.token_interval(), move || me.flush()) {
+        if !crate::delay_queue::after(self.host.token_interval(), move || me.flush()) {
             self.flush();
         }
     }
@@ -165,6 +166,12 @@ impl TokenBuf {
     }
 }
 
+impl crate::session::PendingTokens for TokenBuf {
+    fn flush(&self) {
+        TokenBuf::flush(self);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Mutex;
@@ -179,7 +186,7 @@ mod tests {
     struct Recorder {
         events: Mutex<Vec<Message>>,
         gates: Registry,
-        implicit: crate::exec::ImplicitRun,
+        implicit: crate::implicit_run::ImplicitRun,
     }
 
     impl GateSink for Recorder {
@@ -215,7 +222,7 @@ mod tests {
         fn app(&self) -> String {
             "t".into()
         }
-        fn implicit(&self) -> &crate::exec::ImplicitRun {
+        fn implicit(&self) -> &crate::implicit_run::ImplicitRun {
             &self.implicit
         }
         fn sdk(&self) -> SdkInfo {

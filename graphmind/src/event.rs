@@ -13,7 +13,7 @@ use graphmind_protocol::{Extra, Message, NodeFinished, NodeKind, NodeStarted, St
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::capture::Val;
+use crate::captured::Val;
 
 /// A node execution's id: `call_<6 hex per process>_<n>` kept as its counter until sent, or
 /// any other text (a model's tool-call id, an invocation step, a run id).
@@ -26,9 +26,9 @@ pub(crate) enum InstanceId {
 }
 
 impl InstanceId {
-    /// The next `call_…` id (same counter and format as [`crate::exec::next_id`]).
+    /// The next `call_…` id (same counter and format as [`crate::ids::next_id`]).
     pub(crate) fn next_call() -> Self {
-        Self::Call(crate::exec::next_counter())
+        Self::Call(crate::ids::next_counter())
     }
 
     /// Length of the text, without formatting it.
@@ -36,7 +36,7 @@ impl InstanceId {
         match self {
             Self::Call(n) => {
                 let digits = n.checked_ilog10().map_or(1, |d| d as usize + 1);
-                "call_".len() + crate::exec::process_base().len() + 1 + digits
+                "call_".len() + crate::ids::process_base().len() + 1 + digits
             }
             Self::Text(s) => s.len(),
         }
@@ -46,7 +46,7 @@ impl InstanceId {
 impl fmt::Display for InstanceId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Call(n) => write!(f, "call_{}_{n}", crate::exec::process_base()),
+            Self::Call(n) => write!(f, "call_{}_{n}", crate::ids::process_base()),
             Self::Text(s) => f.write_str(s),
         }
     }
@@ -117,7 +117,7 @@ impl Serialize for Payload {
 #[derive(Debug)]
 pub(crate) enum Label {
     /// A `#[graphmind::tool]`.
-    Tool(&'static crate::__private::ToolSite),
+    Tool(&'static crate::sites::ToolSite),
     /// Any other node.
     Named(Box<Named>),
 }
@@ -171,7 +171,7 @@ impl Label {
 pub(crate) struct Started {
     pub(crate) label: Label,
     pub(crate) instance_id: InstanceId,
-    pub(crate) parent_id: Option<crate::small::SmallStr>,
+    pub(crate) parent_id: Option<crate::inline_str::SmallStr>,
     pub(crate) input: Option<Payload>,
 }
 
@@ -327,7 +327,7 @@ mod tests {
                     Cow::Borrowed("add"),
                 ),
                 instance_id: id,
-                parent_id: parent.map(crate::small::SmallStr::from),
+                parent_id: parent.map(crate::inline_str::SmallStr::from),
                 input,
             })
         };
@@ -397,7 +397,7 @@ mod tests {
         let id = InstanceId::next_call();
         let text = id.to_string();
         assert_eq!(text.len(), id.len());
-        let next = crate::exec::next_id("call");
+        let next = crate::ids::next_id("call");
         let (a, b) = (
             text.rsplit_once('_').unwrap(),
             next.rsplit_once('_').unwrap(),

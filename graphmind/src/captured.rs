@@ -26,12 +26,12 @@ pub enum Val {
 }
 
 impl Val {
-    /// Captures `v` as [`crate::node::to_value`] would see it; a value that cannot be
+    /// Captures `v` as [`to_value`] would see it; a value that cannot be
     /// serialized becomes the same marker object.
     pub(crate) fn of<T: Serialize + ?Sized>(v: &T) -> Self {
         match v.serialize(Scalar) {
             Ok(val) => val,
-            Err(NotScalar) => Self::from_value(crate::node::to_value(v)),
+            Err(NotScalar) => Self::from_value(to_value(v)),
         }
     }
 
@@ -249,6 +249,13 @@ impl Serializer for Scalar {
     fn collect_str<T: std::fmt::Display + ?Sized>(self, value: &T) -> Result<Val, NotScalar> {
         Ok(Val::Str(value.to_string().into()))
     }
+}
+
+/// Serializes a value for an event; a value that cannot be serialized becomes a marker.
+pub(crate) fn to_value<T: Serialize + ?Sized>(v: &T) -> Value {
+    serde_json::to_value(v).unwrap_or_else(
+        |e| serde_json::json!({"__graphmindUnserializable": true, "error": e.to_string()}),
+    )
 }
 
 #[cfg(test)]

@@ -10,12 +10,14 @@ use std::task::{Context, Poll};
 
 use graphmind_protocol::{ErrorInfo, Extra, Status};
 
+use super::Host;
 use super::scope::RunCtx;
-use super::{Host, Instant, RunId, millis_between};
-use crate::__private::ToolSite;
-use crate::capture::Val;
-use crate::node::{emit_error, record_finished, record_tool_started};
-use crate::record::{Finished, InstanceId, Payload};
+use crate::call::node_run::{emit_error, record_finished, record_tool_started};
+use crate::captured::Val;
+use crate::clock::{Instant, millis_between};
+use crate::event::{Finished, InstanceId, Payload};
+use crate::ids::RunId;
+use crate::sites::ToolSite;
 
 /// How a detached call ended, read from its output.
 pub(crate) struct Outcome {
@@ -127,7 +129,7 @@ impl Drop for QuickNode {
         if !self.open {
             return;
         }
-        let (status, extra) = crate::node::dropped_unfinished();
+        let (status, extra) = crate::call::node_run::dropped_unfinished();
         self.finish(
             Outcome {
                 status,

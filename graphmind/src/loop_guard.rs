@@ -1,18 +1,12 @@
-//! The loop guard: a tool called with the same input several times in a row within a run
-//! holds at its `before` gate with `reason: "loop"` (see [`crate::Config::on_loop`]). Only
-//! calls that run while a debugger is attached are observed; one streak per run (tool
-//! calls only: a model step between two tool calls does not break their streak).
+//! The loop guard's state: the streak of identical tool calls of one run, and the input
+//! fingerprint that says two calls are the same. The check that holds a call on a loop is
+//! in the call layer.
 
 use std::hash::{Hash, Hasher};
 
-use graphmind_protocol::{Extra, PauseReason};
 use serde_json::Value;
 
-use super::Host;
-use super::tool::Call;
-use crate::config::OnLoop;
-use crate::node::NodeRun;
-use crate::record::Payload;
+use crate::event::Payload;
 
 /// The current streak of identical tool calls of one run.
 #[derive(Debug, Default)]
@@ -20,13 +14,13 @@ pub(crate) struct Streak {
     node_id: String,
     fingerprint: u64,
     repeats: u32,
-    first_seq: u64,
-    last_seq: u64,
+    pub(crate) first_seq: u64,
+    pub(crate) last_seq: u64,
 }
 
 impl Streak {
     /// Counts one call; returns the streak's length.
-    fn observe(&mut self, node_id: &str, fingerprint: u64, seq: u64) -> u32 {
+    pub(crate) fn observe(&mut self, node_id: &str, fingerprint: u64, seq: u64) -> u32 {
         if self.repeats > 0 && self.fingerprint == fingerprint && self.node_id == node_id {
             self.repeats = self.repeats.saturating_add(1);
             self.last_seq = seq;
@@ -85,73 +79,10 @@ fn hash_value(v: &Value, h: &mut impl Hasher, depth: usize) {
     }
 }
 
-/// Observes the first `before` gate of an attached tool call: when it completes a loop and
-/// the guard pauses, the reason and the `loop` summary its `exec.paused` carries.
-pub(crate) fn check(call: &Call, node: &NodeRun) -> Option<(PauseReason, Extra)> {
-    let (Some(fingerprint), Some(seq)) = (node.loop_fp, node.started_seq) else {
-        return None;
-    };
-    let host: &dyn Host = &*node.host;
-    let guard = host.loop_guard();
-    if guard.on == OnLoop::Off
-        || guard
-            .allow
-            .iter()
-            .any(|a| *a == *node.node_id || *a == *call.name)
-    {
-        return None;
-    }
-    let observe = |streak: &mut Streak| {
-        let repeats = streak.observe(&node.node_id, fingerprint, seq);
-        (repeats, streak.first_seq, streak.last_seq)
-    };
-    let (repeats, first, last) = match &call.run {
-        Some(run) => observe(
-            &mut run
-                .streak
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner),
-        ),
-        None => observe(
-            &mut host
-                .implicit()
-                .streak
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner),
-        ),
-    };
-    if repeats < guard.threshold {
-        return None;
-    }
-    if guard.on == OnLoop::Warn {
-        // No fingerprint here: it hashes the input, which redaction may be hiding.
-        if repeats == guard.threshold {
-            host.warn(&format!(
-                "loop: {} called {repeats} times in a row with the same input",
-                node.node_id
-            ));
-        }
-        return None;
-    }
-    let fingerprint = format!("{fingerprint:016x}");
-    let mut extra = Extra::new();
-    extra.insert(
-        "loop".into(),
-        serde_json::json!({
-            "repeats": repeats,
-            "firstSeq": first,
-            "lastSeq": last,
-            "fingerprint": fingerprint,
-            "kind": "repeat",
-        }),
-    );
-    Some((PauseReason::Loop, extra))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::capture::Val;
+    use crate::captured::Val;
     use serde_json::json;
 
     #[test]

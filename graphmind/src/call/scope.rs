@@ -2,12 +2,12 @@
 //! `graphmind::time::timeout`s around it.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex};
 
 use futures_util::task::AtomicWaker;
 
 use super::Host;
+use crate::clock::HoldClock;
 
 tokio::task_local! {
     static SCOPE: Scope;
@@ -37,12 +37,12 @@ impl Scope {
     pub(crate) fn enabled_now() -> bool {
         // The disabled fast path: default session off and no run of another session alive
         // anywhere — two relaxed loads, no thread-local.
-        if !crate::exec::default_enabled() && ACTIVE_RUNS.load(Ordering::Relaxed) == 0 {
+        if !crate::call::default_enabled() && ACTIVE_RUNS.load(Ordering::Relaxed) == 0 {
             return false;
         }
         match SCOPE.try_with(|s| s.run.as_ref().map(|r| r.host.enabled())) {
             Ok(Some(on)) => on,
-            _ => crate::exec::default_enabled(),
+            _ => crate::call::default_enabled(),
         }
     }
 
@@ -59,10 +59,10 @@ pub(crate) static ACTIVE_RUNS: std::sync::atomic::AtomicUsize =
 /// One run scope.
 pub(crate) struct RunCtx {
     pub(crate) host: Arc<dyn Host>,
-    pub(crate) run_id: super::RunId,
+    pub(crate) run_id: crate::ids::RunId,
     pub(crate) name: String,
     /// `agent:<name>`.
-    pub(crate) agent_node: crate::small::SmallStr,
+    pub(crate) agent_node: crate::inline_str::SmallStr,
     aborted: AtomicBool,
     waker: AtomicWaker,
     /// Invocation grouping state for model steps.
@@ -70,7 +70,7 @@ pub(crate) struct RunCtx {
     /// Time any gate of the run was held (union of overlapping holds).
     pub(crate) held: Arc<HoldClock>,
     /// The loop guard's streak of this run.
-    pub(crate) streak: Mutex<super::loops::Streak>,
+    pub(crate) streak: Mutex<crate::loop_guard::Streak>,
 }
 
 /// The last model-step invocation of a run.
@@ -98,7 +98,7 @@ impl Drop for RunCtx {
 }
 
 impl RunCtx {
-    pub(crate) fn new(host: Arc<dyn Host>, run_id: super::RunId, name: String) -> Self {
+    pub(crate) fn new(host: Arc<dyn Host>, run_id: crate::ids::RunId, name: String) -> Self {
         ACTIVE_RUNS.fetch_add(1, Ordering::Relaxed);
         Self {
             host,
@@ -109,7 +109,7 @@ impl RunCtx {
             waker: AtomicWaker::new(),
             steps: Mutex::new(StepState::default()),
             held: Arc::new(HoldClock::new(None)),
-            streak: Mutex::new(super::loops::Streak::default()),
+            streak: Mutex::new(crate::loop_guard::Streak::default()),
         }
     }
 
@@ -125,68 +125,5 @@ impl RunCtx {
 
     pub(crate) fn register_waker(&self, waker: &std::task::Waker) {
         self.waker.register(waker);
-    }
-}
-
-/// The clock of one hold-aware timeout: counts the time gates inside it were held.
-pub(crate) struct HoldClock {
-    parent: Option<Arc<HoldClock>>,
-    state: Mutex<ClockState>,
-}
-
-#[derive(Default)]
-struct ClockState {
-    holding: usize,
-    since: Option<Instant>,
-    held: Duration,
-}
-
-impl HoldClock {
-    pub(crate) fn new(parent: Option<Arc<HoldClock>>) -> Self {
-        Self {
-            parent,
-            state: Mutex::new(ClockState::default()),
-        }
-    }
-
-    fn each(self: &Arc<Self>, mut f: impl FnMut(&mut ClockState)) {
-        let mut next = Some(self);
-        let mut depth = 0;
-        while let Some(clock) = next {
-            f(&mut clock.state.lock().unwrap_or_else(PoisonError::into_inner));
-            next = clock.parent.as_ref();
-            depth += 1;
-            if depth > 1024 {
-                break;
-            }
-        }
-    }
-
-    /// A gate inside this clock (and its parents) started holding.
-    pub(crate) fn hold_started(self: &Arc<Self>, now: Instant) {
-        self.each(|s| {
-            if s.holding == 0 {
-                s.since = Some(now);
-            }
-            s.holding += 1;
-        });
-    }
-
-    /// A gate inside this clock (and its parents) stopped holding.
-    pub(crate) fn hold_ended(self: &Arc<Self>, now: Instant) {
-        self.each(|s| {
-            s.holding = s.holding.saturating_sub(1);
-            if s.holding == 0
-                && let Some(since) = s.since.take()
-            {
-                s.held += now.saturating_duration_since(since);
-            }
-        });
-    }
-
-    /// (a gate is held right now, total held time of finished holds)
-    pub(crate) fn snapshot(&self) -> (bool, Duration) {
-        let s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        (s.holding > 0, s.held)
     }
 }

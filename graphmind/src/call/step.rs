@@ -8,15 +8,19 @@ use graphmind_protocol::{Extra, GraphHint, GraphNodeHint, Message, NodeKind, Tok
 use serde_json::Value;
 
 use super::Host;
+use super::context::Call;
+use super::policy::{Policy, gated};
 use super::scope::{Invocation, StepState};
-use super::tool::{Call, Policy, gated};
-use crate::__private::{Body, Fast, StepInput, StepOutput, StepSite, ToolError};
+use crate::call::expansion::{Body, CallFuture, StepInput, StepOutput, ToolError};
+use crate::call::node_run::{NodeRun, StartSpec};
+use crate::call::tee::{Observer, Tee};
+use crate::captured::to_value;
+use crate::errors::{error_info, short_type_name};
 use crate::gate::{Validator, validator_for};
 use crate::model::{ChunkCodec, DeltaKind, Grouping, Reply, ResponseCodec, Usage, hash_str};
-use crate::node::{NodeRun, StartSpec, error_info, short_type_name, to_value};
-use crate::tee::{Observer, Tee};
+use crate::sites::StepSite;
 
-pub(crate) const STEP_NODE: &str = "llm:step";
+pub(crate) use super::context::STEP_NODE;
 
 /// The invocations of model steps made outside any run.
 static OUTSIDE: Mutex<StepState> = Mutex::new(StepState { invocation: None });
@@ -57,7 +61,7 @@ fn place(state: &mut StepState, grouping: &Grouping, input: &Value) -> (String, 
         inv.response = None;
         return (format!("{}:s{}", inv.id, inv.steps), false);
     }
-    let id = super::next_id("inv");
+    let id = crate::ids::next_id("inv");
     let instance = format!("{id}:s1");
     state.invocation = Some(Invocation {
         id,
@@ -73,7 +77,7 @@ fn place(state: &mut StepState, grouping: &Grouping, input: &Value) -> (String, 
 fn start_step(
     call: &Call,
     host: Arc<dyn Host>,
-    run_id: super::RunId,
+    run_id: crate::ids::RunId,
     site: &StepSite,
     input: Value,
     grouping: &Grouping,
@@ -135,9 +139,9 @@ fn start_step(
             node_id: STEP_NODE.into(),
             kind: NodeKind::Llm,
             name: "step".into(),
-            instance_id: crate::record::InstanceId::Text(instance_id.into()),
+            instance_id: crate::event::InstanceId::Text(instance_id.into()),
             parent_id: parent,
-            input: Some(crate::record::Payload::Json(Box::new(input))),
+            input: Some(crate::event::Payload::Json(Box::new(input))),
         },
     )
 }
@@ -272,16 +276,16 @@ pub fn model_step<K, B, R>(
     site: &'static StepSite,
     input: StepInput,
     mut body: B,
-) -> Fast<B::Fut, impl Future<Output = R>>
+) -> CallFuture<B::Fut, impl Future<Output = R>>
 where
     K: ResponseCodec<R>,
     B: Body<Output = R>,
     R: StepOutput,
 {
     match input.0 {
-        None => Fast::direct(&mut body),
+        None => CallFuture::direct(&mut body),
         Some((input, grouping)) => {
-            Fast::full(move || model_step_full::<K, B, R>(site, input, grouping, body))
+            CallFuture::full(move || model_step_full::<K, B, R>(site, input, grouping, body))
         }
     }
 }
@@ -313,7 +317,7 @@ pub fn model_step_result<K, B, R, E>(
     site: &'static StepSite,
     input: StepInput,
     mut body: B,
-) -> Fast<B::Fut, impl Future<Output = Result<R, E>>>
+) -> CallFuture<B::Fut, impl Future<Output = Result<R, E>>>
 where
     K: ResponseCodec<R>,
     B: Body<Output = Result<R, E>>,
@@ -321,10 +325,10 @@ where
     E: ToolError,
 {
     match input.0 {
-        None => Fast::direct(&mut body),
-        Some((input, grouping)) => {
-            Fast::full(move || model_step_result_full::<K, B, R, E>(site, input, grouping, body))
-        }
+        None => CallFuture::direct(&mut body),
+        Some((input, grouping)) => CallFuture::full(move || {
+            model_step_result_full::<K, B, R, E>(site, input, grouping, body)
+        }),
     }
 }
 

@@ -1,0 +1,380 @@
+//! The types and functions the attribute macros' expansions use (re-exported as
+//! `graphmind::__private`; the contract is in `docs/dev/private-api.md`): captured inputs,
+//! argument bounds, bodies, the entry points' future, invocation grouping.
+
+use std::borrow::Cow;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::call::tee::Tee;
+use crate::model::{Grouping, RequestCodec};
+
+/// A captured node input: `None` when nothing is recorded (disabled session).
+#[derive(Debug)]
+pub struct Input(pub(crate) Option<crate::event::Payload>);
+
+/// A captured model-step input with its invocation grouping.
+#[derive(Debug)]
+pub struct StepInput(pub(crate) Option<(Value, Grouping)>);
+
+/// Builds the input (`{param: value}`) only if the running task's session records events.
+#[inline]
+pub fn capture(build: impl FnOnce() -> Fields) -> Input {
+    if crate::call::scope::Scope::enabled_now() {
+        Input(Some(crate::event::Payload::Fields(out_of_line(build).0)))
+    } else {
+        Input(None)
+    }
+}
+
+/// [`capture`] for model steps; `group` says which invocation the step belongs to (see
+/// [`Grouping`] and [`Req`]).
+#[inline]
+pub fn capture_step(build: impl FnOnce() -> Fields, group: impl FnOnce() -> Grouping) -> StepInput {
+    if crate::call::scope::Scope::enabled_now() {
+        StepInput(Some((
+            crate::event::Payload::Fields(out_of_line(build).0).into_value(),
+            out_of_line(group),
+        )))
+    } else {
+        StepInput(None)
+    }
+}
+
+/// Keeps the recording-only code out of the caller's frame, so the disabled path of an
+/// instrumented function stays as small as the function itself.
+#[inline(never)]
+#[cold]
+fn out_of_line<T>(f: impl FnOnce() -> T) -> T {
+    f()
+}
+
+/// The captured arguments of one call: a JSON object's `(parameter name, value)` pairs, in
+/// order, recorded as that object without building a map.
+#[derive(Debug)]
+pub struct Fields(Box<[(&'static str, crate::captured::Val)]>);
+
+/// A JSON object from `(parameter name, value)` pairs, in order (one allocation).
+pub fn object<const N: usize>(fields: [(&'static str, Captured); N]) -> Fields {
+    Fields(Box::new(fields))
+}
+
+/// One captured argument (see [`arg`]).
+use crate::captured::Val as Captured;
+
+/// An argument of an instrumented function, recorded in the node's input.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be recorded as a graphmind node input",
+    label = "this argument must implement `serde::Serialize`",
+    note = "derive `serde::Serialize` for it, or leave the argument out with `skip(<argument name>)` on the attribute"
+)]
+pub trait Arg {
+    /// The argument as recorded (scalars and strings as themselves, anything else as JSON).
+    fn to_input(&self) -> Captured;
+}
+
+impl<T: Serialize + ?Sized> Arg for T {
+    fn to_input(&self) -> Captured {
+        Captured::of(self)
+    }
+}
+
+/// One argument as recorded (for [`object`]).
+#[inline]
+pub fn arg<T: Arg + ?Sized>(value: &T) -> Captured {
+    value.to_input()
+}
+
+/// A by-value argument of a retryable function: cloned afresh for every attempt.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` must be `Clone` so a retry can re-run the call with fresh arguments",
+    label = "this argument is not `Clone`",
+    note = "implement or derive `Clone`, or turn retry off with `#[graphmind::tool(retry = false)]`"
+)]
+pub trait RetryArg: Clone {}
+
+impl<T: Clone> RetryArg for T {}
+
+/// A fresh clone of a by-value argument for one attempt.
+#[inline]
+pub fn retry_clone<T: RetryArg>(value: &T) -> T {
+    value.clone()
+}
+
+/// An argument named by `call_id = <arg>`: it holds the model's tool-call id.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a tool-call id",
+    label = "`call_id` must name a `String`, `&str` or `Option<String>` argument"
+)]
+pub trait CallId {
+    /// The id, if there is one.
+    fn call_id(&self) -> Option<Cow<'_, str>>;
+}
+
+impl CallId for str {
+    fn call_id(&self) -> Option<Cow<'_, str>> {
+        (!self.is_empty()).then_some(Cow::Borrowed(self))
+    }
+}
+impl CallId for String {
+    fn call_id(&self) -> Option<Cow<'_, str>> {
+        self.as_str().call_id()
+    }
+}
+impl<T: CallId + ?Sized> CallId for &T {
+    fn call_id(&self) -> Option<Cow<'_, str>> {
+        (**self).call_id()
+    }
+}
+impl<T: CallId> CallId for Option<T> {
+    fn call_id(&self) -> Option<Cow<'_, str>> {
+        self.as_ref().and_then(CallId::call_id)
+    }
+}
+
+/// Type check for `call_id = <arg>` (the value itself is read from the captured input).
+#[inline]
+pub fn assert_call_id<T: CallId + ?Sized>(_: &T) {}
+
+/// The value type of a tool (its return type, or the `Ok` type of a `Result`).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be the output of a #[graphmind::tool]",
+    label = "the return type must implement `serde::Serialize` and `serde::Deserialize`",
+    note = "graphmind records the output and deserializes injected values into it",
+    note = "if it is a stream under another name (a type alias such as `type Items = Pin<Box<dyn Stream<…> + Send>>`), write `stream = true` on the attribute: `#[graphmind::tool(stream = true)]`"
+)]
+pub trait ToolOutput: Serialize + DeserializeOwned {}
+
+impl<T: Serialize + DeserializeOwned> ToolOutput for T {}
+
+/// The error type of a tool or model step returning `Result`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be reported as a graphmind node error",
+    label = "the error type must implement `std::fmt::Display`"
+)]
+pub trait ToolError: std::fmt::Display {}
+
+impl<T: std::fmt::Display + ?Sized> ToolError for T {}
+
+/// An item of a streaming tool: previewed as a token delta.
+#[diagnostic::on_unimplemented(
+    message = "items of a streaming #[graphmind::tool] must implement `serde::Serialize`",
+    label = "`{Self}` is not `Serialize`"
+)]
+pub trait StreamItem: Serialize {}
+
+impl<T: Serialize> StreamItem for T {}
+
+/// The response type of a `#[graphmind::model_step]` (or the `Ok` type of its `Result`); it is
+/// read through the step's codec (`codec = …`, else [`Native`](crate::model::Native)).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be the response of a #[graphmind::model_step]",
+    label = "it must implement `serde::Serialize` and `serde::Deserialize`",
+    note = "graphmind records the response and deserializes injected values into it",
+    note = "if it is a stream under another name (a type alias such as an SDK's `ChatCompletionResponseStream`), write `stream = true` on the attribute: `#[graphmind::model_step(stream = true)]`"
+)]
+pub trait StepOutput: Serialize + DeserializeOwned {}
+
+impl<T: Serialize + DeserializeOwned> StepOutput for T {}
+
+/// A stream written as a named type (`Pin<Box<dyn Stream<…> + Send>>`, `BoxStream`, an SDK's
+/// alias of one), handed back to the caller in that type: the teed stream is boxed once more.
+/// A stream written as `impl Stream` needs no conversion, the tee itself is returned.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is a stream graphmind cannot hand back in its own type",
+    label = "a stream returned under a name must be `Pin<Box<dyn Stream<Item = …> + Send>>` (or without `Send`)",
+    note = "graphmind tees the stream and must return the tee as this type; return `impl Stream<Item = …>` or a boxed `dyn Stream` instead"
+)]
+pub trait Restream: futures_core::Stream + Sized {
+    /// Wraps the tee in the written type.
+    fn restream(tee: Tee<Self>) -> Self;
+}
+
+impl<'a, I> Restream for std::pin::Pin<Box<dyn futures_core::Stream<Item = I> + Send + 'a>>
+where
+    Tee<Self>: Send + 'a,
+{
+    fn restream(tee: Tee<Self>) -> Self {
+        Box::pin(tee)
+    }
+}
+
+impl<'a, I> Restream for std::pin::Pin<Box<dyn futures_core::Stream<Item = I> + 'a>>
+where
+    Tee<Self>: 'a,
+{
+    fn restream(tee: Tee<Self>) -> Self {
+        Box::pin(tee)
+    }
+}
+
+/// A streaming return written as a named type: the tee in that type.
+#[inline]
+pub fn restream<S: Restream>(tee: Tee<S>) -> S {
+    S::restream(tee)
+}
+
+/// A `Result` of a streaming return written as a named type.
+#[inline]
+pub fn restream_result<S: Restream, E>(result: Result<Tee<S>, E>) -> Result<S, E> {
+    result.map(S::restream)
+}
+
+/// A body the policy may run once or several times.
+pub trait Body {
+    /// What one attempt yields.
+    type Output;
+    /// One attempt.
+    type Fut: Future<Output = Self::Output>;
+    /// Whether the body can run more than once.
+    const RETRY: bool;
+    /// Starts the next attempt; `None` if the body cannot run again.
+    fn attempt(&mut self) -> Option<Self::Fut>;
+}
+
+/// A retryable body: a factory that clones by-value arguments for every attempt.
+pub struct Repeat<F>(pub F);
+
+impl<F: FnMut() -> Fut, Fut: Future> Body for Repeat<F> {
+    type Output = Fut::Output;
+    type Fut = Fut;
+    const RETRY: bool = true;
+    fn attempt(&mut self) -> Option<Fut> {
+        Some((self.0)())
+    }
+}
+
+/// A body that runs at most once (`retry = false`, `&mut` arguments).
+pub struct Once<F>(Option<F>);
+
+impl<F> Once<F> {
+    /// Wraps the body.
+    pub const fn new(body: F) -> Self {
+        Self(Some(body))
+    }
+}
+
+impl<F: FnOnce() -> Fut, Fut: Future> Body for Once<F> {
+    type Output = Fut::Output;
+    type Fut = Fut;
+    const RETRY: bool = false;
+    fn attempt(&mut self) -> Option<Fut> {
+        self.0.take().map(|f| f())
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The future of a policy entry point: the body itself when nothing is recorded (no
+    /// policy state, no allocation); the body recorded around (node.started before,
+    /// node.finished / node.error after, no gates) when the session is detached at the
+    /// call's start; else the boxed policy.
+    #[project = CallFutureProj]
+    pub enum CallFuture<D: Future, F> {
+        /// Disabled: the body's own future.
+        Direct {
+            #[pin]
+            fut: D,
+        },
+        /// Detached at the start: the body's own future and its open node, in one allocation
+        /// (inline they would make every entry point's future larger, which costs the
+        /// disabled path several ns).
+        Detached {
+            fut: std::pin::Pin<Box<crate::call::detached::Recording<D>>>,
+        },
+        /// Recording: the policy future.
+        Full {
+            fut: std::pin::Pin<Box<F>>,
+        },
+    }
+}
+
+impl<D: Future, F> CallFuture<D, F> {
+    pub(crate) fn direct<B: Body<Fut = D>>(body: &mut B) -> Self {
+        let Some(fut) = body.attempt() else {
+            unreachable!("a body always runs at least once")
+        };
+        Self::Direct { fut }
+    }
+
+    /// The body's own future, recorded around by `node` and `done`.
+    pub(crate) fn detached<B: Body<Fut = D>>(
+        body: &mut B,
+        node: crate::call::detached::QuickNode,
+        done: fn(&D::Output) -> crate::call::detached::Outcome,
+    ) -> Self {
+        let Some(fut) = body.attempt() else {
+            unreachable!("a body always runs at least once")
+        };
+        Self::Detached {
+            fut: Box::pin(crate::call::detached::Recording::new(fut, node, done)),
+        }
+    }
+
+    /// Builds the policy future in its own frame, so the direct path's frame stays small.
+    #[inline(never)]
+    #[cold]
+    pub(crate) fn full(make: impl FnOnce() -> F) -> Self {
+        // Allocated first, so the policy future is built in place rather than on the stack
+        // and copied (it is about a kilobyte, mostly state of later await points).
+        let slot = Box::new_uninit();
+        Self::Full {
+            fut: Box::into_pin(Box::write(slot, make())),
+        }
+    }
+}
+
+impl<D: Future, F: Future<Output = D::Output>> Future for CallFuture<D, F> {
+    type Output = D::Output;
+
+    #[inline]
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<D::Output> {
+        match self.project() {
+            CallFutureProj::Direct { fut } => fut.poll(cx),
+            CallFutureProj::Detached { fut } => fut.as_mut().poll(cx),
+            CallFutureProj::Full { fut } => fut.as_mut().poll(cx),
+        }
+    }
+}
+
+/// Invocation grouping by autoref specialization: `(&&Req::<K, _>::new(&req)).gm_group()`
+/// uses the codec's [`RequestCodec`] impl for the request when it has one (for
+/// [`Native`](crate::model::Native): the request's [`StepRequest`](crate::model::StepRequest) impl), else
+/// [`Grouping::Auto`].
+pub struct Req<'a, K: ?Sized, T: ?Sized>(pub &'a T, std::marker::PhantomData<fn() -> K>);
+
+impl<'a, K: ?Sized, T: ?Sized> Req<'a, K, T> {
+    /// The request, read through codec `K`.
+    #[inline]
+    pub fn new(request: &'a T) -> Self {
+        Self(request, std::marker::PhantomData)
+    }
+}
+
+/// Picked when the codec reads the request.
+pub trait ViaStepRequest {
+    /// The grouping.
+    fn gm_group(&self) -> Grouping;
+}
+
+impl<K: RequestCodec<T> + ?Sized, T: ?Sized> ViaStepRequest for &Req<'_, K, T> {
+    fn gm_group(&self) -> Grouping {
+        K::grouping(self.0)
+    }
+}
+
+/// The fallback: group by the captured input's `messages`.
+pub trait ViaAuto {
+    /// The grouping.
+    fn gm_group(&self) -> Grouping;
+}
+
+impl<K: ?Sized, T: ?Sized> ViaAuto for &&Req<'_, K, T> {
+    fn gm_group(&self) -> Grouping {
+        Grouping::Auto
+    }
+}

@@ -1,0 +1,340 @@
+//! The tool entry points of `__private`: `tool`, `tool_result`, `tool_stream`,
+//! `tool_stream_result`.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use futures_core::Stream;
+use graphmind_protocol::{ErrorInfo, Extra, NodeKind, PausePoint, Status, TokenUsage};
+use serde_json::Value;
+
+use super::Host;
+use super::context::Call;
+use super::detached::{Outcome, Owner, QuickNode};
+use super::policy::{Policy, gated};
+use super::scope::Scope;
+use crate::call::expansion::{Body, CallFuture, Input, StreamItem, ToolError, ToolOutput};
+use crate::call::node_run::{Finish, NodeRun, StartSpec};
+use crate::captured::Val;
+use crate::captured::to_value;
+use crate::errors::{error_info, short_type_name};
+use crate::event::{InstanceId, Payload};
+use crate::gate::{Resume, validator_for};
+use crate::sites::ToolSite;
+use crate::tee::{Observer, Tee};
+
+fn no_usage<O>(_: &O) -> (Option<TokenUsage>, Extra) {
+    (None, Extra::new())
+}
+
+/// The node's instanceId: the model's tool-call id when `call_id = <arg>` names a non-empty
+/// string, else a fresh `call_…` id.
+fn instance_id(site: &ToolSite, input: &Payload) -> InstanceId {
+    site.call_id
+        .and_then(|k| input.get_str(k))
+        .filter(|s| !s.is_empty())
+        .map_or_else(InstanceId::next_call, |s| InstanceId::Text(s.into()))
+}
+
+fn start_tool(
+    parent: Option<crate::inline_str::SmallStr>,
+    host: Arc<dyn Host>,
+    run_id: crate::ids::RunId,
+    site: &ToolSite,
+    input: Payload,
+) -> NodeRun {
+    let instance_id = instance_id(site, &input);
+    let loop_fp = (host.attached() && host.loop_guard().on != crate::config::OnLoop::Off)
+        .then(|| crate::loop_guard::fingerprint(site.node_id, &input));
+    let mut node = NodeRun::start(
+        host,
+        run_id,
+        StartSpec {
+            node_id: Cow::Borrowed(site.node_id),
+            kind: NodeKind::Tool,
+            name: Cow::Borrowed(site.name),
+            instance_id,
+            parent_id: parent,
+            input: Some(input),
+        },
+    );
+    node.loop_fp = loop_fp;
+    node
+}
+
+/// The recording half of a tool entry point: when the session is detached at the call's
+/// start (and its first use is done), node.started now, the body's own future, and `done`
+/// at its end — no gates, no policy future; otherwise the boxed policy built by `full`.
+#[inline(never)]
+#[cold]
+fn recorded<B, F>(
+    site: &'static ToolSite,
+    input: Payload,
+    mut body: B,
+    done: fn(&B::Output) -> Outcome,
+    full: impl FnOnce(Payload, B, Call, Arc<dyn Host>, crate::ids::RunId) -> F,
+) -> CallFuture<B::Fut, F>
+where
+    B: Body,
+    F: Future<Output = B::Output>,
+{
+    let run = match Scope::run() {
+        Some(run) => Owner::Run(run),
+        None => Owner::Implicit(super::default_host()),
+    };
+    let host = match &run {
+        Owner::Run(r) => &*r.host,
+        Owner::Implicit(h) => &**h,
+    };
+    if host.attached() || host.needs_first_use() {
+        let (call, host, run_id) = Call::current(
+            NodeKind::Tool,
+            Cow::Borrowed(site.name),
+            site.retry && B::RETRY,
+        );
+        return CallFuture::full(move || full(input, body, call, host, run_id));
+    }
+    let instance_id = instance_id(site, &input);
+    let node = QuickNode::start(run, site, input, instance_id);
+    CallFuture::detached(&mut body, node, done)
+}
+
+fn finish_tool<R: ToolOutput>(out: &R) -> Outcome {
+    Outcome {
+        status: Status::Ok,
+        output: Some(Val::of(out)),
+        error: None,
+    }
+}
+
+fn finish_tool_result<T: ToolOutput, E: ToolError>(out: &Result<T, E>) -> Outcome {
+    match out {
+        Ok(v) => finish_tool(v),
+        Err(e) => Outcome {
+            status: Status::Error,
+            output: None,
+            error: Some(error_info(short_type_name::<E>(), e.to_string())),
+        },
+    }
+}
+
+async fn first<B: Body>(mut body: B) -> B::Output {
+    let Some(fut) = body.attempt() else {
+        unreachable!("a body always runs at least once")
+    };
+    fut.await
+}
+
+/// A tool returning a plain value: gates before and after.
+///
+/// A call that starts while its session is detached runs ungated to its end, even if a
+/// debugger attaches meanwhile (its events still land in the replay ring).
+pub fn tool<B, R>(
+    site: &'static ToolSite,
+    input: Input,
+    mut body: B,
+) -> CallFuture<B::Fut, impl Future<Output = R>>
+where
+    B: Body<Output = R>,
+    R: ToolOutput,
+{
+    match input.0 {
+        None => CallFuture::direct(&mut body),
+        Some(input) => recorded(site, input, body, finish_tool::<R>, move |i, b, c, h, r| {
+            tool_full(site, i, b, c, h, r)
+        }),
+    }
+}
+
+async fn tool_full<B, R>(
+    site: &'static ToolSite,
+    input: Payload,
+    body: B,
+    call: Call,
+    host: Arc<dyn Host>,
+    run_id: crate::ids::RunId,
+) -> R
+where
+    B: Body<Output = R>,
+    R: ToolOutput,
+{
+    let node = start_tool(call.parent(), host, run_id, site, input);
+    let policy = Policy::<R> {
+        error: |_| None,
+        encode: |r| Some(to_value(r)),
+        inject: Some((validator_for::<R>, |v| serde_json::from_value(v).ok())),
+        after: true,
+        usage: no_usage,
+        reencode: false,
+    };
+    gated(&call, node, body, &policy, false).await.0
+}
+
+fn result_error<T, E: ToolError>(r: &Result<T, E>) -> Option<ErrorInfo> {
+    r.as_ref()
+        .err()
+        .map(|e| error_info(short_type_name::<E>(), e.to_string()))
+}
+
+/// A tool returning `Result<T, E>`: gates before, after (on `Ok`) and error (on `Err`).
+///
+/// A call that starts while its session is detached runs ungated to its end, even if a
+/// debugger attaches meanwhile (its events still land in the replay ring).
+pub fn tool_result<B, T, E>(
+    site: &'static ToolSite,
+    input: Input,
+    mut body: B,
+) -> CallFuture<B::Fut, impl Future<Output = Result<T, E>>>
+where
+    B: Body<Output = Result<T, E>>,
+    T: ToolOutput,
+    E: ToolError,
+{
+    match input.0 {
+        None => CallFuture::direct(&mut body),
+        Some(input) => recorded(
+            site,
+            input,
+            body,
+            finish_tool_result::<T, E>,
+            move |i, b, c, h, r| tool_result_full(site, i, b, c, h, r),
+        ),
+    }
+}
+
+async fn tool_result_full<B, T, E>(
+    site: &'static ToolSite,
+    input: Payload,
+    body: B,
+    call: Call,
+    host: Arc<dyn Host>,
+    run_id: crate::ids::RunId,
+) -> Result<T, E>
+where
+    B: Body<Output = Result<T, E>>,
+    T: ToolOutput,
+    E: ToolError,
+{
+    let node = start_tool(call.parent(), host, run_id, site, input);
+    let policy = Policy::<Result<T, E>> {
+        error: result_error::<T, E>,
+        encode: |r| r.as_ref().ok().map(to_value),
+        inject: Some((validator_for::<T>, |v| {
+            serde_json::from_value(v).ok().map(Ok)
+        })),
+        after: true,
+        usage: no_usage,
+        reencode: false,
+    };
+    gated(&call, node, body, &policy, false).await.0
+}
+
+/// A streaming tool: gated before start only; items are observed as token previews and
+/// counted; `node.finished` (`streaming: true`, `chunks`) when the stream ends or is dropped.
+pub async fn tool_stream<B, S>(site: &'static ToolSite, input: Input, body: B) -> Tee<S>
+where
+    B: Body<Output = S>,
+    S: Stream,
+    S::Item: StreamItem,
+{
+    let Input(Some(input)) = input else {
+        return Tee::passthrough(first(body).await);
+    };
+    let (call, host, run_id) = Call::current(
+        NodeKind::Tool,
+        Cow::Borrowed(site.name),
+        site.retry && B::RETRY,
+    );
+    let node = start_tool(call.parent(), host, run_id, site, input);
+    let policy = Policy::<S> {
+        error: |_| None,
+        encode: |_| None,
+        inject: None,
+        after: false,
+        usage: no_usage,
+        reencode: false,
+    };
+    let (stream, node) = gated(&call, node, body, &policy, true).await;
+    match node {
+        Some(node) => Tee::new(stream, Observer::new(node), observe_item::<S::Item>),
+        None => Tee::passthrough(stream),
+    }
+}
+
+/// A streaming tool returning `Result<impl Stream, E>`: an `Err` at creation is recorded
+/// (node.error, finished `error`) without an error gate.
+pub async fn tool_stream_result<B, S, E>(
+    site: &'static ToolSite,
+    input: Input,
+    body: B,
+) -> Result<Tee<S>, E>
+where
+    B: Body<Output = Result<S, E>>,
+    S: Stream,
+    S::Item: StreamItem,
+    E: ToolError,
+{
+    let Input(Some(input)) = input else {
+        return first(body).await.map(Tee::passthrough);
+    };
+    let (call, host, run_id) = Call::current(
+        NodeKind::Tool,
+        Cow::Borrowed(site.name),
+        site.retry && B::RETRY,
+    );
+    let mut node = start_tool(call.parent(), host, run_id, site, input);
+    if node.host.needs_first_use() {
+        node.host.first_use().await;
+    }
+    // Only a before gate: an error at creation is recorded, not gated.
+    match call
+        .gate(&mut node, PausePoint::Before, None, Extra::new(), None)
+        .await
+    {
+        Resume::Abort => {
+            node.finish(Status::Aborted, Finish::default());
+            call.abort().await;
+        }
+        Resume::Continue | Resume::Retry | Resume::Inject(_) => {}
+    }
+    match first(body).await {
+        Ok(stream) => Ok(Tee::new(
+            stream,
+            Observer::new(node),
+            observe_item::<S::Item>,
+        )),
+        Err(e) => {
+            node.error(error_info(short_type_name::<E>(), e.to_string()));
+            node.finish(Status::Error, Finish::default());
+            Err(e)
+        }
+    }
+}
+
+/// Previews one streamed tool item: strings as they are, other values as compact JSON;
+/// an item serialized as `{"Err": …}` is recorded as an error.
+pub(crate) fn observe_item<I: StreamItem>(obs: &mut Observer, item: &I) {
+    obs.chunks += 1;
+    match to_value(item) {
+        Value::String(s) => obs.node.push_token(graphmind_protocol::DeltaKind::Text, &s),
+        Value::Object(map) if map.len() == 1 && map.contains_key("Err") => {
+            let msg = match &map["Err"] {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            obs.errors += 1;
+            obs.node.error(error_info("StreamError", msg));
+        }
+        Value::Object(map) if map.len() == 1 && map.contains_key("Ok") => {
+            let text = match &map["Ok"] {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            obs.node
+                .push_token(graphmind_protocol::DeltaKind::Text, &text);
+        }
+        other => obs
+            .node
+            .push_token(graphmind_protocol::DeltaKind::Text, &other.to_string()),
+    }
+}
