@@ -1,6 +1,6 @@
-//! Held gates: the registry the transport thread resolves `exec.resume` frames against.
+//! HeldGate gates: the registry the transport thread resolves `exec.resume` frames against.
 //!
-//! A gate that decides to hold registers a [`Held`] entry (with a one-shot channel back to the
+//! A gate that decides to hold registers a [`HeldGate`] entry (with a one-shot channel back to the
 //! waiting future) and emits `exec.paused`. Whoever removes the entry from the map releases
 //! the gate, exactly once: the debugger (`resolve`), the transport on disconnect and
 //! `dispose()` (`release_all`), the pause timeout, or the waiting future's drop guard. The
@@ -66,7 +66,7 @@ impl Resume {
 }
 
 /// One held gate.
-pub(crate) struct Held {
+pub(crate) struct HeldGate {
     pub(crate) run_id: String,
     pub(crate) node_id: String,
     pub(crate) point: PausePoint,
@@ -82,7 +82,7 @@ pub(crate) struct Held {
 
 /// Every gate held right now, by pause id.
 pub(crate) struct Registry {
-    held: Mutex<HashMap<String, Held>>,
+    held: Mutex<HashMap<String, HeldGate>>,
     count: AtomicUsize,
 }
 
@@ -101,7 +101,7 @@ impl Registry {
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, Held>> {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, HeldGate>> {
         // A panic while holding this lock cannot leave the map inconsistent.
         self.held
             .lock()
@@ -114,7 +114,7 @@ impl Registry {
     }
 
     /// Registers a held gate under `pause_id`.
-    pub(crate) fn insert(&self, pause_id: String, held: Held) {
+    pub(crate) fn insert(&self, pause_id: String, held: HeldGate) {
         let mut map = self.lock();
         map.insert(pause_id, held);
         self.count.store(map.len(), Ordering::Relaxed);
@@ -122,7 +122,7 @@ impl Registry {
 
     /// Removes a gate without telling anyone; the caller releases it. `None` if another
     /// releaser won.
-    pub(crate) fn take(&self, pause_id: &str) -> Option<Held> {
+    pub(crate) fn take(&self, pause_id: &str) -> Option<HeldGate> {
         let mut map = self.lock();
         let held = map.remove(pause_id);
         self.count.store(map.len(), Ordering::Relaxed);
@@ -228,7 +228,7 @@ impl Registry {
     /// Releases every held gate with `continue` (each emits `exec.resumed`). Call it after
     /// the session counts as detached, so no new gate can be registered behind it.
     pub(crate) fn release_all(&self, reason: ReleaseReason) {
-        let drained: Vec<(String, Held)> = {
+        let drained: Vec<(String, HeldGate)> = {
             let mut map = self.lock();
             let all = map.drain().collect();
             self.count.store(0, Ordering::Relaxed);
@@ -247,7 +247,7 @@ impl Registry {
 }
 
 /// Emits `exec.resumed`, then wakes the waiter.
-fn release_with(pause_id: &str, held: Held, decision: Resume, extra: Extra) {
+fn release_with(pause_id: &str, held: HeldGate, decision: Resume, extra: Extra) {
     held.sink.emit_event(
         &held.run_id,
         Message::ExecResumed(ExecResumed {
@@ -322,11 +322,11 @@ mod tests {
         sink: &Arc<Recorder>,
         retry: bool,
         inject: Option<Validator>,
-    ) -> (Held, oneshot::Receiver<Resume>) {
+    ) -> (HeldGate, oneshot::Receiver<Resume>) {
         let (tx, rx) = oneshot::channel();
         let sink: Arc<dyn GateSink> = sink.clone();
         (
-            Held {
+            HeldGate {
                 run_id: "run_1".into(),
                 node_id: "tool:add".into(),
                 point: PausePoint::Before,

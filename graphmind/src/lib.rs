@@ -95,7 +95,7 @@ mod loop_guard;
 #[cfg(feature = "enabled")]
 mod session;
 #[cfg(not(feature = "enabled"))]
-#[path = "session_noop.rs"]
+#[path = "disabled/session.rs"]
 mod session;
 #[cfg(feature = "enabled")]
 mod sites;
@@ -133,7 +133,7 @@ pub mod model;
 #[cfg(feature = "enabled")]
 pub mod node;
 #[cfg(not(feature = "enabled"))]
-#[path = "node_off.rs"]
+#[path = "disabled/node.rs"]
 pub mod node;
 #[cfg(feature = "enabled")]
 mod redact;
@@ -142,7 +142,7 @@ mod run;
 #[cfg(feature = "enabled")]
 pub mod tee;
 #[cfg(not(feature = "enabled"))]
-#[path = "tee_off.rs"]
+#[path = "disabled/tee.rs"]
 pub mod tee;
 pub mod time;
 pub use roster::tools as tool_roster;

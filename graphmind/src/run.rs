@@ -7,9 +7,10 @@
 //! [`Err(Aborted)`](Aborted).
 
 #[cfg(feature = "enabled")]
-mod imp;
 #[cfg(feature = "enabled")]
-pub(crate) use imp::run_in;
+mod driver;
+#[cfg(feature = "enabled")]
+pub(crate) use driver::run_in;
 
 /// A run ended by `abort` from the debugger. Its future was dropped at the gate that was
 /// aborted, so no code after that point ran.

@@ -60,15 +60,15 @@ pub struct Stats {
 /// [`Session::ready`], and stops when the last clone is dropped or [`Session::dispose`] runs.
 #[derive(Clone)]
 pub struct Session {
-    owner: Arc<Owner>,
+    owner: Arc<LastHandle>,
 }
 
 /// Closes the session when the last public handle goes away.
-struct Owner {
+struct LastHandle {
     inner: Arc<Inner>,
 }
 
-impl Drop for Owner {
+impl Drop for LastHandle {
     fn drop(&mut self) {
         // The same bounded close as the guard of `init`: a process that lets its last
         // handle go at the end of `main` still has its run delivered.
@@ -145,7 +145,7 @@ impl Session {
     #[must_use]
     pub fn new(config: Config) -> Self {
         Self {
-            owner: Arc::new(Owner {
+            owner: Arc::new(LastHandle {
                 inner: Inner::new(config),
             }),
         }

@@ -98,19 +98,19 @@ impl Alarm {
 }
 
 /// Reads a hold clock: (a gate is held now, held time of finished holds).
-trait Held {
+trait HeldTime {
     fn snapshot(&self) -> (bool, Duration);
 }
 
 #[cfg(feature = "enabled")]
-impl Held for HoldClock {
+impl HeldTime for HoldClock {
     fn snapshot(&self) -> (bool, Duration) {
         HoldClock::snapshot(self)
     }
 }
 
 #[cfg(not(feature = "enabled"))]
-impl Held for () {
+impl HeldTime for () {
     fn snapshot(&self) -> (bool, Duration) {
         (false, Duration::ZERO)
     }
@@ -124,7 +124,7 @@ struct HoldTimeout<F, C> {
     alarm: Alarm,
 }
 
-impl<F: Future, C: Held> Future for HoldTimeout<F, C> {
+impl<F: Future, C: HeldTime> Future for HoldTimeout<F, C> {
     type Output = Result<F::Output, Elapsed>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {

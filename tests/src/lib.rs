@@ -57,6 +57,9 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_tungstenite::tungstenite::Message as Ws;
 
+mod expect;
+pub use expect::{Expect, assert_frames, first_divergence, frame, of_expected_kinds};
+
 const SCHEMA: &str = include_str!("../../graphmind-protocol/fixtures/wire-v1.schema.json");
 
 /// The compiled wire-v1 schema.
@@ -403,6 +406,55 @@ impl FakeDebugger {
             .expect("present")
     }
 
+    /// Waits until `n` frames of `kind` arrived; returns those frames, in order.
+    pub async fn wait_count(&self, kind: &str, n: usize, timeout: Duration) -> Vec<Frame> {
+        let frames = self
+            .wait_for(&format!("{n} {kind} frame(s)"), timeout, |fs| {
+                fs.iter().filter(|f| f.kind() == kind).count() >= n
+            })
+            .await;
+        frames.into_iter().filter(|f| f.kind() == kind).collect()
+    }
+
+    /// Waits for the first frame that matches `expected` (type and fields) and returns it.
+    pub async fn wait_match(&self, expected: &Expect, timeout: Duration) -> Frame {
+        let frames = self
+            .wait_for(&format!("{expected:?}"), timeout, |fs| {
+                fs.iter().any(|f| expected.matches(f))
+            })
+            .await;
+        frames
+            .into_iter()
+            .find(|f| expected.matches(f))
+            .expect("present")
+    }
+
+    /// Waits until as many frames of the expected types arrived as are expected, then asserts
+    /// they are the expected ones in order (the panic names the first divergence: frame index,
+    /// frame, field). Frames of other types in between are ignored. Returns the matched frames.
+    #[track_caller]
+    pub fn wait_frames<'a>(
+        &'a self,
+        expected: &'a [Expect],
+        timeout: Duration,
+    ) -> impl Future<Output = Vec<Frame>> + 'a {
+        let caller = std::panic::Location::caller();
+        async move {
+            let frames = self
+                .wait_for(
+                    &format!("{} frame(s) of types {:?}", expected.len(), kinds(expected)),
+                    timeout,
+                    |fs| of_expected_kinds(fs, expected).len() >= expected.len(),
+                )
+                .await;
+            let seen = of_expected_kinds(&frames, expected);
+            if let Some(why) = first_divergence(&seen, expected) {
+                panic!("{caller}: frames differ from the expectation at {why}");
+            }
+            seen
+        }
+    }
+
     /// Waits until `n` WebSocket connections were accepted in total.
     pub async fn wait_connections(&self, n: usize, timeout: Duration) {
         let deadline = Instant::now() + timeout;
@@ -567,6 +619,16 @@ pub fn token_event(node_id: &str, text: &str) -> graphmind::protocol::Message {
         }],
         extra: Extra::new(),
     })
+}
+
+fn kinds(expected: &[Expect]) -> Vec<&str> {
+    let mut out: Vec<&str> = Vec::new();
+    for e in expected {
+        if !out.contains(&e.kind()) {
+            out.push(e.kind());
+        }
+    }
+    out
 }
 
 /// `type@seq` of each frame, for failure messages.

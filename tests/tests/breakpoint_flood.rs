@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use graphmind_tests::FakeDebugger;
+use graphmind_tests::{FakeDebugger, frame};
 use serde_json::json;
 
 const SECOND: Duration = Duration::from_secs(1);
@@ -72,12 +72,12 @@ async fn ten_thousand_breakpoint_sets_leave_resumes_applied_and_calls_fast() {
         let gm = gm.clone();
         async move { gm.run("r", late(1)).await }
     });
-    let paused = hub
-        .wait_for("exec.paused", 5 * SECOND, |fs| {
-            fs.iter()
-                .any(|f| f.kind() == "exec.paused" && f.payload()["nodeId"] == "tool:late")
-        })
-        .await;
+    hub.wait_match(
+        &frame("exec.paused").with("nodeId", "tool:late"),
+        5 * SECOND,
+    )
+    .await;
+    let paused = hub.frames();
     let paused = paused
         .iter()
         .find(|f| f.kind() == "exec.paused" && f.payload()["nodeId"] == "tool:late")

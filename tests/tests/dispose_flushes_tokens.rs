@@ -32,11 +32,8 @@ async fn dispose_sends_the_pending_token_batch_before_closing() {
     );
 
     gm.dispose().await;
-    let frames = hub
-        .wait_for("node.token", 2 * SECOND, |fs| {
-            fs.iter().any(|f| f.kind() == "node.token")
-        })
-        .await;
+    hub.wait_for_kind("node.token", 2 * SECOND).await;
+    let frames = hub.frames();
     let tokens: Vec<_> = frames.iter().filter(|f| f.kind() == "node.token").collect();
     assert_eq!(tokens.len(), 1);
     assert_eq!(tokens[0].payload()["nodeId"], "custom:typist");

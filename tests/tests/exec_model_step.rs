@@ -82,11 +82,8 @@ async fn steps_group_into_invocations_and_the_first_step_hints_the_graph() {
     })
     .await
     .expect("not aborted");
-    let frames = hub
-        .wait_for("run.finished", SECOND, |fs| {
-            fs.iter().any(|f| f.kind() == "run.finished")
-        })
-        .await;
+    hub.wait_for_kind("run.finished", SECOND).await;
+    let frames = hub.frames();
     let ids: Vec<String> = frames
         .iter()
         .filter(|f| f.kind() == "node.started" && f.payload()["nodeId"] == "llm:step")
@@ -178,11 +175,8 @@ async fn error_retry_reruns_the_model_call_in_one_node_execution() {
             text: "1 messages".into()
         })
     );
-    let frames = hub
-        .wait_for("run.finished", SECOND, |fs| {
-            fs.iter().any(|f| f.kind() == "run.finished")
-        })
-        .await;
+    hub.wait_for_kind("run.finished", SECOND).await;
+    let frames = hub.frames();
     let started = frames
         .iter()
         .filter(|f| f.kind() == "node.started" && f.payload()["nodeId"] == "llm:step")

@@ -43,11 +43,8 @@ async fn attached(hub: &FakeDebugger, breakpoints: Vec<Value>) -> graphmind::Ses
 }
 
 async fn paused(hub: &FakeDebugger, n: usize) -> Frame {
-    let frames = hub
-        .wait_for("exec.paused", 2 * SECOND, |fs| {
-            fs.iter().filter(|f| f.kind() == "exec.paused").count() >= n
-        })
-        .await;
+    hub.wait_count("exec.paused", n, 2 * SECOND).await;
+    let frames = hub.frames();
     frames
         .into_iter()
         .filter(|f| f.kind() == "exec.paused")
@@ -86,10 +83,7 @@ async fn before_continue_runs_the_call_and_reports_breakpoint_reason() {
     let resumed = hub.wait_for_kind("exec.resumed", SECOND).await;
     assert_eq!(resumed.payload()["pauseId"], id.as_str());
     assert_eq!(resumed.payload()["action"], "continue");
-    hub.wait_for("run.finished", SECOND, |fs| {
-        fs.iter().any(|f| f.kind() == "run.finished")
-    })
-    .await;
+    hub.wait_for_kind("run.finished", SECOND).await;
     let fin = finished(&hub, "tool:add");
     assert_eq!(fin[0]["status"], "ok");
     assert_eq!(fin[0]["output"], 5);
@@ -118,10 +112,7 @@ async fn before_inject_skips_the_body_and_returns_the_value() {
     assert!(hub.inject(p.run_id(), &pause_id(&p), json!(42)));
     assert_eq!(task.await.expect("joined").expect("not aborted"), 42);
     assert_eq!(PROBE.load(Ordering::SeqCst), 0, "the body did not run");
-    hub.wait_for("finished", SECOND, |fs| {
-        fs.iter().any(|f| f.kind() == "run.finished")
-    })
-    .await;
+    hub.wait_for_kind("run.finished", SECOND).await;
     let fin = finished(&hub, "tool:probe");
     assert_eq!(fin[0]["output"], 42);
     assert_eq!(fin[0]["injected"], true);
@@ -161,11 +152,9 @@ async fn after_inject_replaces_the_result_and_after_abort_keeps_the_real_output(
         0,
         "nothing after the gate ran"
     );
-    let runs = hub
-        .wait_for("2 run.finished", SECOND, |fs| {
-            fs.iter().filter(|f| f.kind() == "run.finished").count() == 2
-        })
-        .await;
+    let seen = hub.wait_count("run.finished", 2, SECOND).await;
+    assert_eq!(seen.len(), 2, "run.finished");
+    let runs = hub.frames();
     let last = runs
         .iter()
         .rev()
@@ -194,10 +183,7 @@ async fn error_retry_reruns_in_one_node_execution_then_error_inject_recovers() {
     assert_eq!(p2.payload()["point"], "error");
     assert!(hub.inject(p2.run_id(), &pause_id(&p2), json!(99)));
     assert_eq!(task.await.expect("joined").expect("not aborted"), Ok(99));
-    hub.wait_for("finished", SECOND, |fs| {
-        fs.iter().any(|f| f.kind() == "run.finished")
-    })
-    .await;
+    hub.wait_for_kind("run.finished", SECOND).await;
     assert_eq!(
         hub.frames_of("node.started")
             .iter()
@@ -230,10 +216,7 @@ async fn error_continue_returns_the_original_error() {
         out.expect_err("error kept")
             .starts_with("negative input -5")
     );
-    hub.wait_for("finished", SECOND, |fs| {
-        fs.iter().any(|f| f.kind() == "run.finished")
-    })
-    .await;
+    hub.wait_for_kind("run.finished", SECOND).await;
     assert_eq!(finished(&hub, "tool:flaky")[0]["status"], "error");
     gm.dispose().await;
 }
@@ -257,10 +240,8 @@ async fn refused_inject_keeps_the_gate_held_until_a_fitting_value() {
             .is_some_and(|m| m.contains("i64"))
     );
     assert!(hub.inject(p.run_id(), &id, json!({"x": "__REDACTED__"})));
-    hub.wait_for("2 refusals", SECOND, |fs| {
-        fs.iter().filter(|f| f.kind() == "exec.refused").count() == 2
-    })
-    .await;
+    let seen = hub.wait_count("exec.refused", 2, SECOND).await;
+    assert_eq!(seen.len(), 2, "exec.refused");
     assert_eq!(
         hub.frames_of("exec.refused")[1].payload()["code"],
         "placeholder"

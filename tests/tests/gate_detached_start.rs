@@ -5,7 +5,7 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use graphmind_tests::{FakeDebugger, Handshake};
+use graphmind_tests::{FakeDebugger, Handshake, frame};
 use serde_json::json;
 use tokio::sync::oneshot;
 
@@ -66,12 +66,12 @@ async fn a_call_started_detached_is_not_gated_when_a_debugger_attaches_meanwhile
             .expect("ok"),
         2
     );
-    let frames = hub
-        .wait_for("node.finished of slow_probe", 2 * SECOND, |fs| {
-            fs.iter()
-                .any(|f| f.kind() == "node.finished" && f.payload()["nodeId"] == "tool:slow_probe")
-        })
-        .await;
+    hub.wait_match(
+        &frame("node.finished").with("nodeId", "tool:slow_probe"),
+        2 * SECOND,
+    )
+    .await;
+    let frames = hub.frames();
     let fin = frames
         .iter()
         .find(|f| f.kind() == "node.finished" && f.payload()["nodeId"] == "tool:slow_probe")

@@ -29,11 +29,8 @@ async fn failing(n: u32) -> Result<u32, String> {
 }
 
 async fn nth_pause(hub: &FakeDebugger, n: usize) -> (String, String, String) {
-    let frames = hub
-        .wait_for("exec.paused", 2 * SECOND, |fs| {
-            fs.iter().filter(|f| f.kind() == "exec.paused").count() >= n
-        })
-        .await;
+    hub.wait_count("exec.paused", n, 2 * SECOND).await;
+    let frames = hub.frames();
     let p: Frame = frames
         .into_iter()
         .filter(|f| f.kind() == "exec.paused")
@@ -122,11 +119,8 @@ async fn after_continue_returns_the_real_result_and_after_retry_runs_again_from_
         "the second run's result"
     );
     assert_eq!(AFTER_RUNS.load(Ordering::SeqCst), 2);
-    let frames = hub
-        .wait_for("run.finished", SECOND, |fs| {
-            fs.iter().any(|f| f.kind() == "run.finished")
-        })
-        .await;
+    hub.wait_for_kind("run.finished", SECOND).await;
+    let frames = hub.frames();
     let fin = frames
         .iter()
         .find(|f| f.kind() == "node.finished" && f.payload()["nodeId"] == "tool:after_probe")
@@ -155,11 +149,8 @@ async fn abort_at_error_finishes_aborted_and_ends_the_run() {
     assert!(paused[0].payload().get("output").is_none());
     assert!(hub.resume(&run, &id, "abort"));
     assert!(task.await.expect("joined").is_err(), "Err(Aborted)");
-    let frames = hub
-        .wait_for("run.finished", SECOND, |fs| {
-            fs.iter().any(|f| f.kind() == "run.finished")
-        })
-        .await;
+    hub.wait_for_kind("run.finished", SECOND).await;
+    let frames = hub.frames();
     let kinds: Vec<&str> = frames
         .iter()
         .filter(|f| f.payload()["nodeId"] == "tool:failing")

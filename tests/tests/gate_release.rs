@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use graphmind_tests::FakeDebugger;
+use graphmind_tests::{FakeDebugger, frame};
 use serde_json::json;
 
 const SECOND: Duration = Duration::from_secs(1);
@@ -72,12 +72,9 @@ async fn pause_timeout_continues_with_exec_resumed() {
     assert!(t.elapsed() >= Duration::from_millis(150));
     let resumed = hub.wait_for_kind("exec.resumed", SECOND).await;
     assert_eq!(resumed.payload()["action"], "continue");
-    let fin = hub
-        .wait_for("node.finished", SECOND, |fs| {
-            fs.iter()
-                .any(|f| f.kind() == "node.finished" && f.payload()["nodeId"] == "tool:work")
-        })
+    hub.wait_match(&frame("node.finished").with("nodeId", "tool:work"), SECOND)
         .await;
+    let fin = hub.frames();
     let fin = fin
         .iter()
         .find(|f| f.kind() == "node.finished")
@@ -97,11 +94,8 @@ async fn dropped_gated_future_releases_with_exec_resumed() {
     let resumed = hub.wait_for_kind("exec.resumed", SECOND).await;
     assert_eq!(resumed.payload()["action"], "continue");
     assert_eq!(gm.stats().held_gates, 0);
-    let frames = hub
-        .wait_for("run.finished", SECOND, |fs| {
-            fs.iter().any(|f| f.kind() == "run.finished")
-        })
-        .await;
+    hub.wait_for_kind("run.finished", SECOND).await;
+    let frames = hub.frames();
     let run_fin = frames
         .iter()
         .find(|f| f.kind() == "run.finished")

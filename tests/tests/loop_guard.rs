@@ -61,11 +61,11 @@ async fn the_third_identical_call_in_a_row_holds_as_a_loop() {
     let id = paused.payload()["pauseId"].as_str().expect("id").to_owned();
     assert!(hub.resume(paused.run_id(), &id, "continue"));
 
-    let frames = hub
-        .wait_for("the second loop hold", 2 * SECOND, |fs| {
-            fs.iter().filter(|f| f.kind() == "exec.paused").count() == 2
-        })
-        .await;
+    let seen = hub.wait_count("exec.paused", 2, 2 * SECOND).await;
+
+    assert_eq!(seen.len(), 2, "exec.paused");
+
+    let frames = hub.frames();
     let second = frames
         .iter()
         .rfind(|f| f.kind() == "exec.paused")

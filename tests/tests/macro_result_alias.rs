@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use graphmind_tests::FakeDebugger;
+use graphmind_tests::{FakeDebugger, frame};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -54,13 +54,12 @@ async fn a_result_alias_marked_result_gets_the_error_gate() {
     // Unmarked, the alias is a plain value: no error gate, the Err is the output.
     let out = gm.run("r2", find_order_unmarked(8)).await.expect("ok");
     assert!(out.is_err());
-    let frames = hub
-        .wait_for("the unmarked call", 2 * SECOND, |fs| {
-            fs.iter().any(|f| {
-                f.kind() == "node.finished" && f.payload()["nodeId"] == "tool:find_order_unmarked"
-            })
-        })
-        .await;
+    hub.wait_match(
+        &frame("node.finished").with("nodeId", "tool:find_order_unmarked"),
+        2 * SECOND,
+    )
+    .await;
+    let frames = hub.frames();
     let fin = frames
         .iter()
         .find(|f| {

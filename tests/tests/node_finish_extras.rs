@@ -16,11 +16,8 @@ async fn finished_extras(agent: impl Future<Output = ()>, node_id: &str) -> Vec<
     let gm = graphmind::Session::new(hub.config("finish-extras"));
     assert!(gm.ready(2 * SECOND).await, "did not attach");
     gm.run("a", agent).await.expect("not aborted");
-    let frames = hub
-        .wait_for("run.finished", 3 * SECOND, |fs| {
-            fs.iter().any(|f| f.kind() == "run.finished")
-        })
-        .await;
+    hub.wait_for_kind("run.finished", 3 * SECOND).await;
+    let frames = hub.frames();
     hub.assert_valid();
     gm.dispose().await;
     frames

@@ -45,11 +45,8 @@ async fn a_custom_node_is_gated_typed_and_finished() {
     );
     assert!(hub.inject(p.run_id(), &id, json!(["a", "b"])));
     assert_eq!(task.await.expect("joined").expect("ok"), json!(["a", "b"]));
-    let frames = hub
-        .wait_for("run.finished", SECOND, |fs| {
-            fs.iter().any(|f| f.kind() == "run.finished")
-        })
-        .await;
+    hub.wait_for_kind("run.finished", SECOND).await;
+    let frames = hub.frames();
     let token = frames
         .iter()
         .find(|f| f.kind() == "node.token")
@@ -85,11 +82,8 @@ async fn a_teed_stream_yields_the_same_items_and_records_chunks() {
         .await
         .expect("ok");
     assert_eq!(items, [3, 4, 5]);
-    let frames = hub
-        .wait_for("run.finished", SECOND, |fs| {
-            fs.iter().any(|f| f.kind() == "run.finished")
-        })
-        .await;
+    hub.wait_for_kind("run.finished", SECOND).await;
+    let frames = hub.frames();
     let fin = frames
         .iter()
         .find(|f| f.kind() == "node.finished" && f.payload()["nodeId"] == "custom:feed")

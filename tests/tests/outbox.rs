@@ -22,11 +22,9 @@ async fn the_ring_drops_oldest_counts_and_announces_the_loss() {
     assert_eq!((s.buffered, s.dropped), (10, 15));
     hub.restart().await;
     assert!(gm.ready(2 * SECOND).await);
-    let frames = hub
-        .wait_for("10 replayed events", SECOND, |fs| {
-            fs.iter().filter(|f| f.kind() == "node.token").count() == 10
-        })
-        .await;
+    let seen = hub.wait_count("node.token", 10, SECOND).await;
+    assert_eq!(seen.len(), 10, "node.token");
+    let frames = hub.frames();
     let tokens: Vec<_> = frames.iter().filter(|f| f.kind() == "node.token").collect();
     let seqs: Vec<u64> = tokens.iter().map(|f| f.seq()).collect();
     assert_eq!(
@@ -130,11 +128,9 @@ async fn live_events_arrive_in_seq_order() {
     for e in emitters {
         e.join().expect("joined");
     }
-    let frames = hub
-        .wait_for("2000 events", 3 * SECOND, |fs| {
-            fs.iter().filter(|f| f.kind() == "node.token").count() == 2000
-        })
-        .await;
+    let seen = hub.wait_count("node.token", 2000, 3 * SECOND).await;
+    assert_eq!(seen.len(), 2000, "node.token");
+    let frames = hub.frames();
     let seqs: Vec<u64> = frames.iter().map(|f| f.seq()).collect();
     assert!(
         seqs.windows(2).all(|w| w[0] < w[1]),

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use graphmind::node::Node;
 use graphmind::protocol::{DeltaKind, NodeKind, Status};
-use graphmind_tests::{FakeDebugger, Frame, Handshake};
+use graphmind_tests::{FakeDebugger, Frame, Handshake, frame};
 use serde_json::{Value, json};
 
 const SECOND: Duration = Duration::from_secs(1);
@@ -63,12 +63,13 @@ async fn hidden_tool_arguments_and_outputs_never_reach_the_debugger() {
     // The app itself still gets the real value.
     assert_eq!(task.await.expect("joined").expect("ok"), "4111-12");
 
-    let frames = hub
-        .wait_for("the writer's node.finished", 2 * SECOND, |fs| {
-            fs.iter()
-                .any(|f| f.kind() == "node.finished" && f.payload()["nodeId"] == "llm:writer")
-        })
-        .await;
+    hub.wait_match(
+        &frame("node.finished").with("nodeId", "llm:writer"),
+        2 * SECOND,
+    )
+    .await;
+
+    let frames = hub.frames();
     let started = of(&frames, "node.started", "tool:lookup_card");
     assert_eq!(started[0].payload()["input"], HIDDEN);
     assert_eq!(

@@ -114,11 +114,9 @@ async fn the_latest_session_token_is_kept_even_when_an_ack_has_none() {
     graphmind_tests::eventually("attached again", 2 * SECOND, || gm.is_attached()).await;
     hub.drop_connections();
     hub.wait_connections(4, 3 * SECOND).await;
-    let hellos = hub
-        .wait_for("4 hellos", 2 * SECOND, |fs| {
-            fs.iter().filter(|f| f.kind() == "hello").count() == 4
-        })
-        .await;
+    let seen = hub.wait_count("hello", 4, 2 * SECOND).await;
+    assert_eq!(seen.len(), 4, "hello");
+    let hellos = hub.frames();
     let tokens: Vec<String> = hellos
         .iter()
         .filter(|f| f.kind() == "hello")

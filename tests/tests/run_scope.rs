@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use graphmind_tests::FakeDebugger;
+use graphmind_tests::{FakeDebugger, frame};
 use serde_json::json;
 
 const SECOND: Duration = Duration::from_secs(1);
@@ -35,41 +35,31 @@ async fn a_run_emits_started_agent_node_and_finished_in_order() {
     let out = gm.run("ticket", echo("hi".into())).await.expect("ok");
     assert_eq!(out, "hi");
     let frames = hub
-        .wait_for("run.finished", SECOND, |fs| {
-            fs.iter().any(|f| f.kind() == "run.finished")
-        })
+        .wait_frames(
+            &[
+                frame("run.started")
+                    .with("app", "run-scope")
+                    .with("meta", json!({"team": "qa", "name": "ticket"})),
+                frame("node.started")
+                    .with("nodeId", "agent:ticket")
+                    .with("kind", "agent"),
+                frame("node.started")
+                    .with("parentId", "agent:ticket")
+                    .with("input", json!({"text": "hi"})),
+                frame("node.finished"),
+                frame("node.finished")
+                    .with("nodeId", "agent:ticket")
+                    .with("heldMs", 0.0),
+                frame("run.finished").with("status", "ok"),
+            ],
+            SECOND,
+        )
         .await;
-    let kinds: Vec<&str> = frames
-        .iter()
-        .map(|f| f.kind())
-        .filter(|k| *k != "hello")
-        .collect();
-    assert_eq!(
-        kinds,
-        [
-            "run.started",
-            "node.started",
-            "node.started",
-            "node.finished",
-            "node.finished",
-            "run.finished"
-        ]
-    );
-    let run_id = frames[1].run_id().to_owned();
+    let run_id = frames[0].run_id().to_owned();
     assert!(run_id.starts_with("run_") && run_id.len() == 16, "{run_id}");
-    let started = frames[1].payload();
-    assert_eq!(started["app"], "run-scope");
-    assert_eq!(started["meta"], json!({"team": "qa", "name": "ticket"}));
-    let agent = frames[2].payload();
-    assert_eq!(agent["nodeId"], "agent:ticket");
-    assert_eq!(agent["kind"], "agent");
-    assert_eq!(agent["instanceId"], run_id.as_str());
-    assert_eq!(frames[3].payload()["parentId"], "agent:ticket");
-    assert_eq!(frames[3].payload()["input"], json!({"text": "hi"}));
-    assert_eq!(frames[5].payload()["nodeId"], "agent:ticket");
-    assert_eq!(frames[5].payload()["heldMs"], 0.0);
-    assert_eq!(frames[6].payload(), &json!({"status": "ok"}));
-    assert!(frames.iter().skip(1).all(|f| f.run_id() == run_id));
+    assert_eq!(frames[1].payload()["instanceId"], run_id.as_str());
+    assert_eq!(frames[5].payload(), &json!({"status": "ok"}));
+    assert!(frames.iter().all(|f| f.run_id() == run_id));
     hub.assert_valid();
     gm.dispose().await;
 }
@@ -120,11 +110,8 @@ async fn abort_at_a_gate_drops_the_run_and_returns_aborted() {
         0,
         "no call ran after the abort"
     );
-    let frames = hub
-        .wait_for("run.finished", SECOND, |fs| {
-            fs.iter().any(|f| f.kind() == "run.finished")
-        })
-        .await;
+    hub.wait_for_kind("run.finished", SECOND).await;
+    let frames = hub.frames();
     assert_eq!(
         hub.frames_of("exec.paused").len(),
         1,
@@ -192,11 +179,8 @@ async fn spawned_work_joins_the_run_with_in_current_run() {
         .await
         .expect("ok");
     assert_eq!(out, ("a".to_owned(), "b".to_owned()));
-    let frames = hub
-        .wait_for("run.finished", SECOND, |fs| {
-            fs.iter().any(|f| f.kind() == "run.finished")
-        })
-        .await;
+    hub.wait_for_kind("run.finished", SECOND).await;
+    let frames = hub.frames();
     let run_id = frames
         .iter()
         .find(|f| f.kind() == "run.started")
@@ -231,11 +215,9 @@ async fn abort_releases_the_other_held_gates_of_the_run() {
             .await
         }
     });
-    let frames = hub
-        .wait_for("two pauses", 2 * SECOND, |fs| {
-            fs.iter().filter(|f| f.kind() == "exec.paused").count() == 2
-        })
-        .await;
+    let seen = hub.wait_count("exec.paused", 2, 2 * SECOND).await;
+    assert_eq!(seen.len(), 2, "exec.paused");
+    let frames = hub.frames();
     let pauses: Vec<String> = frames
         .iter()
         .filter(|f| f.kind() == "exec.paused")
@@ -250,11 +232,8 @@ async fn abort_releases_the_other_held_gates_of_the_run() {
     assert_eq!(gm.stats().held_gates, 2);
     assert!(hub.resume(&run_id, &pauses[0], "abort"));
     assert!(task.await.expect("joined").is_err(), "Err(Aborted)");
-    let frames = hub
-        .wait_for("run.finished", SECOND, |fs| {
-            fs.iter().any(|f| f.kind() == "run.finished")
-        })
-        .await;
+    hub.wait_for_kind("run.finished", SECOND).await;
+    let frames = hub.frames();
     let resumed: Vec<(String, String)> = frames
         .iter()
         .filter(|f| f.kind() == "exec.resumed")
@@ -297,11 +276,8 @@ async fn current_run_id_names_the_run_an_emitted_event_joins() {
         .await
         .expect("ok");
     assert_eq!(spawned.as_deref(), Some(inside.as_str()));
-    let frames = hub
-        .wait_for("run.finished", SECOND, |fs| {
-            fs.iter().any(|f| f.kind() == "run.finished")
-        })
-        .await;
+    hub.wait_for_kind("run.finished", SECOND).await;
+    let frames = hub.frames();
     let started = frames
         .iter()
         .find(|f| f.kind() == "run.started")

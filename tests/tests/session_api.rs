@@ -48,11 +48,9 @@ async fn dispose_flushes_closes_with_1000_and_is_final() {
     gm.dispose().await;
     assert!(t.elapsed() < SECOND, "dispose took {:?}", t.elapsed());
     // Everything queued before dispose arrived, then a normal close.
-    let frames = hub
-        .wait_for("200 tokens", SECOND, |fs| {
-            fs.iter().filter(|f| f.kind() == "node.token").count() == 200
-        })
-        .await;
+    let seen = hub.wait_count("node.token", 200, SECOND).await;
+    assert_eq!(seen.len(), 200, "node.token");
+    let frames = hub.frames();
     assert_eq!(frames.last().map(|f| f.seq()), Some(200));
     eventually("a close frame", SECOND, || !hub.closes().is_empty()).await;
     assert_eq!(hub.closes(), vec![(1, Some(1000))]);
@@ -97,11 +95,8 @@ async fn dispose_right_after_a_short_run_still_delivers_it() {
     assert_eq!(out, 42);
     assert!(!gm.is_attached(), "the connection is still on its way");
     gm.dispose().await;
-    let frames = hub
-        .wait_for("the run, start to finish", SECOND, |fs| {
-            fs.iter().any(|f| f.kind() == "run.finished")
-        })
-        .await;
+    hub.wait_for_kind("run.finished", SECOND).await;
+    let frames = hub.frames();
     let kinds: Vec<&str> = frames.iter().map(graphmind_tests::Frame::kind).collect();
     assert_eq!(
         kinds,

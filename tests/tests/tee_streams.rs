@@ -49,10 +49,7 @@ async fn streaming_tool_counts_chunks_and_finishes_at_the_end() {
         .await
         .expect("ok");
     assert_eq!(items, [0, 1, 2, 3, 4]);
-    hub.wait_for("run.finished", SECOND, |fs| {
-        fs.iter().any(|f| f.kind() == "run.finished")
-    })
-    .await;
+    hub.wait_for_kind("run.finished", SECOND).await;
     let fin = finished_of(&hub, "tool:numbers").expect("finished");
     assert_eq!(fin["streaming"], true);
     assert_eq!(fin["chunks"], 5);
@@ -85,10 +82,7 @@ async fn dropped_stream_still_finishes_the_node() {
         .await
         .expect("ok");
     assert_eq!(first_two, [0, 1]);
-    hub.wait_for("run.finished", SECOND, |fs| {
-        fs.iter().any(|f| f.kind() == "run.finished")
-    })
-    .await;
+    hub.wait_for_kind("run.finished", SECOND).await;
     let fin = finished_of(&hub, "tool:numbers").expect("finished after drop");
     assert_eq!(fin["chunks"], 2);
     assert_eq!(fin["dropped"], true);
@@ -114,11 +108,8 @@ async fn model_stream_tokens_are_batched_with_instance_id_before_finished() {
         .await
         .expect("ok");
     assert_eq!(text, format!("{prompt} "));
-    let frames = hub
-        .wait_for("run.finished", SECOND, |fs| {
-            fs.iter().any(|f| f.kind() == "run.finished")
-        })
-        .await;
+    hub.wait_for_kind("run.finished", SECOND).await;
+    let frames = hub.frames();
     let step_started = frames
         .iter()
         .find(|f| f.kind() == "node.started" && f.payload()["nodeId"] == "llm:step")
@@ -228,11 +219,9 @@ async fn model_stream_reports_usage_and_finish_reason_or_dropped() {
         .await
         .expect("ok");
     assert_eq!(half.len(), 1);
-    let frames = hub
-        .wait_for("2 runs", SECOND, |fs| {
-            fs.iter().filter(|f| f.kind() == "run.finished").count() == 2
-        })
-        .await;
+    let seen = hub.wait_count("run.finished", 2, SECOND).await;
+    assert_eq!(seen.len(), 2, "run.finished");
+    let frames = hub.frames();
     let fins: Vec<&Value> = frames
         .iter()
         .filter(|f| f.kind() == "node.finished" && f.payload()["nodeId"] == "llm:step")

@@ -92,11 +92,8 @@ async fn usages<F: Future>(name: &str, node_id: &str, agent: F) -> Vec<Value> {
     let gm = graphmind::Session::new(hub.config("usage-fields"));
     assert!(gm.ready(2 * SECOND).await, "did not attach");
     gm.run(name, agent).await.expect("not aborted");
-    let frames = hub
-        .wait_for("run.finished", 3 * SECOND, |fs| {
-            fs.iter().any(|f| f.kind() == "run.finished")
-        })
-        .await;
+    hub.wait_for_kind("run.finished", 3 * SECOND).await;
+    let frames = hub.frames();
     hub.assert_valid();
     gm.dispose().await;
     frames

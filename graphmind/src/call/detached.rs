@@ -20,7 +20,7 @@ use crate::ids::RunId;
 use crate::sites::ToolSite;
 
 /// How a detached call ended, read from its output.
-pub(crate) struct Outcome {
+pub(crate) struct Ending {
     pub(crate) status: Status,
     pub(crate) output: Option<Val>,
     pub(crate) error: Option<ErrorInfo>,
@@ -28,8 +28,8 @@ pub(crate) struct Outcome {
 
 /// The open node of a detached call. Dropped unfinished (the call was cancelled, or it
 /// panicked), it finishes `aborted` / `error` like any node.
-pub(crate) struct QuickNode {
-    run: Owner,
+pub(crate) struct DetachedNode {
+    run: RunRef,
     site: &'static ToolSite,
     instance_id: InstanceId,
     started: Instant,
@@ -37,14 +37,14 @@ pub(crate) struct QuickNode {
 }
 
 /// The run a detached call belongs to: one shared handle either way.
-pub(crate) enum Owner {
+pub(crate) enum RunRef {
     /// Outside any run scope: the session's implicit run (kept by the session).
     Implicit(Arc<dyn Host>),
     /// A run scope (its session, id and agent node).
     Run(Arc<RunCtx>),
 }
 
-impl Owner {
+impl RunRef {
     fn host(&self) -> &dyn Host {
         match self {
             Self::Implicit(host) => &**host,
@@ -60,17 +60,17 @@ impl Owner {
     }
 }
 
-impl QuickNode {
+impl DetachedNode {
     /// Records `node.started` and starts the clock.
     pub(crate) fn start(
-        run: Owner,
+        run: RunRef,
         site: &'static ToolSite,
         input: Payload,
         instance_id: InstanceId,
     ) -> Self {
         let parent = match &run {
-            Owner::Run(r) => Some(r.agent_node.clone()),
-            Owner::Implicit(_) => None,
+            RunRef::Run(r) => Some(r.agent_node.clone()),
+            RunRef::Implicit(_) => None,
         };
         let started = record_tool_started(
             run.host(),
@@ -90,7 +90,7 @@ impl QuickNode {
     }
 
     /// Records the end: `node.error` first for an error, then `node.finished`.
-    fn finish(&mut self, outcome: Outcome, extra: Extra) {
+    fn finish(&mut self, outcome: Ending, extra: Extra) {
         if !std::mem::replace(&mut self.open, false) {
             return;
         }
@@ -124,14 +124,14 @@ impl QuickNode {
     }
 }
 
-impl Drop for QuickNode {
+impl Drop for DetachedNode {
     fn drop(&mut self) {
         if !self.open {
             return;
         }
         let (status, extra) = crate::call::node_run::dropped_unfinished();
         self.finish(
-            Outcome {
+            Ending {
                 status,
                 output: None,
                 error: None,
@@ -147,13 +147,13 @@ pin_project_lite::pin_project! {
     pub struct Recording<D: Future> {
         #[pin]
         fut: D,
-        node: QuickNode,
-        done: fn(&D::Output) -> Outcome,
+        node: DetachedNode,
+        done: fn(&D::Output) -> Ending,
     }
 }
 
 impl<D: Future> Recording<D> {
-    pub(crate) fn new(fut: D, node: QuickNode, done: fn(&D::Output) -> Outcome) -> Self {
+    pub(crate) fn new(fut: D, node: DetachedNode, done: fn(&D::Output) -> Ending) -> Self {
         Self { fut, node, done }
     }
 }

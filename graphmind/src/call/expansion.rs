@@ -301,8 +301,8 @@ impl<D: Future, F> CallFuture<D, F> {
     /// The body's own future, recorded around by `node` and `done`.
     pub(crate) fn detached<B: Body<Fut = D>>(
         body: &mut B,
-        node: crate::call::detached::QuickNode,
-        done: fn(&D::Output) -> crate::call::detached::Outcome,
+        node: crate::call::detached::DetachedNode,
+        done: fn(&D::Output) -> crate::call::detached::Ending,
     ) -> Self {
         let Some(fut) = body.attempt() else {
             unreachable!("a body always runs at least once")

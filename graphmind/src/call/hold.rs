@@ -10,7 +10,7 @@ use tokio::sync::oneshot;
 
 use super::Host;
 use crate::clock::HoldClock;
-use crate::gate::{GateSink, Held, Resume, Validator};
+use crate::gate::{GateSink, HeldGate, Resume, Validator};
 
 /// One gate about to be decided.
 pub(crate) struct GateSpec<'a> {
@@ -36,7 +36,7 @@ pub(crate) struct GateSpec<'a> {
 }
 
 /// What a gate decided, and how long it held.
-pub(crate) struct Outcome {
+pub(crate) struct Released {
     pub(crate) decision: Resume,
     pub(crate) held: Duration,
 }
@@ -62,13 +62,13 @@ fn allowed_actions(retry: bool, inject: bool, abort: bool) -> Value {
 /// matches; otherwise emits `exec.paused`, holds until released, and returns the decision.
 /// Dropping the returned future while held releases the gate with `continue`
 /// (`exec.resumed` included).
-pub(crate) async fn decide(spec: GateSpec<'_>) -> Outcome {
+pub(crate) async fn decide(spec: GateSpec<'_>) -> Released {
     let reason = match spec.forced {
         Some(reason) if spec.host.attached() => Some(reason),
         _ => super::should_pause(&**spec.host, spec.kind, spec.name, spec.point),
     };
     let Some(reason) = reason else {
-        return Outcome {
+        return Released {
             decision: Resume::Continue,
             held: Duration::ZERO,
         };
@@ -94,7 +94,7 @@ pub(crate) async fn decide(spec: GateSpec<'_>) -> Outcome {
     let sink: Arc<dyn GateSink> = host.clone();
     host.gates().insert(
         pause_id.clone(),
-        Held {
+        HeldGate {
             run_id: spec.run_id.to_owned(),
             node_id: spec.node_id.to_owned(),
             point: spec.point,
@@ -132,7 +132,7 @@ pub(crate) async fn decide(spec: GateSpec<'_>) -> Outcome {
     let decision = rx.await.unwrap_or(Resume::Continue);
     let held = started.elapsed();
     drop(guard);
-    Outcome { decision, held }
+    Released { decision, held }
 }
 
 /// Ends a hold: on drop (finished or cancelled) the gate leaves the registry, with

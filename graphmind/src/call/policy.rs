@@ -211,3 +211,7 @@ fn finish_injected<O>(node: NodeRun, policy: &Policy<O>, v: Value, out: &O, extr
         },
     );
 }
+
+#[cfg(test)]
+#[path = "policy_tests.rs"]
+mod tests;

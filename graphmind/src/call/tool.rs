@@ -10,18 +10,18 @@ use serde_json::Value;
 
 use super::Host;
 use super::context::Call;
-use super::detached::{Outcome, Owner, QuickNode};
+use super::detached::{DetachedNode, Ending, RunRef};
 use super::policy::{Policy, gated};
 use super::scope::Scope;
 use crate::call::expansion::{Body, CallFuture, Input, StreamItem, ToolError, ToolOutput};
 use crate::call::node_run::{Finish, NodeRun, StartSpec};
+use crate::call::tee::{Observer, Tee};
 use crate::captured::Val;
 use crate::captured::to_value;
 use crate::errors::{error_info, short_type_name};
 use crate::event::{InstanceId, Payload};
 use crate::gate::{Resume, validator_for};
 use crate::sites::ToolSite;
-use crate::tee::{Observer, Tee};
 
 fn no_usage<O>(_: &O) -> (Option<TokenUsage>, Extra) {
     (None, Extra::new())
@@ -71,7 +71,7 @@ fn recorded<B, F>(
     site: &'static ToolSite,
     input: Payload,
     mut body: B,
-    done: fn(&B::Output) -> Outcome,
+    done: fn(&B::Output) -> Ending,
     full: impl FnOnce(Payload, B, Call, Arc<dyn Host>, crate::ids::RunId) -> F,
 ) -> CallFuture<B::Fut, F>
 where
@@ -79,12 +79,12 @@ where
     F: Future<Output = B::Output>,
 {
     let run = match Scope::run() {
-        Some(run) => Owner::Run(run),
-        None => Owner::Implicit(super::default_host()),
+        Some(run) => RunRef::Run(run),
+        None => RunRef::Implicit(super::default_host()),
     };
     let host = match &run {
-        Owner::Run(r) => &*r.host,
-        Owner::Implicit(h) => &**h,
+        RunRef::Run(r) => &*r.host,
+        RunRef::Implicit(h) => &**h,
     };
     if host.attached() || host.needs_first_use() {
         let (call, host, run_id) = Call::current(
@@ -95,22 +95,22 @@ where
         return CallFuture::full(move || full(input, body, call, host, run_id));
     }
     let instance_id = instance_id(site, &input);
-    let node = QuickNode::start(run, site, input, instance_id);
+    let node = DetachedNode::start(run, site, input, instance_id);
     CallFuture::detached(&mut body, node, done)
 }
 
-fn finish_tool<R: ToolOutput>(out: &R) -> Outcome {
-    Outcome {
+fn finish_tool<R: ToolOutput>(out: &R) -> Ending {
+    Ending {
         status: Status::Ok,
         output: Some(Val::of(out)),
         error: None,
     }
 }
 
-fn finish_tool_result<T: ToolOutput, E: ToolError>(out: &Result<T, E>) -> Outcome {
+fn finish_tool_result<T: ToolOutput, E: ToolError>(out: &Result<T, E>) -> Ending {
     match out {
         Ok(v) => finish_tool(v),
-        Err(e) => Outcome {
+        Err(e) => Ending {
             status: Status::Error,
             output: None,
             error: Some(error_info(short_type_name::<E>(), e.to_string())),
