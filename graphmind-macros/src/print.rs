@@ -119,6 +119,35 @@ fn codec(plan: &Plan) -> TokenStream {
     }
 }
 
+/// The response type a codec reads, as written in the signature (`T` of `-> T` or of
+/// `-> Result<T, E>`); `None` without a codec, or when the signature does not spell it out
+/// (a `Result` under another name, `impl Trait`).
+fn codec_response(plan: &Plan) -> Option<syn::Type> {
+    plan.codec.as_ref()?;
+    let output = plan.output.as_ref()?;
+    let ty = match plan.ret {
+        Ret::Value => output.clone(),
+        Ret::Result => {
+            let syn::Type::Path(path) = output else {
+                return None;
+            };
+            let last = path.path.segments.last()?;
+            let syn::PathArguments::AngleBracketed(args) = &last.arguments else {
+                return None;
+            };
+            if last.ident != "Result" || args.args.len() != 2 {
+                return None;
+            }
+            match args.args.first()? {
+                syn::GenericArgument::Type(ty) => ty.clone(),
+                _ => return None,
+            }
+        }
+        Ret::Stream | Ret::StreamResult => return None,
+    };
+    (!matches!(ty, syn::Type::Infer(_))).then_some(ty)
+}
+
 /// The body as the runtime runs it: a factory cloning the arguments for every attempt, or a
 /// closure run once. `__graphmind_out` pins the block's type for `?` and `return`.
 fn body(plan: &Plan) -> TokenStream {
@@ -157,9 +186,16 @@ fn call(plan: &Plan) -> TokenStream {
         Kind::ModelStep => {
             // The codec as the entry point's first generic argument (the others inferred),
             // spanned at the return type, so that a codec missing an impl is one error there.
+            // With a codec, a response type written in the signature is named too: a codec
+            // with one `ResponseCodec` impl would otherwise have the compiler infer the
+            // response from that impl and report a mismatch (E0271) instead of the missing
+            // impl, whose note says `stream = true` for an SDK's stream alias.
+            let response = codec_response(plan).map_or_else(|| quote!(_), |ty| quote!(#ty));
             let rest = match plan.ret {
-                Ret::Value | Ret::Stream => quote!(_, _),
-                Ret::Result | Ret::StreamResult => quote!(_, _, _),
+                Ret::Value => quote!(_, #response),
+                Ret::Stream => quote!(_, _),
+                Ret::Result => quote!(_, #response, _),
+                Ret::StreamResult => quote!(_, _, _),
             };
             let codec = codec(plan);
             let generics = respan(quote!(<#codec, #rest>), ret);

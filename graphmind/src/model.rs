@@ -453,7 +453,8 @@ impl<'a> ToolCall<'a> {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a codec for the response of this #[graphmind::model_step]",
     label = "`{Self}` must implement `graphmind::model::ResponseCodec<Response>` for the response type returned here",
-    note = "implement `graphmind::model::ResponseCodec<Response>` for `{Self}` (it reads usage, finish reason, text and tool calls), or leave `codec = …` out to read a response of your own crate that implements `graphmind::model::StepResponse`"
+    note = "implement `graphmind::model::ResponseCodec<Response>` for `{Self}` (it reads usage, finish reason, text and tool calls), or leave `codec = …` out to read a response of your own crate that implements `graphmind::model::StepResponse`",
+    note = "if it is a stream under another name (a type alias such as an SDK's `ChatCompletionResponseStream`), write `stream = true` on the attribute: `#[graphmind::model_step(codec = …, stream = true)]`"
 )]
 pub trait ResponseCodec<R: ?Sized> {
     /// Token usage, if the response reports it.
