@@ -2,12 +2,35 @@
 //! over the SDK's request and response types (the orphan rule forbids implementing
 //! graphmind's traits for them, so these types read them instead):
 //!
-//! ```ignore
-//! #[graphmind::model_step(codec = graphmind_openai::codec::Chat)]
-//! async fn step(req: CreateChatCompletionRequest) -> Result<CreateChatCompletionResponse, OpenAIError> {
+//! ```no_run
+//! use async_openai::config::OpenAIConfig;
+//! use async_openai::error::OpenAIError;
+//! use async_openai::types::chat::{
+//!     ChatCompletionResponseStream, CreateChatCompletionRequest, CreateChatCompletionResponse,
+//! };
+//!
+//! // `skip(client)`: the client is no part of the step's input (and not `Serialize`).
+//! #[graphmind::model_step(codec = graphmind_openai::codec::Chat, skip(client))]
+//! async fn step(
+//!     client: &async_openai::Client<OpenAIConfig>,
+//!     req: CreateChatCompletionRequest,
+//! ) -> Result<CreateChatCompletionResponse, OpenAIError> {
 //!     client.chat().create(req).await
 //! }
+//!
+//! // The SDK's stream alias needs `stream = true` to be teed (the attribute cannot see
+//! // through an alias).
+//! #[graphmind::model_step(codec = graphmind_openai::codec::Chat, skip(client), stream = true)]
+//! async fn step_stream(
+//!     client: &async_openai::Client<OpenAIConfig>,
+//!     req: CreateChatCompletionRequest,
+//! ) -> Result<ChatCompletionResponseStream, OpenAIError> {
+//!     client.chat().create_stream(req).await
+//! }
 //! ```
+//!
+//! Call the SDK's own client inside such a step, not the wrapped
+//! [`Client`](crate::Client): each of its calls is a model step already.
 //!
 //! They read the same fields, the same way, as the wrapped [`Client`](crate::Client) does,
 //! so both paths record the same output.
