@@ -156,6 +156,8 @@ pub fn main(args: ServeArgs) -> ExitCode {
                 "pid": std::process::id(),
                 "version": env!("CARGO_PKG_VERSION"),
                 "runFile": run_file,
+                // What an app sets as `GRAPHMIND_URL` to report to this hub.
+                "ingest": format!("ws://127.0.0.1:{}/ingest", running.port),
             });
             println!("{line}");
             eprintln!("graphmind: listening on {}", running.url);

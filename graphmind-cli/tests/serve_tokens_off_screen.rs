@@ -63,7 +63,14 @@ fn serve_json_prints_no_token_anywhere() {
         .keys()
         .map(String::as_str)
         .collect();
-    assert_eq!(keys, ["port", "url", "pid", "version", "runFile"], "{line}");
+    assert_eq!(
+        keys,
+        ["port", "url", "pid", "version", "runFile", "ingest"],
+        "{line}"
+    );
+    // An app run beside `serve --json` learns its GRAPHMIND_URL from this line.
+    let port = line["port"].as_u64().expect("port");
+    assert_eq!(line["ingest"], format!("ws://127.0.0.1:{port}/ingest"));
     for t in [viewer, agent] {
         assert!(!out.contains(t), "a token on stdout: {out}");
         assert!(!err.contains(t), "a token on stderr: {err}");
