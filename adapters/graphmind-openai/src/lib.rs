@@ -81,3 +81,8 @@ mod stream;
 pub use chat::Chat;
 pub use client::{Client, Instrument};
 pub use responses::Responses;
+
+/// The README's Rust examples, compiled as doctests so they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
