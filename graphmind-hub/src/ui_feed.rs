@@ -12,6 +12,7 @@ use axum::extract::ws::{CloseFrame, Message as WsMessage, WebSocket, WebSocketUp
 use axum::response::Response;
 use futures_util::stream::{SplitSink, SplitStream};
 use futures_util::{SinkExt, StreamExt};
+use graphmind_protocol::feed::FeedFrame;
 use graphmind_protocol::{BreakpointMatcher, Mode, ResumeAction};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -127,7 +128,10 @@ async fn serve_viewer(hub: Arc<HubState>, socket: WebSocket) {
                 hub.stats.ui_auth_rejected.fetch_add(1, Ordering::Relaxed);
                 let _ = send(
                     &mut sink,
-                    json!({"type": "unauthorized", "message": &why}).to_string(),
+                    FeedFrame::Unauthorized {
+                        message: why.clone(),
+                    }
+                    .to_text(),
                 )
                 .await;
                 why
@@ -334,8 +338,10 @@ async fn replay(hub: &Arc<HubState>, run: &Arc<str>, sink: &mut Sink) -> Option<
             break;
         }
     }
-    let done = json!({"type": "replayed", "runId": &**run});
-    if !send(sink, done.to_string()).await {
+    let done = FeedFrame::Replayed {
+        run_id: run.to_string(),
+    };
+    if !send(sink, done.to_text()).await {
         return None;
     }
     Some(seen)

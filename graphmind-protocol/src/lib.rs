@@ -16,6 +16,7 @@
 //! ```
 
 mod envelope;
+pub mod feed;
 pub mod hub_auth;
 mod parse;
 mod payloads;

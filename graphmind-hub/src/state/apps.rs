@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
+use graphmind_protocol::feed::RunStatus;
 use graphmind_protocol::{Extra, HelloAck, HubVersions, Message, RUN_ANY};
 use tokio::sync::mpsc;
 
@@ -48,8 +49,8 @@ impl HubState {
         let mut rows = Vec::new();
         for (id, run) in &mut st.runs {
             if run.owner == Some(identity) {
-                if run.status == "abandoned" {
-                    run.status = "running".into();
+                if run.status == RunStatus::Abandoned {
+                    run.status = RunStatus::Running;
                     rows.push(run.row(id));
                 }
                 st.dirty.insert(id.clone());
@@ -264,8 +265,8 @@ fn mark_abandoned(st: &mut State, which: impl Fn(&RunState) -> bool) -> Vec<RunR
     let now = now_ms();
     let mut rows = Vec::new();
     for (id, run) in &mut st.runs {
-        if run.status == "running" && which(run) {
-            run.status = "abandoned".into();
+        if run.status == RunStatus::Running && which(run) {
+            run.status = RunStatus::Abandoned;
             run.touched = now;
             st.dirty.insert(id.clone());
             rows.push(run.row(id));

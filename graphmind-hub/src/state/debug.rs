@@ -6,10 +6,12 @@ use std::sync::atomic::Ordering;
 use graphmind_protocol::{
     BreakpointChange, BreakpointMatcher, Extra, Message, Mode, ModeSet, RUN_ANY,
 };
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::viewers::broadcast;
-use super::views::debug_json;
+use graphmind_protocol::feed::FeedFrame;
+
+use super::views::{debug_json, debug_state};
 use super::{AppOut, HubState, MAX_BREAKPOINTS, State};
 
 impl HubState {
@@ -25,9 +27,8 @@ impl HubState {
                 let _ = app.tx.send(AppOut::Text(f.clone()));
             }
         }
-        let mut feed = debug_json(st);
-        feed["type"] = json!("debug");
-        broadcast(st, &Arc::from(feed.to_string()));
+        let feed = FeedFrame::Debug(debug_state(st));
+        broadcast(st, &Arc::from(feed.to_text()));
     }
 
     /// Adds a breakpoint unless an equal one exists. Refused (with the reason) when the hub

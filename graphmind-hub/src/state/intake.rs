@@ -6,7 +6,8 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use graphmind_protocol::{Envelope, Message, Mode, PausePoint};
+use graphmind_protocol::feed::RunStatus;
+use graphmind_protocol::{Envelope, Message, Mode, PausePoint, PauseReason};
 use serde_json::Value;
 
 use super::viewers::drop_viewer;
@@ -125,7 +126,7 @@ impl HubState {
                 let r = RunState {
                     app: app_name,
                     name: None,
-                    status: "running".into(),
+                    status: RunStatus::Running,
                     started_at: None,
                     ended_at: None,
                     sdk: None,
@@ -161,8 +162,8 @@ impl HubState {
                 self.stats.duplicates.fetch_add(1, Ordering::Relaxed);
                 duplicate = true;
                 if !run.finished() {
-                    if run.status == "abandoned" {
-                        run.status = "running".into();
+                    if run.status == RunStatus::Abandoned {
+                        run.status = RunStatus::Running;
                         rows.push(run.row(run_id));
                     }
                     st.dirty.insert(run_id.to_owned());
@@ -176,8 +177,8 @@ impl HubState {
             }
             self.stats.events_accepted.fetch_add(1, Ordering::Relaxed);
             run.event_count += 1;
-            if run.status == "abandoned" {
-                run.status = "running".into();
+            if run.status == RunStatus::Abandoned {
+                run.status = RunStatus::Running;
                 rows.push(run.row(run_id));
             }
             st.dirty.insert(run_id.to_owned());
@@ -195,7 +196,7 @@ impl HubState {
                     rows.push(run.row(run_id));
                 }
                 Message::RunFinished(p) => {
-                    run.status = p.status.as_str().to_owned();
+                    run.status = p.status.into();
                     run.ended_at = Some(env.ts);
                     run.nodes.clear();
                     // A long-lived hub must not keep every seq of every run it ever saw: a
@@ -232,18 +233,15 @@ impl HubState {
                 }
                 Message::ExecPaused(p) => {
                     let seen = run.nodes.get(&p.node_id);
-                    let reason = p.reason.map_or_else(
-                        || {
-                            if p.point == PausePoint::Error {
-                                "error"
-                            } else if st.mode == Mode::Step && p.point != PausePoint::After {
-                                "step"
-                            } else {
-                                "breakpoint"
-                            }
-                        },
-                        |r| r.as_str(),
-                    );
+                    let reason = p.reason.unwrap_or({
+                        if p.point == PausePoint::Error {
+                            PauseReason::Error
+                        } else if st.mode == Mode::Step && p.point != PausePoint::After {
+                            PauseReason::Step
+                        } else {
+                            PauseReason::Breakpoint
+                        }
+                    });
                     let node_kind = seen
                         .and_then(|n| n.kind.clone())
                         .or_else(|| p.node_id.split_once(':').map(|(k, _)| k.to_owned()));
@@ -258,8 +256,8 @@ impl HubState {
                             run_id: run_id.to_owned(),
                             pause_id: p.pause_id.clone(),
                             node_id: p.node_id.clone(),
-                            point: p.point.as_str().to_owned(),
-                            reason: reason.to_owned(),
+                            point: p.point,
+                            reason,
                             instance_id: p
                                 .extra
                                 .get("instanceId")

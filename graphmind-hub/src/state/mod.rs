@@ -29,7 +29,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use graphmind_protocol::{BreakpointMatcher, Envelope, Message, Mode, ResumeAction};
+use graphmind_protocol::feed::RunStatus;
+use graphmind_protocol::{
+    BreakpointMatcher, Envelope, Message, Mode, PausePoint, PauseReason, ResumeAction,
+};
 use serde_json::{Value, json};
 use tokio::sync::{Notify, Semaphore, mpsc, oneshot, watch};
 
@@ -366,7 +369,7 @@ const MAX_GAPS_PENDING: usize = 10_000;
 struct RunState {
     app: Option<String>,
     name: Option<String>,
-    status: String,
+    status: RunStatus,
     started_at: Option<u64>,
     ended_at: Option<u64>,
     sdk: Option<Value>,
@@ -395,8 +398,8 @@ struct Pause {
     run_id: String,
     pause_id: String,
     node_id: String,
-    point: String,
-    reason: String,
+    point: PausePoint,
+    reason: PauseReason,
     instance_id: Option<String>,
     since: u64,
     kind: Option<String>,

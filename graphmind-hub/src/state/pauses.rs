@@ -8,7 +8,9 @@ use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
 use super::viewers::broadcast;
-use super::views::pauses_json;
+use graphmind_protocol::feed::FeedFrame;
+
+use super::views::{pause_infos, to_json};
 use super::{AppOut, CLOSED_MEMORY, HubState, InFlight, MAX_CONTROL_FRAME, Outcome};
 use crate::tokens::random_id;
 
@@ -104,7 +106,10 @@ impl HubState {
 
     /// Open pauses, oldest first.
     pub fn pauses(&self, run_id: Option<&str>) -> Vec<Value> {
-        pauses_json(&self.lock(), run_id)
+        pause_infos(&self.lock(), run_id)
+            .iter()
+            .map(to_json)
+            .collect()
     }
 
     /// Waits until a pause (of `run_id`, if given) is open, or the time is up.
@@ -129,7 +134,7 @@ impl HubState {
         let st = self.lock();
         let key = (run_id.to_owned(), pause_id.to_owned());
         if let Some(p) = st.pauses.get(&key) {
-            return Some(p.to_json());
+            return Some(to_json(&p.info()));
         }
         st.closed
             .get(&key)
@@ -143,8 +148,10 @@ impl HubState {
     pub(super) fn pauses_changed(&self) {
         let st = self.lock();
         if !st.viewers.is_empty() {
-            let frame = json!({"type": "pauses", "pauses": pauses_json(&st, None)});
-            broadcast(&st, &Arc::from(frame.to_string()));
+            let frame = FeedFrame::Pauses {
+                pauses: pause_infos(&st, None),
+            };
+            broadcast(&st, &Arc::from(frame.to_text()));
         }
         drop(st);
         self.pauses_version.send_modify(|v| *v += 1);

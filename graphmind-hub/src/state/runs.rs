@@ -6,10 +6,11 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use graphmind_protocol::Message;
+use graphmind_protocol::feed::RunStatus;
 use serde_json::Value;
 
 use super::viewers::announce_removed;
-use super::views::{run_json, runs_json};
+use super::views::{run_summaries, run_summary, to_json};
 use super::{EVICT_IDLE_MS, HubState, NodeSeen, RunState, State};
 use crate::now_ms;
 use crate::storage::{RunRow, TOMBSTONE_MAX, TOMBSTONE_MAX_AGE_MS};
@@ -23,7 +24,8 @@ impl RunState {
             Self {
                 app: r.app,
                 name: r.name,
-                status: r.status,
+                // The hub writes every stored status; an unknown one reads as running.
+                status: RunStatus::from_str(&r.status).unwrap_or(RunStatus::Running),
                 started_at: r.started_at,
                 ended_at: r.ended_at,
                 sdk,
@@ -72,12 +74,15 @@ impl RunState {
     }
 
     pub(super) fn finished(&self) -> bool {
-        matches!(self.status.as_str(), "ok" | "error" | "aborted")
+        matches!(
+            self.status,
+            RunStatus::Ok | RunStatus::Error | RunStatus::Aborted
+        )
     }
 
     /// Finished or abandoned: counted against the memory cap.
     pub(super) fn settled(&self) -> bool {
-        self.finished() || self.status == "abandoned"
+        self.finished() || self.status == RunStatus::Abandoned
     }
 
     pub(super) fn row(&self, run_id: &str) -> RunRow {
@@ -85,7 +90,7 @@ impl RunState {
             run_id: run_id.to_owned(),
             app: self.app.clone(),
             name: self.name.clone(),
-            status: self.status.clone(),
+            status: self.status.as_str().to_owned(),
             started_at: self.started_at,
             ended_at: self.ended_at,
             sdk: self.sdk.as_ref().map(Value::to_string),
@@ -106,13 +111,18 @@ impl HubState {
     /// Runs, newest first: those in memory, merged with `stored` (the newest stored runs, read
     /// when runs were evicted from memory; memory wins for a run in both).
     pub fn runs(&self, limit: usize, stored: &[RunRow]) -> Vec<Value> {
-        runs_json(&self.lock(), limit, stored)
+        run_summaries(&self.lock(), limit, stored)
+            .iter()
+            .map(to_json)
+            .collect()
     }
 
     /// One run's summary, if it is in memory.
     pub fn run(&self, run_id: &str) -> Option<Value> {
         let st = self.lock();
-        st.runs.get(run_id).map(|r| run_json(&st, run_id, r))
+        st.runs
+            .get(run_id)
+            .map(|r| to_json(&run_summary(&st, run_id, r)))
     }
 
     /// One run's summary, from memory or else from storage (an evicted run).
@@ -131,7 +141,7 @@ impl HubState {
         }
         Ok(row.map(|row| {
             let (id, r) = RunState::from_row(row);
-            run_json(&self.lock(), &id, &r)
+            to_json(&run_summary(&self.lock(), &id, &r))
         }))
     }
 
@@ -205,7 +215,7 @@ impl HubState {
         let paused = paused_runs(&st);
         st.runs
             .iter()
-            .filter(|(id, r)| r.status == "running" || paused.contains(id.as_str()))
+            .filter(|(id, r)| r.status == RunStatus::Running || paused.contains(id.as_str()))
             .map(|(id, _)| id.clone())
             .collect()
     }
@@ -226,7 +236,11 @@ impl HubState {
         let mut removed = Vec::with_capacity(ids.len());
         for id in ids {
             match st.runs.get(id) {
-                Some(r) if r.status == "running" || paused.contains(id) || r.touched >= since => {
+                Some(r)
+                    if r.status == RunStatus::Running
+                        || paused.contains(id)
+                        || r.touched >= since =>
+                {
                     rows.push(r.row(id));
                 }
                 Some(_) => {

@@ -4,10 +4,11 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use serde_json::json;
 use tokio::sync::mpsc;
 
-use super::views::{debug_json, pauses_json, run_json, runs_json};
+use graphmind_protocol::feed::FeedFrame;
+
+use super::views::{debug_state, pause_infos, run_summaries, run_summary};
 use super::{HELLO_RUNS, HubState, REMOVED_BATCH, State, ViewerConn, ViewerOut, ViewerQueue};
 use crate::storage::RunRow;
 
@@ -23,13 +24,12 @@ impl HubState {
     ) -> (u64, String) {
         let id = self.next_id();
         let mut st = self.lock();
-        let hello = json!({
-            "type": "hello",
-            "version": self.cfg.version,
-            "debug": debug_json(&st),
-            "runs": runs_json(&st, HELLO_RUNS, stored),
-            "pauses": pauses_json(&st, None),
-        });
+        let hello = FeedFrame::Hello {
+            version: self.cfg.version.to_owned(),
+            debug: debug_state(&st),
+            runs: run_summaries(&st, HELLO_RUNS, stored),
+            pauses: pause_infos(&st, None),
+        };
         st.viewers.insert(
             id,
             ViewerConn {
@@ -38,7 +38,7 @@ impl HubState {
                 sub: None,
             },
         );
-        (id, hello.to_string())
+        (id, hello.to_text())
     }
 
     /// Sets (or clears) a viewer's subscription.
@@ -77,8 +77,10 @@ impl HubState {
         }
         for id in dirty {
             if let Some(r) = st.runs.get(&id) {
-                let frame = json!({"type": "run", "run": run_json(&st, &id, r)});
-                broadcast(&st, &Arc::from(frame.to_string()));
+                let frame = FeedFrame::Run {
+                    run: run_summary(&st, &id, r),
+                };
+                broadcast(&st, &Arc::from(frame.to_text()));
             }
         }
     }
@@ -111,7 +113,12 @@ pub(super) fn announce_removed(st: &mut State, subscribed: &AtomicUsize, removed
     let batches: Vec<ViewerOut> = removed
         .chunks(REMOVED_BATCH)
         .map(|ids| ViewerOut::Removed {
-            frame: Arc::from(json!({"type": "removed", "runIds": ids}).to_string()),
+            frame: Arc::from(
+                FeedFrame::Removed {
+                    run_ids: ids.to_vec(),
+                }
+                .to_text(),
+            ),
             runs: Arc::new(ids.iter().cloned().collect()),
         })
         .collect();

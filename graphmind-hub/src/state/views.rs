@@ -1,47 +1,58 @@
-//! The JSON views of the state that the HTTP API and the `/ws/ui` feed send: runs, pauses and
-//! the debug state. Built from [`State`] alone, so every topic module (and the viewers'
-//! broadcasts) can use them without importing each other.
+//! The views of the state that the HTTP API and the `/ws/ui` feed send — runs, pauses and the
+//! debug state, as the typed bodies of `graphmind_protocol::feed`. Built from [`State`] alone,
+//! so every topic module (and the viewers' broadcasts) can use them without importing each
+//! other.
 
-use graphmind_protocol::BreakpointMatcher;
-use serde_json::{Value, json};
+use graphmind_protocol::feed::{DebugState, PauseInfo, PauseState, RunSummary};
+use serde_json::Value;
 
 use super::{Pause, RunState, State};
 use crate::storage::RunRow;
 
-fn matcher_json(m: &BreakpointMatcher) -> Value {
-    serde_json::to_value(m).unwrap_or(Value::Null)
+/// A body as JSON (the HTTP handlers and the hub's methods that answer with JSON).
+pub(super) fn to_json<T: serde::Serialize>(body: &T) -> Value {
+    serde_json::to_value(body).unwrap_or(Value::Null)
 }
 
-pub(super) fn debug_json(st: &State) -> Value {
-    json!({
-        "breakpoints": st.breakpoints.iter().map(matcher_json).collect::<Vec<_>>(),
-        "mode": st.mode.as_str(),
-    })
-}
-
-impl Pause {
-    pub(super) fn to_json(&self) -> Value {
-        json!({
-            "pauseId": self.pause_id,
-            "runId": self.run_id,
-            "nodeId": self.node_id,
-            "point": self.point,
-            "reason": self.reason,
-            "instanceId": self.instance_id,
-            "since": self.since,
-            "kind": self.kind,
-            "name": self.name,
-            "input": self.input,
-            "output": self.output,
-            "error": self.error,
-            "loop": self.loop_info,
-            "actions": self.actions,
-            "state": if self.inflight.is_some() { "resuming" } else { "open" },
-        })
+pub(super) fn debug_state(st: &State) -> DebugState {
+    DebugState {
+        breakpoints: st.breakpoints.clone(),
+        mode: st.mode,
     }
 }
 
-pub(super) fn pauses_json(st: &State, run_id: Option<&str>) -> Vec<Value> {
+pub(super) fn debug_json(st: &State) -> Value {
+    to_json(&debug_state(st))
+}
+
+impl Pause {
+    pub(super) fn info(&self) -> PauseInfo {
+        PauseInfo {
+            pause_id: self.pause_id.clone(),
+            run_id: self.run_id.clone(),
+            node_id: self.node_id.clone(),
+            point: self.point,
+            reason: self.reason,
+            instance_id: self.instance_id.clone(),
+            since: self.since,
+            kind: self.kind.clone(),
+            name: self.name.clone(),
+            input: self.input.clone(),
+            output: self.output.clone(),
+            error: self.error.clone(),
+            loop_info: self.loop_info.clone(),
+            actions: self.actions.clone(),
+            state: if self.inflight.is_some() {
+                PauseState::Resuming
+            } else {
+                PauseState::Open
+            },
+        }
+    }
+}
+
+/// The open pauses (of `run_id`, or all), oldest first.
+pub(super) fn pause_infos(st: &State, run_id: Option<&str>) -> Vec<PauseInfo> {
     let mut v: Vec<&Pause> = st
         .pauses
         .values()
@@ -52,29 +63,29 @@ pub(super) fn pauses_json(st: &State, run_id: Option<&str>) -> Vec<Value> {
             .cmp(&b.since)
             .then_with(|| a.pause_id.cmp(&b.pause_id))
     });
-    v.into_iter().map(Pause::to_json).collect()
+    v.into_iter().map(Pause::info).collect()
 }
 
-pub(super) fn run_json(st: &State, run_id: &str, r: &RunState) -> Value {
+pub(super) fn run_summary(st: &State, run_id: &str, r: &RunState) -> RunSummary {
     let live = !r.finished() && r.owner.is_some_and(|o| st.live.contains_key(&o));
     let started = r.started_at.unwrap_or(r.created_at);
-    json!({
-        "runId": run_id,
-        "app": r.app,
-        "name": r.name,
-        "status": r.status,
-        "live": live,
-        "startedAt": started,
-        "endedAt": r.ended_at,
-        "durationMs": r.ended_at.map(|e| e.saturating_sub(started)),
-        "eventCount": r.event_count,
-        "incomplete": r.incomplete,
-        "sdk": r.sdk,
-    })
+    RunSummary {
+        run_id: run_id.to_owned(),
+        app: r.app.clone(),
+        name: r.name.clone(),
+        status: r.status,
+        live,
+        started_at: started,
+        ended_at: r.ended_at,
+        duration_ms: r.ended_at.map(|e| e.saturating_sub(started)),
+        event_count: r.event_count,
+        incomplete: r.incomplete,
+        sdk: r.sdk.clone(),
+    }
 }
 
 /// The newest `limit` runs of memory and `stored` (memory wins for a run in both).
-pub(super) fn runs_json(st: &State, limit: usize, stored: &[RunRow]) -> Vec<Value> {
+pub(super) fn run_summaries(st: &State, limit: usize, stored: &[RunRow]) -> Vec<RunSummary> {
     let extra: Vec<(String, RunState)> = stored
         .iter()
         .filter(|r| !st.runs.contains_key(&r.run_id))
@@ -92,6 +103,6 @@ pub(super) fn runs_json(st: &State, limit: usize, stored: &[RunRow]) -> Vec<Valu
     });
     v.into_iter()
         .take(limit)
-        .map(|(id, r)| run_json(st, id, r))
+        .map(|(id, r)| run_summary(st, id, r))
         .collect()
 }
