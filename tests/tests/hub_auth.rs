@@ -223,11 +223,13 @@ async fn controls(hub: &FakeDebugger, gm: &graphmind::Session) {
     assert!(gm.ready(2 * SECOND).await);
     assert!(gm.stats().trusted, "{:?}", gm.stats());
     let held = HELD.load(Ordering::SeqCst);
+    // Counted before the call starts: a pause that arrives before the count would otherwise
+    // be taken for an old one, and the wait below would time out.
+    let before = hub.frames_of("exec.paused").len();
     let task = tokio::spawn({
         let gm = gm.clone();
         async move { gm.run("held", held_lookup(1)).await }
     });
-    let before = hub.frames_of("exec.paused").len();
     let frames = hub
         .wait_for("exec.paused", 5 * SECOND, |fs| {
             fs.iter().filter(|f| f.kind() == "exec.paused").count() > before
