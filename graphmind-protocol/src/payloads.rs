@@ -9,6 +9,10 @@ use crate::Extra;
 
 /// Deserializes a field that may legitimately be JSON `null` (e.g. a tool that returned
 /// nothing): a present `null` becomes `Some(Value::Null)` so it survives a round trip.
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
 fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
     Value::deserialize(d).map(Some)
 }
@@ -100,6 +104,10 @@ string_enum!(
         Inject = "inject",
         /// End the run.
         Abort = "abort",
+        /// Do not run the call; its caller gets an error carrying `reason` (a graphmind
+        /// extension: sent only to a client whose `hello` lists the `reject` capability, at
+        /// a gate whose `exec.paused.actions` lists `reject`).
+        Reject = "reject",
     }
 );
 
@@ -420,6 +428,25 @@ pub struct ExecPaused {
     /// Why.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<PauseReason>,
+    /// Whether the held call's input may be replaced by `exec.resume.input` (GraphMind 0.6;
+    /// on the wire only when true).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub editable: bool,
+    /// Unknown fields (`actions`, `instanceId`, the held `output` / `error`, …).
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// `exec.resumed.edited`: the input the call actually ran with after an accepted edit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Edited {
+    /// The whole input that ran (the edit merged over the call's arguments).
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub after: Option<Value>,
     /// Unknown fields.
     #[serde(flatten)]
     pub extra: Extra,
@@ -433,7 +460,16 @@ pub struct ExecResumed {
     pub pause_id: String,
     /// What was done.
     pub action: ResumeAction,
-    /// Unknown fields (`requestId`, `auto`, …).
+    /// Present when the call runs with an edited input.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edited: Option<Edited>,
+    /// The person's reason, for `reject` (graphmind extension).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// `exec.resume.requestId`, echoed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
+    /// Unknown fields (`auto`, hub-stamped `principal` / `operator`, …).
     #[serde(flatten)]
     pub extra: Extra,
 }
@@ -446,10 +482,13 @@ pub struct ExecRefused {
     pub pause_id: String,
     /// Why.
     pub code: RefusedCode,
-    /// Readable explanation.
+    /// Readable explanation (at most 200 characters; never quotes the refused values).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
-    /// Unknown fields (`requestId`, …).
+    /// `exec.resume.requestId`, echoed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
+    /// Unknown fields.
     #[serde(flatten)]
     pub extra: Extra,
 }
@@ -479,6 +518,9 @@ pub struct ExecResume {
     /// Correlation id, echoed in `exec.resumed` / `exec.refused`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_id: Option<String>,
+    /// The person's reason, for `reject` (graphmind extension).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
     /// Unknown fields.
     #[serde(flatten)]
     pub extra: Extra,

@@ -134,7 +134,7 @@ impl Registry {
     pub(crate) fn release(&self, pause_id: &str) -> bool {
         match self.take(pause_id) {
             Some(held) => {
-                release_with(pause_id, held, Resume::Continue, Extra::new());
+                release_with(pause_id, held, Resume::Continue, ReleaseInfo::default());
                 true
             }
             None => false,
@@ -190,12 +190,16 @@ impl Registry {
                     }
                 }
             },
+            ResumeAction::Reject => Some((
+                RefusedCode::Unsupported,
+                format!(
+                    "reject is not supported at the {} gate of {}",
+                    held.point, held.node_id
+                ),
+            )),
             _ => None,
         };
-        let mut extra = Extra::new();
-        if let Some(id) = &resume.request_id {
-            extra.insert("requestId".into(), Value::String(id.clone()));
-        }
+        let request_id = resume.request_id.clone();
         if let Some((code, message)) = refusal {
             let sink = Arc::clone(&held.sink);
             let gate_run = held.run_id.clone();
@@ -206,7 +210,8 @@ impl Registry {
                     pause_id: resume.pause_id,
                     code,
                     message: Some(message),
-                    extra,
+                    request_id,
+                    extra: Extra::new(),
                 }),
             );
             return;
@@ -219,9 +224,13 @@ impl Registry {
                 ResumeAction::Continue => Resume::Continue,
                 ResumeAction::Retry => Resume::Retry,
                 ResumeAction::Inject => Resume::Inject(resume.output.unwrap_or(Value::Null)),
-                ResumeAction::Abort => Resume::Abort,
+                ResumeAction::Abort | ResumeAction::Reject => Resume::Abort,
             };
-            release_with(&resume.pause_id, held, decision, extra);
+            let info = ReleaseInfo {
+                request_id,
+                ..ReleaseInfo::default()
+            };
+            release_with(&resume.pause_id, held, decision, info);
         }
     }
 
@@ -239,21 +248,31 @@ impl Registry {
             ReleaseReason::Dispose => "dispose",
         };
         for (pause_id, held) in drained {
-            let mut extra = Extra::new();
-            extra.insert("auto".into(), Value::String(why.into()));
-            release_with(&pause_id, held, Resume::Continue, extra);
+            let mut info = ReleaseInfo::default();
+            info.extra.insert("auto".into(), Value::String(why.into()));
+            release_with(&pause_id, held, Resume::Continue, info);
         }
     }
 }
 
+/// What `exec.resumed` says besides the action.
+#[derive(Default)]
+struct ReleaseInfo {
+    request_id: Option<String>,
+    extra: Extra,
+}
+
 /// Emits `exec.resumed`, then wakes the waiter.
-fn release_with(pause_id: &str, held: HeldGate, decision: Resume, extra: Extra) {
+fn release_with(pause_id: &str, held: HeldGate, decision: Resume, info: ReleaseInfo) {
     held.sink.emit_event(
         &held.run_id,
         Message::ExecResumed(ExecResumed {
             pause_id: pause_id.to_owned(),
             action: decision.action(),
-            extra,
+            edited: None,
+            reason: None,
+            request_id: info.request_id,
+            extra: info.extra,
         }),
     );
     // The waiter may be gone (its future dropped): nothing to wake then.
@@ -347,6 +366,7 @@ mod tests {
             output,
             input: None,
             request_id: Some("req-1".into()),
+            reason: None,
             extra: Extra::new(),
         }
     }
@@ -386,7 +406,7 @@ mod tests {
             .iter()
             .map(|m| match m {
                 Message::ExecRefused(r) => {
-                    assert_eq!(r.extra["requestId"], "req-1");
+                    assert_eq!(r.request_id.as_deref(), Some("req-1"));
                     r.code
                 }
                 other => panic!("unexpected {other:?}"),

@@ -259,6 +259,7 @@ mod tests {
             node_id: "tool:t".into(),
             point: PausePoint::After,
             reason: None,
+            editable: false,
             extra,
         });
         let p = redacted(TOOL_RESULTS, paused);
@@ -279,6 +280,7 @@ mod tests {
                 node_id: node.into(),
                 point: PausePoint::Before,
                 reason: Some(graphmind_protocol::PauseReason::Loop),
+                editable: false,
                 extra,
             })
         };

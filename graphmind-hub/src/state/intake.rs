@@ -321,12 +321,8 @@ impl HubState {
                     let key = find_pause(&st.pauses, run_id, &p.pause_id, identity);
                     // A refusal that names another request (a late answer to one that timed
                     // out) does not answer the one in flight.
-                    let answers = |f: &InFlight| {
-                        p.extra
-                            .get("requestId")
-                            .and_then(Value::as_str)
-                            .is_none_or(|r| r == f.request_id)
-                    };
+                    let answers =
+                        |f: &InFlight| p.request_id.as_deref().is_none_or(|r| r == f.request_id);
                     if let Some(pause) = key.as_ref().and_then(|k| st.pauses.get_mut(k))
                         && pause.inflight.as_ref().is_some_and(answers)
                         && let Some(f) = pause.inflight.take()

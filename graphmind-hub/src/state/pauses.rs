@@ -39,6 +39,7 @@ impl HubState {
             },
             input: None,
             request_id: Some(request_id.clone()),
+            reason: None,
             extra: Extra::new(),
         };
         let frame = self.frame(run_id, Message::ExecResume(payload));

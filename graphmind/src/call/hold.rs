@@ -87,6 +87,7 @@ pub(crate) async fn decide(spec: GateSpec<'_>) -> Released {
             node_id: spec.node_id.to_owned(),
             point: spec.point,
             reason: Some(reason),
+            editable: false,
             extra,
         }),
     );

@@ -118,6 +118,7 @@ impl GateHost {
                 output,
                 input: None,
                 request_id: None,
+                reason: None,
                 extra: Extra::new(),
             },
             "run",

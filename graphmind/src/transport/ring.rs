@@ -642,6 +642,9 @@ mod tests {
         Record::Message(Arc::new(Message::ExecResumed(ExecResumed {
             pause_id: format!("p{n}"),
             action: ResumeAction::Continue,
+            edited: None,
+            reason: None,
+            request_id: None,
             extra: Extra::new(),
         })))
     }
