@@ -1,0 +1,206 @@
+//! [`Client`]: genai's client with `exec_chat` and `exec_chat_stream` instrumented.
+
+use genai::ModelSpec;
+use genai::chat::{ChatOptions, ChatRequest, ChatResponse};
+use graphmind::protocol::PausePoint;
+
+use crate::step::{Gate, Step, gate};
+use crate::stream::{ChatStream, ChatStreamResponse, Reopen, observed};
+
+/// genai's [`Client`](genai::Client) with [`exec_chat`](Client::exec_chat) and
+/// [`exec_chat_stream`](Client::exec_chat_stream) as model steps; every other method is
+/// genai's own, reached through `Deref`, uninstrumented.
+///
+/// Wrapping clones nothing but an `Arc`; the original client stays usable. Wrapping a
+/// wrapped client returns it as it is ([`Instrument`]).
+#[derive(Clone, Debug)]
+pub struct Client {
+    inner: genai::Client,
+    client_captures_usage: bool,
+}
+
+/// The model's name as the step's input records it.
+fn model_name(spec: &ModelSpec) -> String {
+    match spec {
+        ModelSpec::Name(n) => n.to_string(),
+        ModelSpec::Iden(i) => i.model_name.to_string(),
+        ModelSpec::Target(t) => t.model.model_name.to_string(),
+    }
+}
+
+impl Client {
+    /// Wraps a genai client.
+    #[must_use]
+    pub fn new(inner: genai::Client) -> Self {
+        Self {
+            inner,
+            client_captures_usage: false,
+        }
+    }
+
+    /// Tells the adapter that the genai client was built with `ChatOptions` that set
+    /// `capture_usage` (genai keeps a client's options private, so the adapter cannot read
+    /// them). Without it, a stream whose call options do not ask for usage has
+    /// `captured_usage` taken off its end event, as genai would have sent it.
+    #[must_use]
+    pub fn client_captures_usage(mut self, yes: bool) -> Self {
+        self.client_captures_usage = yes;
+        self
+    }
+
+    /// The genai client inside (uninstrumented).
+    #[must_use]
+    pub fn inner(&self) -> &genai::Client {
+        &self.inner
+    }
+
+    /// Unwraps into the genai client.
+    #[must_use]
+    pub fn into_inner(self) -> genai::Client {
+        self.inner
+    }
+
+    /// `exec_chat(model, request, options)` as one execution of `llm:step`: gated before the
+    /// request leaves, after the response arrives and when it fails; retried, injected or
+    /// aborted from the debugger. Returns genai's response (or an injected one) or its error.
+    pub async fn exec_chat(
+        &self,
+        model: impl Into<ModelSpec>,
+        chat_req: ChatRequest,
+        options: Option<&ChatOptions>,
+    ) -> genai::Result<ChatResponse> {
+        let model = model.into();
+        match Step::begin(&model_name(&model), &chat_req) {
+            None => self.inner.exec_chat(model, chat_req, options).await,
+            Some(step) => {
+                step.call(|| {
+                    self.inner
+                        .exec_chat(model.clone(), chat_req.clone(), options)
+                })
+                .await
+            }
+        }
+    }
+
+    /// `exec_chat_stream(model, request, options)` as one execution of `llm:step`: gated
+    /// before the request leaves and when it fails before its first event (no after gate:
+    /// the caller reads the events as they arrive). The events are genai's, teed into
+    /// batched `node.token` deltas. Usage is captured for the debugger even when the call
+    /// does not ask for it; the caller's end event then carries none, as without the adapter.
+    pub async fn exec_chat_stream(
+        &self,
+        model: impl Into<ModelSpec>,
+        chat_req: ChatRequest,
+        options: Option<&ChatOptions>,
+    ) -> genai::Result<ChatStreamResponse> {
+        let model = model.into();
+        let Some(mut step) = Step::begin(&model_name(&model), &chat_req) else {
+            let r = self
+                .inner
+                .exec_chat_stream(model, chat_req, options)
+                .await?;
+            return Ok(ChatStreamResponse {
+                stream: ChatStream::bare(r.stream),
+                model_iden: r.model_iden,
+            });
+        };
+        let asked = options
+            .and_then(|o| o.capture_usage)
+            .unwrap_or(self.client_captures_usage);
+        let mut forced = options.cloned().unwrap_or_default();
+        forced.capture_usage = Some(true);
+        let reopen = Reopen {
+            client: self.inner.clone(),
+            model,
+            request: chat_req,
+            options: forced,
+        };
+        let injected =
+            match gate::<Vec<genai::chat::ChatStreamEvent>>(&mut step.node, PausePoint::Before)
+                .await
+            {
+                Gate::Inject(items) => Some(items),
+                Gate::Abort => {
+                    step.node.abort_run().await;
+                    return Err(crate::step::aborted());
+                }
+                Gate::Go | Gate::Retry => None,
+            };
+        if let Some(items) = injected {
+            let model_iden = self
+                .inner
+                .resolve_service_target(reopen.model.clone())
+                .await
+                .map(|t| t.model)
+                .unwrap_or_else(|_| {
+                    genai::ModelIden::new(
+                        genai::adapter::AdapterKind::OpenAI,
+                        model_name(&reopen.model),
+                    )
+                });
+            return Ok(ChatStreamResponse {
+                stream: observed(step, Err(items), reopen, !asked),
+                model_iden,
+            });
+        }
+        step.attempts += 1;
+        match self
+            .inner
+            .exec_chat_stream(
+                reopen.model.clone(),
+                reopen.request.clone(),
+                Some(&reopen.options),
+            )
+            .await
+        {
+            Ok(r) => Ok(ChatStreamResponse {
+                stream: observed(step, Ok(r.stream), reopen, !asked),
+                model_iden: r.model_iden,
+            }),
+            Err(e) => {
+                step.fail(&e);
+                Err(e)
+            }
+        }
+    }
+}
+
+impl std::ops::Deref for Client {
+    type Target = genai::Client;
+    fn deref(&self) -> &Self::Target {
+        &self.inner
+    }
+}
+
+impl From<genai::Client> for Client {
+    fn from(inner: genai::Client) -> Self {
+        Self::new(inner)
+    }
+}
+
+/// `.graphmind()` on a client: wraps a genai client, and returns an already wrapped one
+/// unchanged (wrapping is idempotent).
+///
+/// ```
+/// use graphmind_genai::Instrument;
+///
+/// let client = genai::Client::new().expect("a genai client").graphmind();
+/// let again = client.clone().graphmind(); // still one layer
+/// let _kind = again.adapter_kind(); // any other method: genai's own, through Deref
+/// ```
+pub trait Instrument {
+    /// The instrumented client.
+    fn graphmind(self) -> Client;
+}
+
+impl Instrument for genai::Client {
+    fn graphmind(self) -> Client {
+        Client::new(self)
+    }
+}
+
+impl Instrument for Client {
+    fn graphmind(self) -> Client {
+        self
+    }
+}
