@@ -62,6 +62,8 @@ pub struct HubConfig {
     pub header_timeout: Duration,
     /// Time between retention passes while the hub runs (1 h; at least 10 ms).
     pub retention_interval: Duration,
+    /// Export every finished run to an OpenTelemetry collector (`serve --otlp`); `None`: off.
+    pub otlp: Option<crate::otlp::OtlpConfig>,
 }
 
 impl HubConfig {
@@ -82,6 +84,7 @@ impl HubConfig {
             ui_auth_timeout: Duration::from_millis(5_000),
             header_timeout: Duration::from_millis(10_000),
             retention_interval: Duration::from_millis(3_600_000),
+            otlp: None,
         }
     }
 }

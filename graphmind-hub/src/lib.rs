@@ -20,6 +20,7 @@ mod config;
 mod error;
 pub mod files;
 mod ingest;
+pub mod otlp;
 mod security;
 mod state;
 mod storage;
@@ -110,6 +111,8 @@ pub struct Running {
     server: tokio::task::JoinHandle<()>,
     /// The run-frame ticker, the housekeeping and the periodic retention.
     tasks: [tokio::task::JoinHandle<()>; 3],
+    /// The OTLP exporter's task (`HubConfig::otlp`).
+    exporter: Option<tokio::task::JoinHandle<()>>,
 }
 
 /// Keeps a long-lived hub's memory bounded: finished runs beyond `--memory-runs` leave memory
@@ -238,6 +241,12 @@ pub async fn start(config: HubConfig) -> Result<Running, HubError> {
         storage.deleted,
         config.breakpoints,
     );
+    let exporter = config.otlp.clone().map(|otlp| {
+        let (exporter, task) =
+            otlp::Exporter::start(otlp, hub.writer.clone(), Arc::clone(&hub.reader));
+        let _ = hub.otlp.set(exporter);
+        task
+    });
     let app = router(&hub);
     let run_file = match &config.run_dir {
         Some(run_dir) => {
@@ -294,6 +303,7 @@ pub async fn start(config: HubConfig) -> Result<Running, HubError> {
         _db_lock: db_lock,
         server,
         tasks: [ticker, housekeeping, retainer],
+        exporter,
     })
 }
 
@@ -307,7 +317,7 @@ impl Running {
     /// Stops listening, closes app connections, flushes storage and removes the run file.
     pub async fn shutdown(self) {
         self.server.abort();
-        for t in &self.tasks {
+        for t in self.tasks.iter().chain(&self.exporter) {
             t.abort();
         }
         self.hub.close_apps();

@@ -590,6 +590,15 @@ pub struct Reader {
 }
 
 impl Reader {
+    /// Readers of the database at `path` without opening it for writing (`graphmind export`
+    /// reads the database of a hub that may be running).
+    pub fn at(path: &Path) -> Self {
+        Self {
+            path: path.to_path_buf(),
+            pool: Mutex::new(Vec::new()),
+        }
+    }
+
     fn with<R>(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<R>) -> Result<R, String> {
         let conn = self.pool.lock().ok().and_then(|mut p| p.pop());
         let conn = match conn {

@@ -358,6 +358,12 @@ impl HubState {
         if pauses_changed {
             self.pauses_changed();
         }
+        // Queued for storage first, so the exporter finds the run whole once committed.
+        if matches!(env.message, Message::RunFinished(_))
+            && let Some(exporter) = self.otlp.get()
+        {
+            exporter.finished(run_id);
+        }
         // Fan-out after the event is queued for storage: a viewer that subscribes later
         // finds it in the database, one that subscribed earlier gets it here.
         if self.subscribed.load(Ordering::Relaxed) > 0 {

@@ -511,6 +511,8 @@ pub struct HubState {
     pauses_version: watch::Sender<u64>,
     /// Limits the event reads from storage running at once ([`READ_PERMITS`]).
     pub reads: Arc<Semaphore>,
+    /// The OTLP exporter, when the hub exports (`HubConfig::otlp`): offered each finished run.
+    pub otlp: std::sync::OnceLock<crate::otlp::Exporter>,
 }
 
 impl HubState {
@@ -552,6 +554,7 @@ impl HubState {
             subscribed: AtomicUsize::new(0),
             pauses_version: watch::channel(0).0,
             reads: Arc::new(Semaphore::new(READ_PERMITS)),
+            otlp: std::sync::OnceLock::new(),
         })
     }
 
@@ -596,6 +599,7 @@ impl HubState {
             "sessionTokens": st.tokens.len(),
             "pauses": st.pauses.len(),
             "stats": self.stats.to_json(),
+            "otlp": self.otlp.get().map(crate::otlp::Exporter::health),
         })
     }
 }
