@@ -5,6 +5,7 @@ mod browser;
 mod control;
 #[cfg(feature = "demo")]
 mod demo;
+mod export;
 mod hub_http;
 mod paths;
 mod serve;
@@ -34,6 +35,8 @@ enum Command {
     /// untouched, run it with `GRAPHMIND_HOME=$(mktemp -d)`.
     #[cfg(feature = "demo")]
     Demo(demo::DemoArgs),
+    /// Export stored runs to an OpenTelemetry collector (OTLP/HTTP) or to a file.
+    Export(export::ExportArgs),
     /// Commands that talk to a running `graphmind serve`.
     #[command(flatten)]
     Control(control::ControlCommand),
@@ -55,6 +58,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve::main(args),
         #[cfg(feature = "demo")]
         Command::Demo(args) => demo::main(args),
+        Command::Export(args) => export::main(args),
         Command::Control(cmd) => control::main(cmd),
     }
 }

@@ -62,6 +62,9 @@ pub struct ServeArgs {
     /// are read from it when asked for).
     #[arg(long, default_value_t = 1000, value_name = "N")]
     pub memory_runs: usize,
+    /// Export every finished run as it finishes (`--otlp`, `--otlp-header`, `--otlp-content`).
+    #[command(flatten)]
+    pub otlp: crate::export::OtlpArgs,
 }
 
 fn initial_breakpoints(flag: &str) -> Result<Vec<BreakpointMatcher>, String> {
@@ -88,6 +91,7 @@ impl ServeArgs {
     /// `GRAPHMIND_HEADER_TIMEOUT_MS`, `GRAPHMIND_RETENTION_INTERVAL_MS`: milliseconds).
     pub fn config(&self) -> Result<HubConfig, String> {
         let breakpoints = initial_breakpoints(&self.pause_on_error)?;
+        let otlp = self.otlp.config()?;
         let home = paths::home();
         graphmind_hub::files::private_dir(&home)
             .map_err(|e| format!("cannot create {}: {e}", home.display()))?;
@@ -105,6 +109,7 @@ impl ServeArgs {
         c.allow_control = self.allow_control.into();
         c.keep = self.keep;
         c.memory_runs = self.memory_runs;
+        c.otlp = otlp;
         c.abandon_grace = ms("GRAPHMIND_ABANDON_GRACE_MS", c.abandon_grace);
         c.resume_wait = ms("GRAPHMIND_RESUME_WAIT_MS", c.resume_wait);
         c.hello_timeout = ms("GRAPHMIND_HELLO_TIMEOUT_MS", c.hello_timeout);
