@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs what the tests need beyond the Rust toolchain: the reference Python client, Debian's
-# Chromium + ChromeDriver for the viewer's browser tests, and the browser tests' npm packages.
+# Installs what the tests need beyond the Rust toolchain: the reference Python client, Datadog's
+# APM test agent (an OTLP receiver), Debian's Chromium + ChromeDriver for the viewer's browser
+# tests, and the browser tests' npm packages.
 # Under CI=true anything that cannot be installed fails the run; elsewhere it is reported and
 # the tests that need it fail loudly.
 set -euo pipefail
@@ -14,6 +15,14 @@ missing() {
 if [ "$(python3 -c 'import importlib.metadata as m; print(m.version("graphmind-ai"))' 2>/dev/null)" != "0.5.1" ]; then
   python3 -m pip install --quiet --disable-pip-version-check 'graphmind-ai==0.5.1' \
     || missing "graphmind-ai==0.5.1 (pip)"
+fi
+
+# Datadog's APM test agent: an OTLP/HTTP receiver nobody here wrote, for the OTLP export test
+# (graphmind-hub/tests/otlp_ddapm_test_agent.rs).
+if [ "$(python3 -c 'import importlib.metadata as m; print(m.version("ddapm-test-agent"))' 2>/dev/null)" != "1.69.1" ] \
+  || ! command -v ddapm-test-agent >/dev/null 2>&1; then
+  python3 -m pip install --quiet --disable-pip-version-check 'ddapm-test-agent==1.69.1' \
+    || missing "ddapm-test-agent==1.69.1 (pip)"
 fi
 
 # Headless Chromium for the viewer's browser tests.
