@@ -8,6 +8,9 @@
 //! - baselines in the same run: the same frames into a bare loopback WebSocket sink (no
 //!   parse, no storage), and the same rows into a bare SQLite table (same schema, one
 //!   transaction per 16,384 rows) — what transport and storage alone allow;
+//! - OTLP export on vs off (`serve --otlp` to a loopback collector that answers at once), in
+//!   the same run and interleaved: 8 apps sending runs of 100 events, each finished, so the
+//!   exporter works all through ingest; the persisted throughput ratio on/off is printed;
 //! - gate round trip: the app sends `exec.paused`, a controller sees it through the
 //!   `GET /api/pauses?wait=` long poll and POSTs the resume, the app answers `exec.resume`
 //!   with `exec.resumed`, and the HTTP answer arrives: p50 / p99, also from the POST alone.
@@ -136,6 +139,59 @@ async fn run(sizes: &Sizes) {
                 sent[sent.len() / 2].as_secs_f64() * 1e3
             ),
         ]);
+    }
+
+    // OTLP export on vs off, same run, interleaved: 8 apps sending short finished runs (so
+    // the exporter works all through ingest), the export going to a loopback collector that
+    // answers 200 at once.
+    let collector = Collector::start().await;
+    let per_run = 100;
+    let mut off = Vec::new();
+    let mut on = Vec::new();
+    let mut exported = Vec::new();
+    for i in 0..reps {
+        for export in [false, true] {
+            let db = dir.0.join(format!("hub-otlp-{export}-{i}.db"));
+            let endpoint = collector.endpoint();
+            let mut flags = vec!["--pause-on-error", "off"];
+            if export {
+                flags.extend(["--otlp", endpoint.as_str()]);
+            }
+            let hub = Hub::start(&dir.0, &db, &flags);
+            let r = hub_ingest_runs(&hub, &db, 8, n, per_run, export).await;
+            if export {
+                exported.push(r.exported.expect("exported"));
+                on.push(r.ingest);
+            } else {
+                off.push(r.ingest);
+            }
+            drop(hub);
+        }
+    }
+    let per_off: Vec<Duration> = off.iter().map(|r| r.persisted).collect();
+    let per_on: Vec<Duration> = on.iter().map(|r| r.persisted).collect();
+    let ratio = median(&per_off).as_secs_f64() / median(&per_on).as_secs_f64();
+    rows.push([
+        format!("hub ingest, 8 apps, runs of {per_run}, export off"),
+        rate(
+            n,
+            median(&off.iter().map(|r| r.accepted).collect::<Vec<_>>()),
+        ),
+        rate(n, median(&per_off)),
+        format!("slowest {}/s persisted", rate(n, worst(&per_off))),
+    ]);
+    rows.push([
+        format!("hub ingest, 8 apps, runs of {per_run}, --otlp on"),
+        rate(n, median(&on.iter().map(|r| r.accepted).collect::<Vec<_>>())),
+        rate(n, median(&per_on)),
+        format!(
+            "throughput ratio on/off {ratio:.2} (persisted, medians); every run exported {:.0} ms after the start (median); slowest {}/s persisted",
+            median(&exported).as_secs_f64() * 1e3,
+            rate(n, worst(&per_on))
+        ),
+    ]);
+    if !sizes.full {
+        assert!(collector.spans() > 0, "the collector got spans");
     }
 
     let db = dir.0.join("hub-gate.db");
@@ -599,6 +655,191 @@ async fn hub_ingest(hub: &Hub, db: &Path, apps: usize, n: usize) -> Ingest {
         persisted,
         sent,
         hub_cpu,
+    }
+}
+
+/// A loopback OTLP/HTTP collector for the export case: answers every `POST /v1/traces` with
+/// 200 and counts the spans it got (decoded with the official proto types).
+struct Collector {
+    port: u16,
+    spans: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl Collector {
+    async fn start() -> Self {
+        use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+        use prost::Message as _;
+        let spans = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let count = Arc::clone(&spans);
+        let app = axum::Router::new().route(
+            "/v1/traces",
+            axum::routing::post(move |body: axum::body::Bytes| {
+                let count = Arc::clone(&count);
+                async move {
+                    if let Ok(req) = ExportTraceServiceRequest::decode(body.as_ref()) {
+                        let n: usize = req
+                            .resource_spans
+                            .iter()
+                            .flat_map(|r| &r.scope_spans)
+                            .map(|s| s.spans.len())
+                            .sum();
+                        count.fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    axum::http::StatusCode::OK
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Self { port, spans }
+    }
+
+    fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    fn spans(&self) -> u64 {
+        self.spans.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+/// Frames of one connection: consecutive runs of `per_run` events each (run.started, node
+/// pairs, run.finished), `count` events in all, seqs counting up across runs.
+fn finished_runs_frames(prefix: &str, count: usize, per_run: usize) -> (Vec<String>, usize) {
+    let mut out = Vec::with_capacity(count);
+    let mut runs = 0;
+    while out.len() < count {
+        let run = format!("{prefix}r{runs}");
+        let len = per_run.min(count - out.len()).max(2);
+        let base = out.len();
+        for (i, f) in run_frames(&run, len - 1).into_iter().enumerate() {
+            let mut v: Value = serde_json::from_str(&f).expect("frame");
+            v["seq"] = json!(base + i + 1);
+            out.push(v.to_string());
+        }
+        out.push(frame(
+            base + len,
+            &run,
+            "run.finished",
+            &json!({"status": "ok"}),
+        ));
+        runs += 1;
+    }
+    (out, runs)
+}
+
+struct RunsIngest {
+    ingest: Ingest,
+    /// Time from the start until the collector had every run (export on).
+    exported: Option<Duration>,
+}
+
+/// [`hub_ingest`] with short finished runs; with `export`, also waits until the hub reports
+/// every run exported.
+async fn hub_ingest_runs(
+    hub: &Hub,
+    db: &Path,
+    apps: usize,
+    n: usize,
+    per_run: usize,
+    export: bool,
+) -> RunsIngest {
+    let mut conns = Vec::new();
+    let mut total_runs = 0;
+    let mut n_sent = 0;
+    for (i, count) in split(n, apps).into_iter().enumerate() {
+        let ws = hub.app().await;
+        let (frames, runs) = finished_runs_frames(&format!("run_fin{i}"), count, per_run);
+        total_runs += runs;
+        n_sent += frames.len();
+        conns.push((ws, frames));
+    }
+    let n = n_sent;
+    let mut http = Http::connect(hub.port).await;
+    let health = |h: &str| serde_json::from_str::<Value>(h).expect("health");
+    let base = health(&http.get("/health").await.1)["stats"]["eventsAccepted"]
+        .as_u64()
+        .expect("eventsAccepted");
+    let cpu0 = hub.cpu();
+    let t0 = Instant::now();
+    let mut tasks = Vec::new();
+    for (mut ws, frames) in conns {
+        tasks.push(tokio::spawn(async move {
+            send_all(&mut ws, frames).await;
+            ws
+        }));
+    }
+    let mut open = Vec::new();
+    for t in tasks {
+        open.push(t.await.expect("join"));
+    }
+    let sent = t0.elapsed();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let accepted = loop {
+        let got = health(&http.get("/health").await.1)["stats"]["eventsAccepted"]
+            .as_u64()
+            .unwrap_or(0)
+            - base;
+        if got >= n as u64 {
+            break t0.elapsed();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the hub accepted only {got} of {n} events"
+        );
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    };
+    http.send(
+        "GET",
+        "/api/runs/run_fin0r0/events?afterSeq=1000000&limit=1",
+        Some(&hub.token),
+        None,
+    )
+    .await;
+    let (status, _) = http.answer().await;
+    assert_eq!(status, 200);
+    let persisted = t0.elapsed();
+    let hub_cpu = (hub.cpu() - cpu0).as_secs_f64() / persisted.as_secs_f64();
+    let conn =
+        rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .expect("open the hub's db");
+    let rows: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM events WHERE run_id LIKE 'run_fin%'",
+            [],
+            |r| r.get(0),
+        )
+        .expect("count");
+    assert_eq!(rows as usize, n, "every event is in the database");
+    let exported = if export {
+        loop {
+            let h = health(&http.get("/health").await.1);
+            let o = &h["otlp"];
+            if o["runsExported"].as_u64() == Some(total_runs as u64) {
+                break Some(t0.elapsed());
+            }
+            assert_eq!(o["runsDropped"], 0, "no run dropped: {h}");
+            assert_eq!(o["runsFailed"], 0, "no run failed: {h}");
+            assert!(Instant::now() < deadline, "not every run exported: {h}");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    } else {
+        None
+    };
+    drop(open);
+    RunsIngest {
+        ingest: Ingest {
+            accepted,
+            persisted,
+            sent,
+            hub_cpu,
+        },
+        exported,
     }
 }
 
