@@ -40,6 +40,18 @@ cargo test -p graphmind-openai --tests
 restore_lock
 trap - EXIT
 
+step "graphmind-rig against the oldest rig it supports (0.43; Cargo.lock has 0.44)"
+# The adapter declares rig-agent and rig-core >=0.43, <0.45; the lockfile's 0.44 ran above.
+# 0.43 runs on a copy of the lockfile, restored afterwards, in the same target dir.
+matrix_lock=$(mktemp)
+cp Cargo.lock "$matrix_lock"
+trap restore_lock EXIT
+cargo update -q -p rig-agent --precise 0.43.0
+cargo update -q -p rig-core@0.44.0 --precise 0.43.0
+cargo test -p graphmind-rig --tests
+restore_lock
+trap - EXIT
+
 step "doctests"
 cargo test --workspace --doc --exclude graphmind-compiled-out
 

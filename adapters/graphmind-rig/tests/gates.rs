@@ -1,0 +1,588 @@
+//! Every action at the gates of a rig agent run's model calls and tool calls, as exact event
+//! sequences against the fake debugger, with rig's scripted model and counting tools telling
+//! what actually ran.
+
+mod support;
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use graphmind_rig::Instrument;
+use graphmind_tests::FakeDebugger;
+use rig_agent::agent::PromptResponse;
+use rig_agent::completion::PromptError;
+use rig_agent::{Agent, AgentBuilder};
+use rig_core::test_utils::{MockCompletionModel, MockTurn};
+use serde_json::{Value, json};
+use support::tools::{Add, Flaky};
+use support::{SECOND, attached, events, finished, lines, pause_id, paused, runs_finished};
+
+type Outcome = Result<Result<PromptResponse, PromptError>, graphmind::Aborted>;
+
+/// `prompt` to `agent` inside the run `a` (so the agent node is `agent:a`).
+fn spawn_in_run(
+    gm: &graphmind::Session,
+    agent: Agent,
+    prompt: &str,
+) -> tokio::task::JoinHandle<Outcome> {
+    let gm = gm.clone();
+    let prompt = prompt.to_owned();
+    tokio::spawn(async move {
+        gm.run("a", async move {
+            agent
+                .graphmind()
+                .prompt(prompt)
+                .with(|r| r.max_turns(4))
+                .await
+        })
+        .await
+    })
+}
+
+async fn join<T>(task: tokio::task::JoinHandle<T>) -> T {
+    tokio::time::timeout(Duration::from_secs(20), task)
+        .await
+        .expect("the call ended")
+        .expect("joined")
+}
+
+fn tool_then_text() -> MockCompletionModel {
+    MockCompletionModel::from_turns([
+        MockTurn::tool_call("call_1", "add", json!({"x": 2, "y": 3})),
+        MockTurn::text("5"),
+    ])
+}
+
+/// The tool result the model's second request carried.
+fn tool_result_sent(model: &MockCompletionModel) -> Value {
+    let requests = model.requests();
+    let second = serde_json::to_value(&requests[1]).expect("serializes");
+    let history = second["chat_history"].as_array().expect("history").clone();
+    history
+        .iter()
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .find(|c| c["type"] == "toolresult")
+        .expect("a tool result")
+}
+
+const HEAD: [&str; 5] = [
+    "run.started",
+    "node.started agent:a",
+    "graph.hint agent:a,llm:step",
+    "node.started llm:step",
+    "graph.hint tool:add",
+];
+
+fn expect(head: &[&str], tail: &[&str]) -> Vec<String> {
+    head.iter().chain(tail).map(|s| (*s).to_owned()).collect()
+}
+
+#[tokio::test]
+async fn model_before_holds_with_nothing_sent_then_continue_sends_it() {
+    let hub = FakeDebugger::start().await;
+    let gm = attached(&hub, vec![json!({"kind": "llm", "point": "before"})]).await;
+    let model = MockCompletionModel::text("hello");
+    let agent = AgentBuilder::new(model.clone()).build();
+    let task = spawn_in_run(&gm, agent, "hi");
+    let p = paused(&hub, 1).await;
+    assert_eq!(p.payload()["nodeId"], "llm:step");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        model.request_count(),
+        0,
+        "nothing leaves while before holds"
+    );
+    assert!(hub.resume(p.run_id(), &pause_id(&p), "continue"));
+    let out = join(task).await.expect("not aborted").expect("ok");
+    assert_eq!(out.output(), "hello");
+    assert_eq!(model.request_count(), 1);
+    runs_finished(&hub, 1).await;
+    assert_eq!(
+        events(&hub),
+        expect(
+            &HEAD[..4],
+            &[
+                "exec.paused llm:step before",
+                "exec.resumed continue",
+                "node.finished llm:step ok",
+                "node.finished agent:a ok",
+                "run.finished ok",
+            ]
+        )
+    );
+    hub.assert_valid();
+    gm.dispose().await;
+}
+
+#[tokio::test]
+async fn model_before_inject_replaces_the_turn_the_app_gets() {
+    let hub = FakeDebugger::start().await;
+    let gm = attached(&hub, vec![json!({"kind": "llm", "point": "before"})]).await;
+    let model = MockCompletionModel::text("real");
+    let agent = AgentBuilder::new(model.clone())
+        .tool(Add::default())
+        .build();
+    let task = spawn_in_run(&gm, agent, "hi");
+    let p = paused(&hub, 1).await;
+    assert!(hub.inject(p.run_id(), &pause_id(&p), json!("canned")));
+    let out = join(task).await.expect("not aborted").expect("ok");
+    assert_eq!(out.output(), "canned");
+    let sent = &model.requests()[0];
+    assert!(
+        sent.tools.is_empty(),
+        "an injected turn's request goes out without tools"
+    );
+    runs_finished(&hub, 1).await;
+    let fin = &finished(&hub, "llm:step")[0];
+    assert_eq!(fin["output"]["text"], "canned");
+    assert_eq!(fin["injected"], true);
+    hub.assert_valid();
+    gm.dispose().await;
+}
+
+#[tokio::test]
+async fn model_after_refuses_an_inject_rig_cannot_apply_and_stays_held() {
+    let hub = FakeDebugger::start().await;
+    let gm = attached(&hub, vec![json!({"kind": "llm", "point": "after"})]).await;
+    let model = tool_then_text();
+    let add = Add::default();
+    let agent = AgentBuilder::new(model.clone()).tool(add.clone()).build();
+    let task = spawn_in_run(&gm, agent, "2+3?");
+    let p = paused(&hub, 1).await;
+    assert_eq!(p.payload()["point"], "after");
+    // The turn called a tool: rig refuses to replace it, so the gate refuses the inject.
+    assert!(hub.inject(p.run_id(), &pause_id(&p), json!("no tools")));
+    support::wait_count(&hub, "exec.refused", 1).await;
+    assert!(hub.resume(p.run_id(), &pause_id(&p), "continue"));
+    let p2 = paused(&hub, 2).await;
+    // A text turn: an inject naming tool calls is refused, text is taken.
+    let calls = json!({"text": "", "toolCalls": [{"name": "add", "arguments": {}}]});
+    assert!(hub.inject(p2.run_id(), &pause_id(&p2), calls));
+    support::wait_count(&hub, "exec.refused", 2).await;
+    assert!(hub.inject(p2.run_id(), &pause_id(&p2), json!({"text": "five"})));
+    let out = join(task).await.expect("not aborted").expect("ok");
+    assert_eq!(out.output(), "five");
+    assert_eq!(add.calls.load(Ordering::SeqCst), 1);
+    runs_finished(&hub, 1).await;
+    assert_eq!(
+        events(&hub),
+        expect(
+            &HEAD,
+            &[
+                "exec.paused llm:step after",
+                "exec.refused schema",
+                "exec.resumed continue",
+                "node.finished llm:step ok",
+                "node.started tool:add",
+                "node.finished tool:add ok",
+                "node.started llm:step",
+                "exec.paused llm:step after",
+                "exec.refused schema",
+                "exec.resumed inject",
+                "node.finished llm:step ok",
+                "node.finished agent:a ok",
+                "run.finished ok",
+            ]
+        )
+    );
+    let steps = finished(&hub, "llm:step");
+    assert_eq!(steps[0]["output"]["toolCalls"][0]["id"], "call_1");
+    assert_eq!(steps[1]["output"]["text"], "five");
+    assert_eq!(steps[1]["injected"], true);
+    hub.assert_valid();
+    gm.dispose().await;
+}
+
+#[tokio::test]
+async fn model_after_retry_repeats_a_tool_free_turn_as_one_execution() {
+    let hub = FakeDebugger::start().await;
+    let gm = attached(&hub, vec![json!({"kind": "llm", "point": "after"})]).await;
+    let model =
+        MockCompletionModel::from_turns([MockTurn::text("first"), MockTurn::text("second")]);
+    let agent = AgentBuilder::new(model.clone()).build();
+    let task = spawn_in_run(&gm, agent, "hi");
+    let p = paused(&hub, 1).await;
+    assert!(hub.resume(p.run_id(), &pause_id(&p), "retry"));
+    let p2 = paused(&hub, 2).await;
+    assert!(hub.resume(p2.run_id(), &pause_id(&p2), "continue"));
+    let out = join(task).await.expect("not aborted").expect("ok");
+    assert_eq!(out.output(), "second");
+    assert_eq!(model.request_count(), 2);
+    runs_finished(&hub, 1).await;
+    assert_eq!(
+        events(&hub),
+        expect(
+            &HEAD[..4],
+            &[
+                "exec.paused llm:step after",
+                "exec.resumed retry",
+                "exec.paused llm:step after",
+                "exec.resumed continue",
+                "node.finished llm:step ok",
+                "node.finished agent:a ok",
+                "run.finished ok",
+            ]
+        )
+    );
+    let fin = &finished(&hub, "llm:step")[0];
+    assert_eq!(fin["attempts"], 2);
+    assert_eq!(fin["output"]["text"], "second");
+    hub.assert_valid();
+    gm.dispose().await;
+}
+
+#[tokio::test]
+async fn tool_before_inject_skips_the_tool_and_the_model_sees_a_successful_result() {
+    let hub = FakeDebugger::start().await;
+    let gm = attached(&hub, vec![json!({"kind": "tool", "point": "before"})]).await;
+    let model = tool_then_text();
+    let add = Add::default();
+    let agent = AgentBuilder::new(model.clone()).tool(add.clone()).build();
+    let task = spawn_in_run(&gm, agent, "2+3?");
+    let p = paused(&hub, 1).await;
+    assert_eq!(p.payload()["nodeId"], "tool:add");
+    assert!(hub.inject(p.run_id(), &pause_id(&p), json!({"sum": 42})));
+    join(task).await.expect("not aborted").expect("ok");
+    assert_eq!(
+        add.calls.load(Ordering::SeqCst),
+        0,
+        "an inject at before runs nothing"
+    );
+    let sent = tool_result_sent(&model);
+    assert_eq!(sent["content"][0]["value"]["sum"], 42, "{sent}");
+    assert_ne!(sent["is_error"], true);
+    runs_finished(&hub, 1).await;
+    assert_eq!(
+        events(&hub),
+        expect(
+            &HEAD,
+            &[
+                "node.finished llm:step ok",
+                "node.started tool:add",
+                "exec.paused tool:add before",
+                "exec.resumed inject",
+                "node.finished tool:add ok",
+                "node.started llm:step",
+                "node.finished llm:step ok",
+                "node.finished agent:a ok",
+                "run.finished ok",
+            ]
+        )
+    );
+    let fin = &finished(&hub, "tool:add")[0];
+    assert_eq!(
+        fin["instanceId"], "call_1",
+        "the instance id is rig's tool-call id"
+    );
+    assert_eq!(fin["injected"], true);
+    hub.assert_valid();
+    gm.dispose().await;
+}
+
+#[tokio::test]
+async fn tool_after_inject_replaces_the_result_the_model_sees() {
+    let hub = FakeDebugger::start().await;
+    let gm = attached(&hub, vec![json!({"kind": "tool", "point": "after"})]).await;
+    let model = tool_then_text();
+    let add = Add::default();
+    let agent = AgentBuilder::new(model.clone()).tool(add.clone()).build();
+    let task = spawn_in_run(&gm, agent, "2+3?");
+    let p = paused(&hub, 1).await;
+    assert_eq!(p.payload()["point"], "after");
+    assert!(hub.inject(p.run_id(), &pause_id(&p), json!("seven")));
+    join(task).await.expect("not aborted").expect("ok");
+    assert_eq!(add.calls.load(Ordering::SeqCst), 1);
+    let sent = tool_result_sent(&model);
+    assert_eq!(sent["content"][0]["text"], "seven", "{sent}");
+    runs_finished(&hub, 1).await;
+    assert_eq!(finished(&hub, "tool:add")[0]["output"], "seven");
+    hub.assert_valid();
+    gm.dispose().await;
+}
+
+fn flaky_agent(model: MockCompletionModel, flaky: &Flaky) -> Agent {
+    AgentBuilder::new(model).tool(flaky.clone()).build()
+}
+
+fn flaky_then_text() -> MockCompletionModel {
+    MockCompletionModel::from_turns([
+        MockTurn::tool_call("call_f", "flaky", json!({})),
+        MockTurn::text("done"),
+    ])
+}
+
+const FLAKY_HEAD: [&str; 8] = [
+    "run.started",
+    "node.started agent:a",
+    "graph.hint agent:a,llm:step",
+    "node.started llm:step",
+    "graph.hint tool:flaky",
+    "node.finished llm:step ok",
+    "node.started tool:flaky",
+    "node.error tool:flaky ToolError",
+];
+
+#[tokio::test]
+async fn tool_error_retry_runs_the_tool_again_and_the_second_result_goes_on() {
+    let hub = FakeDebugger::start().await;
+    let gm = attached(&hub, vec![json!({"kind": "tool", "point": "error"})]).await;
+    let model = flaky_then_text();
+    let flaky = Flaky {
+        fail_first: 1,
+        ..Flaky::default()
+    };
+    let task = spawn_in_run(&gm, flaky_agent(model.clone(), &flaky), "go");
+    let p = paused(&hub, 1).await;
+    assert_eq!(p.payload()["point"], "error");
+    assert!(hub.resume(p.run_id(), &pause_id(&p), "retry"));
+    join(task).await.expect("not aborted").expect("ok");
+    assert_eq!(flaky.calls.load(Ordering::SeqCst), 2);
+    let sent = tool_result_sent(&model);
+    assert_eq!(sent["content"][0]["text"], "ok", "{sent}");
+    runs_finished(&hub, 1).await;
+    assert_eq!(
+        events(&hub),
+        expect(
+            &FLAKY_HEAD,
+            &[
+                "exec.paused tool:flaky error",
+                "exec.resumed retry",
+                "node.finished tool:flaky ok",
+                "node.started llm:step",
+                "node.finished llm:step ok",
+                "node.finished agent:a ok",
+                "run.finished ok",
+            ]
+        )
+    );
+    assert_eq!(finished(&hub, "tool:flaky")[0]["attempts"], 2);
+    hub.assert_valid();
+    gm.dispose().await;
+}
+
+#[tokio::test]
+async fn tool_error_continue_passes_the_real_error_to_the_model() {
+    let hub = FakeDebugger::start().await;
+    let gm = attached(&hub, vec![json!({"kind": "tool", "point": "error"})]).await;
+    let model = flaky_then_text();
+    let flaky = Flaky {
+        fail_first: 9,
+        ..Flaky::default()
+    };
+    let task = spawn_in_run(&gm, flaky_agent(model.clone(), &flaky), "go");
+    let p = paused(&hub, 1).await;
+    assert!(hub.resume(p.run_id(), &pause_id(&p), "continue"));
+    join(task).await.expect("not aborted").expect("ok");
+    assert_eq!(flaky.calls.load(Ordering::SeqCst), 1);
+    let sent = tool_result_sent(&model);
+    // rig 0.44 marks the result `is_error`; 0.43 sends the failure as its text.
+    let failure_text = sent["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(
+        sent["is_error"] == true || failure_text.contains("failed"),
+        "the model sees the failure: {sent}"
+    );
+    runs_finished(&hub, 1).await;
+    let fin = &finished(&hub, "tool:flaky")[0];
+    assert_eq!(fin["status"], "error");
+    hub.assert_valid();
+    gm.dispose().await;
+}
+
+#[tokio::test]
+async fn tool_error_inject_answers_the_model_with_a_success() {
+    let hub = FakeDebugger::start().await;
+    let gm = attached(&hub, vec![json!({"kind": "tool", "point": "error"})]).await;
+    let model = flaky_then_text();
+    let flaky = Flaky {
+        fail_first: 9,
+        ..Flaky::default()
+    };
+    let task = spawn_in_run(&gm, flaky_agent(model.clone(), &flaky), "go");
+    let p = paused(&hub, 1).await;
+    assert!(hub.inject(p.run_id(), &pause_id(&p), json!("patched")));
+    join(task).await.expect("not aborted").expect("ok");
+    let sent = tool_result_sent(&model);
+    assert_eq!(sent["content"][0]["text"], "patched", "{sent}");
+    assert_ne!(sent["is_error"], true);
+    runs_finished(&hub, 1).await;
+    let fin = &finished(&hub, "tool:flaky")[0];
+    assert_eq!(fin["status"], "ok");
+    assert_eq!(fin["injected"], true);
+    hub.assert_valid();
+    gm.dispose().await;
+}
+
+#[tokio::test]
+async fn abort_at_a_tool_gate_inside_a_run_drops_the_run_and_the_tool_never_runs() {
+    let hub = FakeDebugger::start().await;
+    let gm = attached(&hub, vec![json!({"kind": "tool", "point": "before"})]).await;
+    let model = tool_then_text();
+    let add = Add::default();
+    let agent = AgentBuilder::new(model.clone()).tool(add.clone()).build();
+    let task = spawn_in_run(&gm, agent, "2+3?");
+    let p = paused(&hub, 1).await;
+    assert!(hub.resume(p.run_id(), &pause_id(&p), "abort"));
+    let out = join(task).await;
+    assert!(out.is_err(), "the enclosing run returns Aborted");
+    assert_eq!(add.calls.load(Ordering::SeqCst), 0);
+    assert_eq!(model.request_count(), 1, "no model call after the abort");
+    runs_finished(&hub, 1).await;
+    assert_eq!(
+        events(&hub),
+        expect(
+            &HEAD,
+            &[
+                "node.finished llm:step ok",
+                "node.started tool:add",
+                "exec.paused tool:add before",
+                "exec.resumed abort",
+                "node.finished tool:add aborted",
+                "node.finished agent:a aborted",
+                "run.finished aborted",
+            ]
+        )
+    );
+    hub.assert_valid();
+    gm.dispose().await;
+}
+
+#[tokio::test]
+async fn abort_of_a_prompt_call_that_is_its_own_run_returns_rigs_cancelled_error() {
+    let hub = FakeDebugger::start().await;
+    let gm = attached(&hub, vec![json!({"kind": "llm", "point": "after"})]).await;
+    let model = tool_then_text();
+    let add = Add::default();
+    let agent = AgentBuilder::new(model.clone())
+        .name("calc")
+        .tool(add.clone())
+        .build();
+    let gm2 = gm.clone();
+    let task = tokio::spawn(async move {
+        agent
+            .graphmind()
+            .prompt("2+3?")
+            .with(|r| r.max_turns(4))
+            .session(&gm2)
+            .await
+    });
+    let p = paused(&hub, 1).await;
+    assert!(hub.resume(p.run_id(), &pause_id(&p), "abort"));
+    let out = join(task).await;
+    match out {
+        Err(PromptError::Report(report)) => {
+            assert_eq!(report.kind, rig_core::error::ErrorKind::Cancelled);
+            assert!(
+                report.message.contains("aborted from the debugger"),
+                "{report}"
+            );
+        }
+        other => panic!("expected a Cancelled report, got {other:?}"),
+    }
+    assert_eq!(
+        add.calls.load(Ordering::SeqCst),
+        0,
+        "the turn's tool call never ran"
+    );
+    runs_finished(&hub, 1).await;
+    assert_eq!(
+        events(&hub),
+        lines(&[
+            "run.started",
+            "node.started agent:calc",
+            "graph.hint agent:calc,llm:step",
+            "node.started llm:step",
+            "graph.hint tool:add",
+            "exec.paused llm:step after",
+            "exec.resumed abort",
+            "node.finished llm:step aborted",
+            "node.finished agent:calc aborted",
+            "run.finished aborted",
+        ])
+    );
+    hub.assert_valid();
+    gm.dispose().await;
+}
+
+#[tokio::test]
+async fn parallel_tool_calls_hold_apart_and_resume_in_any_order() {
+    let hub = FakeDebugger::start().await;
+    let gm = attached(&hub, vec![json!({"kind": "tool", "point": "before"})]).await;
+    let model = MockCompletionModel::from_turns([
+        MockTurn::from_contents([
+            rig_core::completion::AssistantContent::ToolCall(
+                rig_core::message::ToolCall::from_wire(
+                    "call_a",
+                    rig_core::message::ToolFunction::new(
+                        rig_core::message::ToolName::new("add").expect("name"),
+                        json!({"x": 1, "y": 1}),
+                    ),
+                ),
+            ),
+            rig_core::completion::AssistantContent::ToolCall(
+                rig_core::message::ToolCall::from_wire(
+                    "call_b",
+                    rig_core::message::ToolFunction::new(
+                        rig_core::message::ToolName::new("add").expect("name"),
+                        json!({"x": 2, "y": 2}),
+                    ),
+                ),
+            ),
+        ]),
+        MockTurn::text("2 and 4"),
+    ]);
+    let add = Add::default();
+    let agent = AgentBuilder::new(model.clone()).tool(add.clone()).build();
+    let gm2 = gm.clone();
+    let task = tokio::spawn(async move {
+        gm2.run("a", async move {
+            agent
+                .graphmind()
+                .prompt("1+1 and 2+2")
+                .with(|r| r.max_turns(4).tool_concurrency(2))
+                .await
+        })
+        .await
+    });
+    let p1 = paused(&hub, 1).await;
+    let p2 = paused(&hub, 2).await;
+    let ids: Vec<Value> = support::started(&hub, "tool:add")
+        .iter()
+        .map(|p| p["instanceId"].clone())
+        .collect();
+    assert_eq!(ids.len(), 2);
+    assert!(
+        ids.contains(&json!("call_a")) && ids.contains(&json!("call_b")),
+        "{ids:?}"
+    );
+    assert_eq!(add.calls.load(Ordering::SeqCst), 0, "both held at once");
+    // The second one first: the first stays held.
+    assert!(hub.resume(p2.run_id(), &pause_id(&p2), "continue"));
+    support::wait_count(&hub, "node.finished", 2).await;
+    assert_eq!(add.calls.load(Ordering::SeqCst), 1);
+    assert_eq!(
+        support::wait_count(&hub, "exec.resumed", 1).await.len(),
+        1,
+        "the first is still held"
+    );
+    assert!(hub.inject(p1.run_id(), &pause_id(&p1), json!(100)));
+    join(task).await.expect("not aborted").expect("ok");
+    assert_eq!(
+        add.calls.load(Ordering::SeqCst),
+        1,
+        "the injected one never ran"
+    );
+    runs_finished(&hub, 1).await;
+    let tools = finished(&hub, "tool:add");
+    assert_eq!(tools.len(), 2);
+    let injected: Vec<&Value> = tools.iter().filter(|f| f["injected"] == true).collect();
+    assert_eq!(injected.len(), 1);
+    assert_eq!(injected[0]["output"], 100);
+    let ran = tools
+        .iter()
+        .find(|f| f["injected"] != true)
+        .expect("one ran");
+    assert!(ran["output"] == 2 || ran["output"] == 4, "{ran}");
+    hub.assert_valid();
+    let _ = SECOND;
+    gm.dispose().await;
+}
