@@ -8,11 +8,63 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use futures_util::{Stream, StreamExt, stream};
 use graphmind::protocol::DeltaKind;
 use serde::{Deserialize, Serialize};
+
+/// How many times each body really ran (a replay answers calls without running them).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Calls {
+    /// The scripted model.
+    pub model: usize,
+    /// `lookup_order`.
+    pub lookup_order: usize,
+    /// `shipping_status`.
+    pub shipping_status: usize,
+    /// `issue_refund`.
+    pub issue_refund: usize,
+}
+
+static MODEL_CALLS: AtomicUsize = AtomicUsize::new(0);
+static LOOKUP_CALLS: AtomicUsize = AtomicUsize::new(0);
+static SHIPPING_CALLS: AtomicUsize = AtomicUsize::new(0);
+static REFUND_CALLS: AtomicUsize = AtomicUsize::new(0);
+
+/// The bodies run so far in this process.
+#[must_use]
+pub fn calls() -> Calls {
+    Calls {
+        model: MODEL_CALLS.load(Ordering::SeqCst),
+        lookup_order: LOOKUP_CALLS.load(Ordering::SeqCst),
+        shipping_status: SHIPPING_CALLS.load(Ordering::SeqCst),
+        issue_refund: REFUND_CALLS.load(Ordering::SeqCst),
+    }
+}
+
+impl Calls {
+    /// The calls made since `before`.
+    #[must_use]
+    pub fn since(self, before: Calls) -> Calls {
+        Calls {
+            model: self.model - before.model,
+            lookup_order: self.lookup_order - before.lookup_order,
+            shipping_status: self.shipping_status - before.shipping_status,
+            issue_refund: self.issue_refund - before.issue_refund,
+        }
+    }
+
+    /// All calls.
+    #[must_use]
+    pub fn total(self) -> usize {
+        self.model + self.lookup_order + self.shipping_status + self.issue_refund
+    }
+}
+
+/// The system prompt of [`support_agent`].
+pub const SYSTEM_PROMPT: &str = "You are a support agent. Use the tools; be brief.";
 
 /// The ticket the example answers.
 pub const TICKET: &str = "Hi, my order ORD-1042 never arrived. Can I get my money back?";
@@ -101,6 +153,16 @@ impl graphmind::model::StepChunk for Chunk {
             Chunk::Done { finish_reason, .. } => Some(Cow::Borrowed(finish_reason)),
             _ => None,
         }
+    }
+
+    // Recorded, so that a replay streams the same chunks back (`graphmind replay`,
+    // `graphmind::testing`).
+    fn to_recorded(&self) -> Option<serde_json::Value> {
+        serde_json::to_value(self).ok()
+    }
+
+    fn from_recorded(value: serde_json::Value) -> Option<Self> {
+        serde_json::from_value(value).ok()
     }
 }
 
@@ -244,6 +306,7 @@ impl std::error::Error for AgentError {}
 #[graphmind::tool(call_id = call_id)]
 pub async fn lookup_order(call_id: String, order_id: String) -> Result<Order, ToolError> {
     let _ = call_id;
+    LOOKUP_CALLS.fetch_add(1, Ordering::SeqCst);
     tokio::time::sleep(Duration::from_millis(20)).await;
     let digits = order_id.strip_prefix("ORD-").unwrap_or("");
     if digits.len() != 4 || !digits.bytes().all(|b| b.is_ascii_digit()) {
@@ -262,6 +325,7 @@ pub async fn lookup_order(call_id: String, order_id: String) -> Result<Order, To
 #[graphmind::tool(call_id = call_id)]
 pub async fn shipping_status(call_id: String, tracking: String) -> Result<Shipment, ToolError> {
     let _ = call_id;
+    SHIPPING_CALLS.fetch_add(1, Ordering::SeqCst);
     tokio::time::sleep(Duration::from_millis(20)).await;
     Ok(Shipment {
         tracking,
@@ -277,6 +341,7 @@ pub async fn issue_refund(
     amount_cents: u64,
 ) -> Result<Refund, ToolError> {
     let _ = call_id;
+    REFUND_CALLS.fetch_add(1, Ordering::SeqCst);
     tokio::time::sleep(Duration::from_millis(20)).await;
     let reference = format!("RF-{}", order_id.trim_start_matches("ORD-"));
     Ok(Refund {
@@ -291,6 +356,7 @@ pub async fn issue_refund(
 pub async fn call_model(
     request: ChatRequest,
 ) -> Result<impl Stream<Item = Chunk> + Send + 'static, ModelError> {
+    MODEL_CALLS.fetch_add(1, Ordering::SeqCst);
     let chunks = scripted_reply(&request);
     Ok(stream::iter(chunks).then(|chunk| async move {
         tokio::time::sleep(Duration::from_millis(8)).await;
@@ -423,14 +489,16 @@ pub async fn handle_ticket(ticket: &str) -> Result<Result<String, AgentError>, g
 /// # Errors
 /// When the model fails or keeps calling tools past the step budget.
 pub async fn support_agent(ticket: &str) -> Result<String, AgentError> {
+    support_agent_with(SYSTEM_PROMPT, ticket).await
+}
+
+/// [`support_agent`] with another system prompt.
+///
+/// # Errors
+/// When the model fails or keeps calling tools past the step budget.
+pub async fn support_agent_with(system: &str, ticket: &str) -> Result<String, AgentError> {
     let mut request = ChatRequest {
-        messages: vec![
-            Message::new(
-                "system",
-                "You are a support agent. Use the tools; be brief.",
-            ),
-            Message::new("user", ticket),
-        ],
+        messages: vec![Message::new("system", system), Message::new("user", ticket)],
     };
     for _ in 0..8 {
         let chunks = call_model(request.clone())

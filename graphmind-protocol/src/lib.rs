@@ -20,6 +20,7 @@ pub mod feed;
 pub mod hub_auth;
 mod parse;
 mod payloads;
+pub mod recording;
 mod shrink;
 
 pub use envelope::{Envelope, Message, RUN_ANY};

@@ -83,6 +83,18 @@ impl Payload {
         }
     }
 
+    /// The payload as a JSON value, by reference (the replayer compares it).
+    pub(crate) fn to_value(&self) -> Value {
+        match self {
+            Self::Json(v) => (**v).clone(),
+            Self::Fields(f) => Value::Object(
+                f.iter()
+                    .map(|(k, v)| ((*k).to_owned(), v.clone().into_value()))
+                    .collect(),
+            ),
+        }
+    }
+
     /// The payload as a JSON value.
     pub(crate) fn into_value(self) -> Value {
         match self {

@@ -137,6 +137,8 @@ pub mod node;
 pub mod node;
 #[cfg(feature = "enabled")]
 mod redact;
+#[cfg(feature = "enabled")]
+mod replay;
 mod roster;
 mod run;
 #[cfg(feature = "enabled")]
@@ -144,6 +146,8 @@ pub mod tee;
 #[cfg(not(feature = "enabled"))]
 #[path = "disabled/tee.rs"]
 pub mod tee;
+#[cfg(all(feature = "enabled", feature = "testing"))]
+pub mod testing;
 pub mod time;
 pub use roster::tools as tool_roster;
 pub use run::{Aborted, current_run_id, in_current_run, run, run_result};

@@ -290,6 +290,20 @@ pub trait StepChunk {
     fn error(&self) -> Option<String> {
         None
     }
+    /// The chunk as JSON for replay (see [`ChunkCodec::to_recorded`]); `None` by default.
+    /// A serde type writes `serde_json::to_value(self).ok()`.
+    fn to_recorded(&self) -> Option<serde_json::Value> {
+        None
+    }
+    /// A chunk rebuilt for replay (see [`ChunkCodec::from_recorded`]); `None` by default.
+    /// A serde type writes `serde_json::from_value(value).ok()`.
+    fn from_recorded(value: serde_json::Value) -> Option<Self>
+    where
+        Self: Sized,
+    {
+        let _ = value;
+        None
+    }
 }
 
 impl StepChunk for String {
@@ -534,6 +548,23 @@ pub trait ChunkCodec<C: ?Sized> {
         let _ = chunk;
         None
     }
+    /// The chunk as JSON, kept in the step's `node.finished` (`recordedChunks`) so that a
+    /// replay of the run can hand the caller the same chunks as a stream. The default
+    /// records nothing, and a replay runs such a step live. A codec of serde chunk types
+    /// writes `serde_json::to_value(chunk).ok()`.
+    fn to_recorded(chunk: &C) -> Option<serde_json::Value> {
+        let _ = chunk;
+        None
+    }
+    /// A chunk rebuilt from what [`to_recorded`](ChunkCodec::to_recorded) kept
+    /// (`serde_json::from_value(value).ok()`); `None` by default.
+    fn from_recorded(value: serde_json::Value) -> Option<C>
+    where
+        C: Sized,
+    {
+        let _ = value;
+        None
+    }
 }
 
 /// Reads a model request of type `Q` to group steps into invocations (see [`Grouping`]; see
@@ -627,6 +658,15 @@ impl<C: StepChunk + ?Sized> ChunkCodec<C> for Native {
     }
     fn error(chunk: &C) -> Option<String> {
         chunk.error()
+    }
+    fn to_recorded(chunk: &C) -> Option<serde_json::Value> {
+        chunk.to_recorded()
+    }
+    fn from_recorded(value: serde_json::Value) -> Option<C>
+    where
+        C: Sized,
+    {
+        C::from_recorded(value)
     }
 }
 

@@ -149,6 +149,15 @@ impl Node {
         point: PausePoint,
         inject: Option<fn() -> crate::gate::Validator>,
     ) -> Resume {
+        let mut forced = None;
+        if point == PausePoint::Before
+            && let Some(decision) = self.run.replay.take()
+        {
+            match crate::call::replayed::by_hand(&self.run, *decision) {
+                Ok(resume) => return resume,
+                Err(hold) => forced = hold,
+            }
+        }
         let out = crate::call::hold::decide(crate::call::hold::GateSpec {
             host: &self.run.host,
             run_id: &self.run.run_id,
@@ -162,7 +171,7 @@ impl Node {
             clock: self.call.scope.clock.clone(),
             run_clock: self.call.run.as_ref().map(|r| Arc::clone(&r.held)),
             held_value: Extra::new(),
-            forced: None,
+            forced,
         })
         .await;
         self.run.add_held(out.held);

@@ -247,6 +247,8 @@ pub(crate) struct Inner {
     hide: crate::config::Hide,
     /// The loop guard in effect.
     pub(crate) loop_guard: crate::config::LoopGuard,
+    /// The recording answering this session's calls (`GRAPHMIND_REPLAY`).
+    pub(crate) replayer: Option<Arc<crate::replay::Replayer>>,
     /// Token batches armed since the last prune (flushed by `dispose`).
     tokens: Mutex<Vec<Weak<dyn PendingTokens>>>,
     /// The clock of `ts`: an event at instant `t` is stamped `(t - base)` in whole
@@ -269,6 +271,11 @@ impl Inner {
         let ring = Ring::new(config.ring_events, config.ring_bytes);
         let hide = config.resolved_hide();
         let loop_guard = config.resolved_loop_guard();
+        let replayer = if enabled {
+            crate::replay::session_replayer(&mut config)
+        } else {
+            None
+        };
         let base = Instant::now();
         Arc::new_cyclic(|me| Self {
             shared: Shared::new(config, url, url_from_env, ring),
@@ -281,6 +288,7 @@ impl Inner {
             tokens: Mutex::new(Vec::new()),
             hide,
             loop_guard,
+            replayer,
             base,
             offset: AtomicU64::new(now_ms()),
             synced: AtomicU64::new(0),

@@ -155,6 +155,12 @@ impl ChunkCodec<CreateChatCompletionStreamResponse> for Chat {
                 .map(str::to_owned),
         )
     }
+    fn to_recorded(c: &CreateChatCompletionStreamResponse) -> Option<Value> {
+        serde_json::to_value(c).ok()
+    }
+    fn from_recorded(v: Value) -> Option<CreateChatCompletionStreamResponse> {
+        serde_json::from_value(v).ok()
+    }
 }
 
 impl ChunkCodec<Result<CreateChatCompletionStreamResponse, OpenAIError>> for Chat {
@@ -180,6 +186,12 @@ impl ChunkCodec<Result<CreateChatCompletionStreamResponse, OpenAIError>> for Cha
     }
     fn error(c: &Result<CreateChatCompletionStreamResponse, OpenAIError>) -> Option<String> {
         c.as_ref().err().map(ToString::to_string)
+    }
+    fn to_recorded(c: &Result<CreateChatCompletionStreamResponse, OpenAIError>) -> Option<Value> {
+        c.as_ref().ok().and_then(|c| serde_json::to_value(c).ok())
+    }
+    fn from_recorded(v: Value) -> Option<Result<CreateChatCompletionStreamResponse, OpenAIError>> {
+        serde_json::from_value(v).ok().map(Ok)
     }
 }
 
@@ -243,6 +255,12 @@ impl ChunkCodec<ResponseStreamEvent> for Responses {
             .then(|| v.get("message").and_then(Value::as_str).map(str::to_owned))
             .flatten()
     }
+    fn to_recorded(c: &ResponseStreamEvent) -> Option<Value> {
+        serde_json::to_value(c).ok()
+    }
+    fn from_recorded(v: Value) -> Option<ResponseStreamEvent> {
+        serde_json::from_value(v).ok()
+    }
 }
 
 impl ChunkCodec<Result<ResponseStreamEvent, OpenAIError>> for Responses {
@@ -269,6 +287,12 @@ impl ChunkCodec<Result<ResponseStreamEvent, OpenAIError>> for Responses {
             Err(OpenAIError::JSONDeserialize(_, raw)) if is_unknown_event(raw) => None,
             Err(e) => Some(e.to_string()),
         }
+    }
+    fn to_recorded(c: &Result<ResponseStreamEvent, OpenAIError>) -> Option<Value> {
+        c.as_ref().ok().and_then(|c| serde_json::to_value(c).ok())
+    }
+    fn from_recorded(v: Value) -> Option<Result<ResponseStreamEvent, OpenAIError>> {
+        serde_json::from_value(v).ok().map(Ok)
     }
 }
 

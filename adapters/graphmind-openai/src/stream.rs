@@ -41,6 +41,9 @@ struct Seen {
     chunks: u64,
     unknown: u64,
     errors: u64,
+    /// The chunks / events as JSON, kept on `node.finished` (`recordedChunks`) so that a
+    /// replay of the run streams them back.
+    recorded: Vec<Value>,
 }
 
 /// A stream observed by the adapter on its way to the caller.
@@ -81,6 +84,7 @@ pub(crate) fn observed<T: Serialize + Send + 'static>(
             chunks: 0,
             unknown: 0,
             errors: 0,
+            recorded: Vec::new(),
         }),
     })
 }
@@ -159,6 +163,7 @@ impl Seen {
                     Api::Chat => self.chat_chunk(&v),
                     Api::Responses => self.response_event(&v),
                 }
+                self.recorded.push(v);
             }
             Err(OpenAIError::JSONDeserialize(_, raw))
                 if self.api == Api::Responses && is_unknown_event(raw) =>
@@ -359,6 +364,12 @@ impl Seen {
         }
         if dropped {
             more.insert("dropped".into(), true.into());
+        }
+        if !self.recorded.is_empty() {
+            more.insert(
+                graphmind::protocol::recording::CHUNKS_KEY.into(),
+                Value::Array(std::mem::take(&mut self.recorded)),
+            );
         }
         let extras = Extras::new()
             .api(self.api.name())

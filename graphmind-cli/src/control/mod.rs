@@ -12,6 +12,7 @@
 mod debug;
 mod open;
 mod pauses;
+mod replay;
 mod runs;
 mod target;
 
@@ -59,6 +60,42 @@ pub enum ControlCommand {
         /// Output file (default stdout).
         #[arg(long)]
         out: Option<PathBuf>,
+    },
+    /// Re-run an app against a recorded run: each call the recording has is answered from it
+    /// (its body does not run) until the fork point, then the run is live. The app reports
+    /// to the hub as a new run with `meta.replayOf`.
+    Replay {
+        #[command(flatten)]
+        hub: HubArgs,
+        /// The recorded run: a run id (fetched from the hub) or a `graphmind record` file.
+        source: String,
+        /// Where the live part begins: a step number (`3`, `step 3`) or a node
+        /// (`tool:lookup_order`, `lookup_order`); default: every recorded call is replayed.
+        #[arg(long)]
+        until: Option<String>,
+        /// When a live input differs from the recorded one: stop (abort the run there, naming
+        /// step, node and field) or go live from there.
+        #[arg(long, value_parser = ["stop", "live"], default_value = "stop")]
+        on_diverge: String,
+        /// Hold at the fork point (a pause on the hub) so it can be edited or injected first.
+        #[arg(long)]
+        hold: bool,
+        /// The command that starts the app, after `--`.
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
+    /// Compare two runs (run ids or `graphmind record` files): the first divergence and the
+    /// differences per node, executions paired by node and order.
+    Diff {
+        #[command(flatten)]
+        hub: HubArgs,
+        /// The first run.
+        run_a: String,
+        /// The second run.
+        run_b: String,
+        /// JSON output.
+        #[arg(long)]
+        json: bool,
     },
     /// List open pauses.
     Pauses {
@@ -210,8 +247,26 @@ fn one_line(s: &str) -> String {
 
 /// Runs a control command.
 pub fn main(cmd: ControlCommand) -> ExitCode {
-    match run(cmd) {
-        Ok(()) => ExitCode::SUCCESS,
+    let out = match cmd {
+        ControlCommand::Replay {
+            hub,
+            source,
+            until,
+            on_diverge,
+            hold,
+            command,
+        } => replay::replay(&replay::ReplayArgs {
+            port: hub.port,
+            source: &source,
+            until: until.as_deref(),
+            on_diverge: &on_diverge,
+            hold,
+            command: &command,
+        }),
+        cmd => run(cmd).map(|()| ExitCode::SUCCESS),
+    };
+    match out {
+        Ok(code) => code,
         Err(f) => {
             eprintln!("graphmind: {}", one_line(&f.msg));
             ExitCode::from(f.code as u8)
@@ -227,6 +282,13 @@ const RESUME_TIMEOUT: Duration = Duration::from_secs(15);
 fn run(cmd: ControlCommand) -> Result<(), Fail> {
     match cmd {
         ControlCommand::Runs { hub, json } => runs(&TargetHub::locate(hub.port)?, json),
+        ControlCommand::Replay { .. } => Err(Fail::new(Exit::Usage, "replay runs from main")),
+        ControlCommand::Diff {
+            hub,
+            run_a,
+            run_b,
+            json,
+        } => replay::diff(hub.port, &run_a, &run_b, json),
         ControlCommand::Record { hub, run_id, out } => {
             record(&TargetHub::locate(hub.port)?, &run_id, out.as_deref())
         }

@@ -11,6 +11,7 @@ pub(crate) mod hold;
 pub(crate) mod loop_check;
 pub(crate) mod node_run;
 pub(crate) mod policy;
+pub(crate) mod replayed;
 pub(crate) mod scope;
 pub(crate) mod step;
 pub(crate) mod tee;
@@ -71,6 +72,10 @@ pub(crate) trait Host: GateSink + Send + Sync + 'static {
     /// session is disposed first.
     fn track_tokens(&self, buf: std::sync::Weak<dyn crate::session::PendingTokens>) {
         let _ = buf;
+    }
+    /// The replayer answering this host's calls from a recording, if one is configured.
+    fn replayer(&self) -> Option<&crate::replay::Replayer> {
+        None
     }
     /// Whether [`Host::first_use`] still has work to do (cheap).
     fn needs_first_use(&self) -> bool {
@@ -136,6 +141,9 @@ impl Host for crate::session::Inner {
     }
     fn needs_first_use(&self) -> bool {
         crate::session::Inner::needs_first_use(self)
+    }
+    fn replayer(&self) -> Option<&crate::replay::Replayer> {
+        self.replayer.as_deref()
     }
     fn first_use(&self) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send + '_>> {
         Box::pin(crate::session::Inner::first_use(self))

@@ -34,6 +34,8 @@ pub(crate) struct NodeRun {
     held: Duration,
     tokens: Option<Arc<TokenBuf>>,
     finished: bool,
+    /// The replayer's decision for this call (a replay is configured): taken by its policy.
+    pub(crate) replay: Option<Box<crate::replay::Decision>>,
 }
 
 /// What `node.started` says.
@@ -59,8 +61,13 @@ impl NodeRun {
     pub(crate) fn start(host: Arc<dyn Host>, run_id: crate::ids::RunId, spec: StartSpec) -> Self {
         let instance_id = spec.instance_id.clone();
         let node_id = spec.node_id.clone();
+        let replay = match crate::replay::any() {
+            true => replay_decision(&*host, &spec),
+            false => None,
+        };
         let (started, started_seq) = record_started(&*host, &run_id, spec);
         Self {
+            replay,
             started_seq,
             loop_fp: None,
             host,
@@ -165,6 +172,21 @@ impl NodeRun {
         let now = Instant::now();
         Some((now, millis_between(self.started, now)))
     }
+}
+
+/// The replayer's decision for a tool call or model step about to start, when the host has
+/// a replayer.
+fn replay_decision(host: &dyn Host, spec: &StartSpec) -> Option<Box<crate::replay::Decision>> {
+    if !matches!(spec.kind, NodeKind::Tool | NodeKind::Llm) {
+        return None;
+    }
+    let replayer = host.replayer()?;
+    let input = spec.input.as_ref().map(Payload::to_value);
+    Some(Box::new(replayer.take(
+        &spec.node_id,
+        &spec.name,
+        input.as_ref(),
+    )))
 }
 
 /// How a node dropped unfinished ends: `error` with `panicked: true` while its thread

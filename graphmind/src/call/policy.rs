@@ -1,13 +1,14 @@
 //! The gate policy shared by tools and model steps (PROTOCOL.md's action table): the gates
 //! before, after and on error around each attempt of a body, and what each decision does.
 
-use graphmind_protocol::{ErrorInfo, Extra, NodeKind, PausePoint, Status, TokenUsage};
+use graphmind_protocol::{ErrorInfo, Extra, NodeKind, PausePoint, PauseReason, Status, TokenUsage};
 use serde_json::Value;
 
 use super::context::Call;
 use crate::call::expansion::Body;
 use crate::call::node_run::{Finish, NodeRun, held_extra};
 use crate::gate::{Resume, Validator};
+use crate::replay::{Decision, LiveReason};
 
 /// Inject support: a validator factory and the conversion of an accepted value.
 pub(crate) type InjectSupport<O> = (fn() -> Validator, fn(Value) -> Option<O>);
@@ -52,6 +53,25 @@ pub(crate) async fn gated<B: Body>(
         node.host.first_use().await;
     }
     let validator = |p: &Policy<B::Output>| p.inject.map(|(v, _)| v);
+    let mut hold_fork = false;
+    if let Some(decision) = node.replay.take() {
+        match *decision {
+            Decision::Serve(served) => {
+                let conv = policy.inject.map(|(_, conv)| conv);
+                match conv.and_then(|conv| conv(served.output.clone())) {
+                    Some(out) => {
+                        let extra = super::replayed::served_extra(served.step);
+                        finish_injected(node, policy, served.output, &out, extra);
+                        return (out, None);
+                    }
+                    None => unserved(&node, served.step),
+                }
+            }
+            Decision::Fork { hold } => hold_fork = hold,
+            Decision::Stop(d) => node = super::replayed::stop(call, node, &d).await,
+            Decision::Live => {}
+        }
+    }
     let mut attempts: u32 = 0;
     loop {
         // before
@@ -62,6 +82,11 @@ pub(crate) async fn gated<B: Body>(
                 (0, NodeKind::Tool) => super::loop_check::check(call, &node)
                     .map_or((None, Extra::new()), |(r, extra)| (Some(r), extra)),
                 _ => (None, Extra::new()),
+            };
+            // A replay's fork point holds here first when asked to.
+            let forced = match std::mem::take(&mut hold_fork) {
+                true => forced.or(Some(PauseReason::Breakpoint)),
+                false => forced,
             };
             call.gate(
                 &mut node,
@@ -171,6 +196,13 @@ pub(crate) async fn gated<B: Body>(
             call.abort().await;
         }
         return (out, None);
+    }
+}
+
+/// A served answer that does not fit the call's type: the call runs live.
+fn unserved(node: &NodeRun, step: usize) {
+    if let Some(r) = node.host.replayer() {
+        r.unserved(step, LiveReason::NoOutput);
     }
 }
 

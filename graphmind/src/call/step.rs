@@ -372,6 +372,9 @@ where
 /// Observes one chunk of a streamed model response, read through the codec `K`.
 pub(crate) fn observe_chunk<K: ChunkCodec<C>, C>(obs: &mut Observer, chunk: &C) {
     obs.chunks += 1;
+    if let Some(v) = K::to_recorded(chunk) {
+        obs.recorded.get_or_insert_default().push(v);
+    }
     let node = &mut obs.node;
     let reply = &mut obs.reply;
     K::call_deltas(chunk, &mut |delta| {
@@ -392,6 +395,64 @@ pub(crate) fn observe_chunk<K: ChunkCodec<C>, C>(obs: &mut Observer, chunk: &C) 
     }
 }
 
+/// A streamed step's recorded chunks, rebuilt, with the observer that finishes its node.
+struct ReplayedChunks<C> {
+    items: Vec<C>,
+    observer: Observer,
+    observe: fn(&mut Observer, &C),
+}
+
+impl<C> ReplayedChunks<C> {
+    fn into_tee<S: Stream<Item = C>>(self) -> Tee<S> {
+        Tee::replayed(self.items, self.observer, self.observe)
+    }
+}
+
+/// Answers a streamed step from its recorded chunks when the replayer served it and every
+/// chunk rebuilds through the codec; otherwise hands the node back to run live (with the
+/// decision left for its `before` gate: a fork may hold there, a divergence stops there).
+async fn replayed_chunks<K: ChunkCodec<C>, C>(
+    call: &Call,
+    mut node: NodeRun,
+) -> Result<ReplayedChunks<C>, NodeRun> {
+    let Some(decision) = node.replay.take() else {
+        return Err(node);
+    };
+    let served = match *decision {
+        crate::replay::Decision::Serve(served) => served,
+        crate::replay::Decision::Stop(d) => {
+            return Err(super::replayed::stop(call, node, &d).await);
+        }
+        other => {
+            node.replay = Some(Box::new(other));
+            return Err(node);
+        }
+    };
+    let items: Option<Vec<C>> = served
+        .chunks
+        .unwrap_or_default()
+        .into_iter()
+        .map(K::from_recorded)
+        .collect();
+    match items {
+        Some(items) if !items.is_empty() => {
+            let mut observer = Observer::new(node);
+            observer.extra = super::replayed::served_extra(served.step);
+            Ok(ReplayedChunks {
+                items,
+                observer,
+                observe: observe_chunk::<K, C>,
+            })
+        }
+        _ => {
+            if let Some(r) = node.host.replayer() {
+                r.unserved(served.step, crate::replay::LiveReason::NoOutput);
+            }
+            Err(node)
+        }
+    }
+}
+
 /// A streaming model step: gate before only; the stream is teed (token batches, usage and
 /// finish reason on node.finished, also when the consumer drops it).
 pub async fn model_step_stream<K, B, S>(
@@ -407,7 +468,13 @@ where
     let StepInput(Some((input, grouping))) = input else {
         return Tee::passthrough(first(body).await);
     };
-    let (call, node, _) = begin(site, B::RETRY, input, &grouping);
+    let (call, mut node, _) = begin(site, B::RETRY, input, &grouping);
+    if node.replay.is_some() {
+        match replayed_chunks::<K, S::Item>(&call, node).await {
+            Ok(tee) => return tee.into_tee(),
+            Err(live) => node = live,
+        }
+    }
     let policy = Policy::<S> {
         error: |_| None,
         encode: |_| None,
@@ -438,7 +505,13 @@ where
     let StepInput(Some((input, grouping))) = input else {
         return first(body).await.map(Tee::passthrough);
     };
-    let (call, node, _) = begin(site, B::RETRY, input, &grouping);
+    let (call, mut node, _) = begin(site, B::RETRY, input, &grouping);
+    if node.replay.is_some() {
+        match replayed_chunks::<K, S::Item>(&call, node).await {
+            Ok(tee) => return Ok(tee.into_tee()),
+            Err(live) => node = live,
+        }
+    }
     let policy = Policy::<Result<S, E>> {
         error: |r| {
             r.as_ref()

@@ -23,6 +23,10 @@ pub struct Observer {
     /// A model stream's answer so far (text and tool calls), recorded as its output in
     /// GraphMind 0.6's shape; `None` until a text or tool-argument delta is seen.
     pub(crate) reply: Option<Box<crate::model::StreamedReply>>,
+    /// The chunks as their codec records them for replay (`recordedChunks`).
+    pub(crate) recorded: Option<Vec<serde_json::Value>>,
+    /// Extra fields for `node.finished` (a replayed stream says so).
+    pub(crate) extra: Extra,
     ended: bool,
 }
 
@@ -45,6 +49,8 @@ impl Observer {
             usage: None,
             finish_reason: None,
             reply: None,
+            recorded: None,
+            extra: Extra::new(),
             ended: false,
         }
     }
@@ -81,7 +87,7 @@ impl Observer {
 
 impl Drop for Observer {
     fn drop(&mut self) {
-        let mut extra = Extra::new();
+        let mut extra = std::mem::take(&mut self.extra);
         extra.insert("streaming".into(), true.into());
         extra.insert("chunks".into(), self.chunks.into());
         let output = self
@@ -93,6 +99,12 @@ impl Drop for Observer {
         }
         if !self.ended {
             extra.insert("dropped".into(), true.into());
+        }
+        if let Some(chunks) = self.recorded.take() {
+            extra.insert(
+                graphmind_protocol::recording::CHUNKS_KEY.into(),
+                serde_json::Value::Array(chunks),
+            );
         }
         let aborted = !self.ended
             && self
@@ -123,12 +135,22 @@ impl Drop for Observer {
 
 pin_project_lite::pin_project! {
     /// A stream whose items are observed by graphmind on their way to the consumer.
-    /// It yields exactly the inner stream's items, when the inner stream yields them.
+    /// It yields exactly the inner stream's items, when the inner stream yields them (or,
+    /// replayed from a recording, the recorded items in order).
     pub struct Tee<S: Stream> {
         #[pin]
-        inner: S,
+        inner: Source<S>,
         observer: Option<Observer>,
         observe: fn(&mut Observer, &S::Item),
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// Where a tee's items come from.
+    #[project = SourceProj]
+    enum Source<S: Stream> {
+        Live { #[pin] stream: S },
+        Replayed { items: std::collections::VecDeque<S::Item> },
     }
 }
 
@@ -143,7 +165,22 @@ impl<S: Stream> std::fmt::Debug for Tee<S> {
 impl<S: Stream> Tee<S> {
     pub(crate) fn new(inner: S, observer: Observer, observe: fn(&mut Observer, &S::Item)) -> Self {
         Self {
-            inner,
+            inner: Source::Live { stream: inner },
+            observer: Some(observer),
+            observe,
+        }
+    }
+
+    /// A tee that yields recorded items (a replayed stream), observed as live ones are.
+    pub(crate) fn replayed(
+        items: Vec<S::Item>,
+        observer: Observer,
+        observe: fn(&mut Observer, &S::Item),
+    ) -> Self {
+        Self {
+            inner: Source::Replayed {
+                items: items.into(),
+            },
             observer: Some(observer),
             observe,
         }
@@ -152,7 +189,7 @@ impl<S: Stream> Tee<S> {
     /// A tee that observes nothing (disabled session).
     pub(crate) fn passthrough(inner: S) -> Self {
         Self {
-            inner,
+            inner: Source::Live { stream: inner },
             observer: None,
             observe: |_, _| {},
         }
@@ -164,7 +201,10 @@ impl<S: Stream> Stream for Tee<S> {
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<S::Item>> {
         let this = self.project();
-        let polled = this.inner.poll_next(cx);
+        let polled = match this.inner.project() {
+            SourceProj::Live { stream } => stream.poll_next(cx),
+            SourceProj::Replayed { items } => Poll::Ready(items.pop_front()),
+        };
         match &polled {
             Poll::Ready(Some(item)) => {
                 if let Some(obs) = this.observer.as_mut() {
@@ -182,6 +222,9 @@ impl<S: Stream> Stream for Tee<S> {
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
-        self.inner.size_hint()
+        match &self.inner {
+            Source::Live { stream } => stream.size_hint(),
+            Source::Replayed { items } => (items.len(), Some(items.len())),
+        }
     }
 }

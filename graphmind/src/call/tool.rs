@@ -86,7 +86,7 @@ where
         RunRef::Run(r) => &*r.host,
         RunRef::Implicit(h) => &**h,
     };
-    if host.attached() || host.needs_first_use() {
+    if host.attached() || host.needs_first_use() || crate::replay::any() {
         let (call, host, run_id) = Call::current(
             NodeKind::Tool,
             Cow::Borrowed(site.name),

@@ -1,0 +1,134 @@
+//! What a replay reports: the fork point, the divergence policy, and what happened to each
+//! live call.
+
+use serde_json::Value;
+
+/// Where the live part of a replay begins.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Until {
+    /// Every recorded call is answered from the recording.
+    #[default]
+    End,
+    /// Steps before this one (1-based, in the order the recorded calls started) are
+    /// answered from the recording; this one and all after it run live.
+    Step(usize),
+    /// The first call of this node (`tool:lookup_order`, or its name `lookup_order`, or
+    /// `llm:step`) and everything after it run live.
+    Node(String),
+}
+
+impl Until {
+    /// `step N`, `N`, or a node id / name.
+    #[must_use]
+    pub fn parse(text: &str) -> Self {
+        let t = text.trim();
+        let num = t.strip_prefix("step").map_or(t, str::trim);
+        match num.parse::<usize>() {
+            Ok(n) => Self::Step(n),
+            Err(_) => Self::Node(t.to_owned()),
+        }
+    }
+
+    /// The fork point for a run's meta: the step number or the node; `None` for [`Until::End`].
+    pub(crate) fn to_meta(&self) -> Option<Value> {
+        match self {
+            Self::End => None,
+            Self::Step(n) => Some((*n).into()),
+            Self::Node(n) => Some(n.clone().into()),
+        }
+    }
+
+    pub(crate) fn reached(&self, step: &graphmind_protocol::recording::Step) -> bool {
+        match self {
+            Self::End => false,
+            Self::Step(n) => step.index >= *n,
+            Self::Node(n) => step.node_id == *n || step.name == *n,
+        }
+    }
+}
+
+/// What a replay does when a live input differs from the recorded one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OnDiverge {
+    /// Abort the run at that call (its node finishes `aborted` with a `ReplayDiverged`
+    /// error naming the step, the node and the field).
+    #[default]
+    Stop,
+    /// Run that call and everything after it live.
+    Live,
+}
+
+/// The first difference between a live call's input and the recorded one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Divergence {
+    /// The recorded step (1-based).
+    pub step: usize,
+    /// Its node id (`llm:step`, `tool:lookup_order`).
+    pub node_id: String,
+    /// Its name.
+    pub name: String,
+    /// The JSON path of the first differing field of the input (`$.request.messages[0].content`).
+    pub path: String,
+    /// The recorded value there (`None`: absent).
+    pub recorded: Option<Value>,
+    /// The live value there (`None`: absent).
+    pub live: Option<Value>,
+}
+
+impl std::fmt::Display for Divergence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let show = |v: &Option<Value>| {
+            v.as_ref()
+                .map_or_else(|| "(absent)".to_owned(), Value::to_string)
+        };
+        write!(
+            f,
+            "replay diverged at step {} ({} `{}`): input field {} was recorded as {} but is {} live",
+            self.step,
+            self.node_id,
+            self.name,
+            self.path,
+            show(&self.recorded),
+            show(&self.live)
+        )
+    }
+}
+
+/// Why a call ran live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LiveReason {
+    /// The fork point.
+    Fork,
+    /// After the fork point (or after a divergence with [`OnDiverge::Live`]).
+    AfterFork,
+    /// The recording has no such call (more calls of the node than recorded).
+    NotRecorded,
+    /// The recorded call ended in an error, and errors are not rebuilt from a recording.
+    RecordedError,
+    /// The recorded call has no usable output (hidden, cut to the payload budget, a stream
+    /// without recorded chunks, or a value that does not fit the call's type).
+    NoOutput,
+}
+
+/// What happened to one live call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// Answered from the recording: the body did not run.
+    Served {
+        /// The recorded step.
+        step: usize,
+        /// Its node id.
+        node_id: String,
+    },
+    /// Its input differed from the recorded one.
+    Diverged(Divergence),
+    /// It ran live.
+    Live {
+        /// The recorded step it matched, if any.
+        step: Option<usize>,
+        /// Its node id.
+        node_id: String,
+        /// Why.
+        reason: LiveReason,
+    },
+}
