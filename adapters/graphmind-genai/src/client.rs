@@ -1,10 +1,11 @@
 //! [`Client`]: genai's client with `exec_chat` and `exec_chat_stream` instrumented.
 
 use genai::ModelSpec;
-use genai::chat::{ChatOptions, ChatRequest, ChatResponse};
+use genai::adapter::AdapterKind;
+use genai::chat::{ChatOptions, ChatRequest, ChatResponse, ChatStreamEvent};
 use graphmind::protocol::PausePoint;
 
-use crate::step::{Gate, Step, gate};
+use crate::step::{Gate, Step, aborted, error_name, gate};
 use crate::stream::{ChatStream, ChatStreamResponse, Reopen, observed};
 
 /// genai's [`Client`](genai::Client) with [`exec_chat`](Client::exec_chat) and
@@ -115,52 +116,70 @@ impl Client {
             request: chat_req,
             options: forced,
         };
-        let injected =
-            match gate::<Vec<genai::chat::ChatStreamEvent>>(&mut step.node, PausePoint::Before)
-                .await
-            {
-                Gate::Inject(items) => Some(items),
+        match gate::<Vec<ChatStreamEvent>>(&mut step.node, PausePoint::Before).await {
+            Gate::Inject(items) => return Ok(self.injected(step, items, reopen, !asked).await),
+            Gate::Abort => {
+                step.node.abort_run().await;
+                return Err(aborted());
+            }
+            Gate::Go | Gate::Retry => {}
+        }
+        loop {
+            step.attempts += 1;
+            let opened = self
+                .inner
+                .exec_chat_stream(
+                    reopen.model.clone(),
+                    reopen.request.clone(),
+                    Some(&reopen.options),
+                )
+                .await;
+            // Preparing the request failed (the target did not resolve, no API key, a
+            // request the provider's adapter cannot express): nothing was sent yet.
+            let e = match opened {
+                Ok(r) => {
+                    return Ok(ChatStreamResponse {
+                        stream: observed(step, Ok(r.stream), reopen, !asked),
+                        model_iden: r.model_iden,
+                    });
+                }
+                Err(e) => e,
+            };
+            step.node.error(&error_name(&e), e.to_string());
+            match gate::<Vec<ChatStreamEvent>>(&mut step.node, PausePoint::Error).await {
+                Gate::Go => {
+                    step.finish_error();
+                    return Err(e);
+                }
+                Gate::Retry => {}
+                Gate::Inject(items) => return Ok(self.injected(step, items, reopen, !asked).await),
                 Gate::Abort => {
                     step.node.abort_run().await;
-                    return Err(crate::step::aborted());
+                    return Err(aborted());
                 }
-                Gate::Go | Gate::Retry => None,
-            };
-        if let Some(items) = injected {
-            let model_iden = self
-                .inner
-                .resolve_service_target(reopen.model.clone())
-                .await
-                .map(|t| t.model)
-                .unwrap_or_else(|_| {
-                    genai::ModelIden::new(
-                        genai::adapter::AdapterKind::OpenAI,
-                        model_name(&reopen.model),
-                    )
-                });
-            return Ok(ChatStreamResponse {
-                stream: observed(step, Err(items), reopen, !asked),
-                model_iden,
-            });
+            }
         }
-        step.attempts += 1;
-        match self
+    }
+
+    /// A stream of injected events, observed like the provider's.
+    async fn injected(
+        &self,
+        step: Step,
+        items: Vec<ChatStreamEvent>,
+        reopen: Reopen,
+        strip_usage: bool,
+    ) -> ChatStreamResponse {
+        let model_iden = match self
             .inner
-            .exec_chat_stream(
-                reopen.model.clone(),
-                reopen.request.clone(),
-                Some(&reopen.options),
-            )
+            .resolve_service_target(reopen.model.clone())
             .await
         {
-            Ok(r) => Ok(ChatStreamResponse {
-                stream: observed(step, Ok(r.stream), reopen, !asked),
-                model_iden: r.model_iden,
-            }),
-            Err(e) => {
-                step.fail(&e);
-                Err(e)
-            }
+            Ok(t) => t.model,
+            Err(_) => genai::ModelIden::new(AdapterKind::OpenAI, model_name(&reopen.model)),
+        };
+        ChatStreamResponse {
+            stream: observed(step, Err(items), reopen, strip_usage),
+            model_iden,
         }
     }
 }

@@ -26,8 +26,9 @@
 //!   retry re-issues it (one execution, `attempts` on `node.finished`), inject substitutes
 //!   a response (refused, and the gate stays held, when it does not deserialize into
 //!   genai's type), continue returns genai's error untouched, abort ends the run. For a
-//!   stream it holds when the stream fails before its first event (genai reports an HTTP
-//!   error as the stream's first `Err`).
+//!   stream it holds when preparing the request fails (no target, no API key) and when the
+//!   stream fails before its first event (genai reports an HTTP error as the stream's first
+//!   `Err`).
 //! - The `after` gate holds a `ChatResponse` before the caller sees it (inject substitutes
 //!   it). Streams have none: the caller reads each event as it arrives.
 //! - Streams are teed: the caller reads genai's events as genai yields them, in the

@@ -130,13 +130,8 @@ impl Step {
         });
     }
 
-    /// Records `e` and finishes the node `error` (a failure no gate holds).
-    pub(crate) fn fail(self, e: &genai::Error) {
-        self.node.error(&error_name(e), e.to_string());
-        self.finish_error();
-    }
-
-    fn finish_error(self) {
+    /// Finishes the node `error`, without output (the caller gets genai's error).
+    pub(crate) fn finish_error(self) {
         let extra: Extra = Extras::new().api(API).attempts(self.attempts).into();
         self.node.finish_with(Status::Error, None, None, extra);
     }

@@ -439,3 +439,74 @@ async fn a_stream_injected_at_before_streams_the_injected_events_and_sends_nothi
     hub.assert_valid();
     gm.dispose().await;
 }
+
+#[tokio::test]
+async fn a_stream_that_cannot_be_prepared_holds_the_error_gate_and_retry_prepares_it_again() {
+    let mock = Mock::start().await;
+    let hub = FakeDebugger::start().await;
+    let gm = attached(&hub, vec![json!({"kind": "llm", "point": "error"})]).await;
+    let task = spawn_stream(&gm, mock.client().graphmind(), "gpt-unresolved-1");
+    let p = paused(&hub, 1).await;
+    assert_eq!(p.payload()["point"], "error");
+    assert_eq!(mock.count(), 0, "nothing was sent");
+    assert!(hub.resume(p.run_id(), &pause_id(&p), "retry"));
+    let got = join(task).await.expect("not aborted").expect("ok");
+    assert_eq!(
+        got,
+        [
+            "start",
+            "chunk Sunny, ",
+            "chunk 24 °C ",
+            "chunk in Lisbon.",
+            "end"
+        ]
+    );
+    assert_eq!(mock.count(), 1);
+    runs_finished(&hub, 1).await;
+    assert_eq!(
+        events(&hub),
+        expect(&[
+            "node.error llm:step Resolver",
+            "exec.paused llm:step error",
+            "exec.resumed retry",
+            "node.finished llm:step ok",
+            "node.finished agent:a ok",
+            "run.finished ok",
+        ])
+    );
+    assert_eq!(finished(&hub, "llm:step")[0]["attempts"], 2);
+    hub.assert_valid();
+    gm.dispose().await;
+}
+
+#[tokio::test]
+async fn a_stream_that_cannot_be_prepared_continued_returns_genais_error() {
+    let mock = Mock::start().await;
+    let hub = FakeDebugger::start().await;
+    let gm = attached(&hub, vec![json!({"kind": "llm", "point": "error"})]).await;
+    let task = spawn_stream(&gm, mock.client().graphmind(), "gpt-unresolved-9");
+    let p = paused(&hub, 1).await;
+    assert!(hub.resume(p.run_id(), &pause_id(&p), "continue"));
+    let err = join(task)
+        .await
+        .expect("not aborted")
+        .expect_err("genai's error");
+    assert!(
+        err.to_string().contains("no target for this model yet"),
+        "{err}"
+    );
+    runs_finished(&hub, 1).await;
+    assert_eq!(
+        events(&hub),
+        expect(&[
+            "node.error llm:step Resolver",
+            "exec.paused llm:step error",
+            "exec.resumed continue",
+            "node.finished llm:step error",
+            "node.finished agent:a ok",
+            "run.finished ok",
+        ])
+    );
+    hub.assert_valid();
+    gm.dispose().await;
+}

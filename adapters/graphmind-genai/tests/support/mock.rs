@@ -11,6 +11,7 @@
 //! | `claude-think` | stream: a thinking block, then text |
 //! | `…-fail-N` | the first N requests answer 500, then `text` |
 //! | `…-always-500` | 500 |
+//! | `…-unresolved-N` | (no request) the client's first N target resolutions fail |
 #![allow(dead_code)]
 
 use std::collections::HashMap;
@@ -81,8 +82,20 @@ impl Mock {
     /// the model name), with a dummy key.
     pub fn client(&self) -> genai::Client {
         let base = self.base.clone();
+        let resolved = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let resolver = genai::resolver::ServiceTargetResolver::from_resolver_fn(
             move |t: genai::ServiceTarget| -> Result<genai::ServiceTarget, genai::resolver::Error> {
+                // `…-unresolved-N`: the first N resolutions of this client fail.
+                let name = t.model.model_name.to_string();
+                if let Some(n) = name
+                    .rsplit_once("-unresolved-")
+                    .and_then(|(_, n)| n.parse::<usize>().ok())
+                    && resolved.fetch_add(1, std::sync::atomic::Ordering::SeqCst) < n
+                {
+                    return Err(genai::resolver::Error::Custom(
+                        "no target for this model yet".into(),
+                    ));
+                }
                 Ok(genai::ServiceTarget {
                     endpoint: genai::resolver::Endpoint::from_owned(base.clone()),
                     auth: genai::resolver::AuthData::from_single("sk-mock"),
