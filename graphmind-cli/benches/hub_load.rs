@@ -168,6 +168,15 @@ async fn run(sizes: &Sizes) {
             drop(hub);
         }
     }
+    let cpu_us = |v: &[Ingest]| {
+        let mut us: Vec<f64> = v
+            .iter()
+            .map(|r| r.hub_cpu * r.persisted.as_secs_f64() * 1e6 / n as f64)
+            .collect();
+        us.sort_by(f64::total_cmp);
+        us[us.len() / 2]
+    };
+    let (us_off, us_on) = (cpu_us(&off), cpu_us(&on));
     let per_off: Vec<Duration> = off.iter().map(|r| r.persisted).collect();
     let per_on: Vec<Duration> = on.iter().map(|r| r.persisted).collect();
     let ratio = median(&per_off).as_secs_f64() / median(&per_on).as_secs_f64();
@@ -178,14 +187,17 @@ async fn run(sizes: &Sizes) {
             median(&off.iter().map(|r| r.accepted).collect::<Vec<_>>()),
         ),
         rate(n, median(&per_off)),
-        format!("slowest {}/s persisted", rate(n, worst(&per_off))),
+        format!(
+            "slowest {}/s persisted; hub {us_off:.1} CPU-µs/event",
+            rate(n, worst(&per_off))
+        ),
     ]);
     rows.push([
         format!("hub ingest, 8 apps, runs of {per_run}, --otlp on"),
         rate(n, median(&on.iter().map(|r| r.accepted).collect::<Vec<_>>())),
         rate(n, median(&per_on)),
         format!(
-            "throughput ratio on/off {ratio:.2} (persisted, medians); every run exported {:.0} ms after the start (median); slowest {}/s persisted",
+            "throughput ratio on/off {ratio:.2} (persisted, medians); hub {us_on:.1} CPU-µs/event (export included); every run exported {:.0} ms after the start (median); slowest {}/s persisted",
             median(&exported).as_secs_f64() * 1e3,
             rate(n, worst(&per_on))
         ),

@@ -38,6 +38,9 @@ pub const MAX_RUN_EVENTS: usize = 200_000;
 pub const MAX_RUN_BYTES: usize = 64 * 1024 * 1024;
 /// Most runs sent in one request.
 pub const BATCH_RUNS: usize = 64;
+/// A request goes out once its encoded spans reach this many bytes (one larger run goes
+/// alone), so the exporter holds about this much besides the run it is reading.
+pub const BATCH_BYTES: usize = 4 * 1024 * 1024;
 
 /// Where and how finished runs are exported.
 #[derive(Debug, Clone)]
@@ -271,54 +274,61 @@ async fn worker(
         // Everything of these runs was queued for storage before their ids were: once the
         // writer committed up to here, storage holds them whole.
         writer.barrier().await;
-        let batch = {
-            let reader = Arc::clone(&reader);
-            let ids = ids.clone();
-            let stats = Arc::clone(&stats);
-            tokio::task::spawn_blocking(move || {
-                let mut out = Vec::with_capacity(ids.len());
-                for id in &ids {
-                    match read_run(&reader, id, opts) {
-                        Ok(Some((rs, cut))) => {
-                            if cut {
-                                stats.runs_cut.fetch_add(1, Ordering::Relaxed);
-                            }
-                            out.push(rs);
-                        }
-                        // Deleted meanwhile (retention): nothing to export.
-                        Ok(None) => {}
-                        Err(_) => {
-                            stats.read_errors.fetch_add(1, Ordering::Relaxed);
-                        }
+        // Runs are read one at a time, and a batch goes out once it holds BATCH_BYTES of
+        // encoded spans: what the exporter holds stays bounded whatever the runs' sizes.
+        let mut batch = Vec::new();
+        let mut bytes = 0usize;
+        for id in ids.drain(..) {
+            let read = {
+                let reader = Arc::clone(&reader);
+                tokio::task::spawn_blocking(move || read_run(&reader, &id, opts)).await
+            };
+            match read {
+                Ok(Ok(Some((rs, cut)))) => {
+                    if cut {
+                        stats.runs_cut.fetch_add(1, Ordering::Relaxed);
                     }
+                    bytes += rs.encoded_len();
+                    batch.push(rs);
                 }
-                out
-            })
-            .await
-            .unwrap_or_default()
-        };
-        if batch.is_empty() {
-            continue;
+                // Deleted meanwhile (retention): nothing to export.
+                Ok(Ok(None)) => {}
+                Ok(Err(_)) | Err(_) => {
+                    stats.read_errors.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            if bytes >= BATCH_BYTES {
+                deliver(&sender, std::mem::take(&mut batch), &stats).await;
+                bytes = 0;
+            }
         }
-        let runs = batch.len() as u64;
-        let spans = span_count(&batch);
-        let body = encode(batch);
-        match sender.send(body).await {
-            Delivery::Sent { retries } => {
-                stats
-                    .retries
-                    .fetch_add(u64::from(retries), Ordering::Relaxed);
-                stats.batches_sent.fetch_add(1, Ordering::Relaxed);
-                stats.runs_exported.fetch_add(runs, Ordering::Relaxed);
-                stats.spans_exported.fetch_add(spans, Ordering::Relaxed);
-            }
-            Delivery::Failed { retries, reason } => {
-                stats
-                    .retries
-                    .fetch_add(u64::from(retries), Ordering::Relaxed);
-                stats.runs_failed.fetch_add(runs, Ordering::Relaxed);
-                eprintln!("graphmind: OTLP export of {runs} run(s) failed: {reason}");
-            }
+        deliver(&sender, batch, &stats).await;
+    }
+}
+
+/// Sends one batch and counts the outcome.
+async fn deliver(sender: &Sender, batch: Vec<ResourceSpans>, stats: &OtlpStats) {
+    if batch.is_empty() {
+        return;
+    }
+    let runs = batch.len() as u64;
+    let spans = span_count(&batch);
+    let body = encode(batch);
+    match sender.send(body).await {
+        Delivery::Sent { retries } => {
+            stats
+                .retries
+                .fetch_add(u64::from(retries), Ordering::Relaxed);
+            stats.batches_sent.fetch_add(1, Ordering::Relaxed);
+            stats.runs_exported.fetch_add(runs, Ordering::Relaxed);
+            stats.spans_exported.fetch_add(spans, Ordering::Relaxed);
+        }
+        Delivery::Failed { retries, reason } => {
+            stats
+                .retries
+                .fetch_add(u64::from(retries), Ordering::Relaxed);
+            stats.runs_failed.fetch_add(runs, Ordering::Relaxed);
+            eprintln!("graphmind: OTLP export of {runs} run(s) failed: {reason}");
         }
     }
 }

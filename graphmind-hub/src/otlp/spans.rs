@@ -673,3 +673,150 @@ fn assemble(
         ..ResourceSpans::default()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn env(seq: u64, ts: u64, kind: &str, payload: Value) -> String {
+        json!({"gm": 1, "seq": seq, "ts": ts, "runId": "run_t", "type": kind, "payload": payload})
+            .to_string()
+    }
+
+    fn spans(bodies: &[String], opts: MapOptions) -> Vec<Span> {
+        run_spans("run_t", bodies, false, opts).scope_spans[0]
+            .spans
+            .clone()
+    }
+
+    fn attr<'a>(s: &'a Span, key: &str) -> Option<&'a any_value::Value> {
+        s.attributes
+            .iter()
+            .find(|k| k.key == key)
+            .and_then(|k| k.value.as_ref()?.value.as_ref())
+    }
+
+    #[test]
+    fn trace_ids_are_deterministic_distinct_and_never_zero() {
+        assert_eq!(trace_id("run_a"), trace_id("run_a"));
+        assert_ne!(trace_id("run_a"), trace_id("run_b"));
+        assert_ne!(trace_id(""), [0; 16]);
+    }
+
+    #[test]
+    fn a_run_without_an_agent_node_gets_a_root_of_its_own_and_bad_bodies_are_skipped() {
+        let bodies = vec![
+            env(
+                1,
+                1000,
+                "run.started",
+                json!({"app": "a", "sdk": {"name": "rust", "version": "1"}, "meta": {"name": "nightly"}}),
+            ),
+            "not json".to_owned(),
+            json!({"gm": 1}).to_string(),
+            env(
+                2,
+                1001,
+                "node.started",
+                json!({"nodeId": "tool:t", "kind": "tool", "name": "t", "instanceId": "c1"}),
+            ),
+            env(
+                3,
+                1002,
+                "node.error",
+                json!({"nodeId": "tool:t", "instanceId": "c1", "error": {"name": "Boom", "message": "it broke"}}),
+            ),
+            env(
+                4,
+                1005,
+                "run.finished",
+                json!({"status": "error", "error": {"name": "Boom", "message": "it broke"}}),
+            ),
+        ];
+        let s = spans(&bodies, MapOptions::default());
+        assert_eq!(s.len(), 2);
+        assert_eq!(s[0].name, "invoke_agent nightly");
+        assert!(s[0].parent_span_id.is_empty());
+        assert_eq!(
+            (s[0].start_time_unix_nano, s[0].end_time_unix_nano),
+            (1_000_000_000, 1_005_000_000)
+        );
+        assert_eq!(
+            s[0].status.as_ref().map(|x| x.code),
+            Some(StatusCode::Error as i32)
+        );
+        assert_eq!(s[1].parent_span_id, s[0].span_id);
+        // Only a node.error: the span ends there, failed, not unfinished.
+        assert_eq!(s[1].end_time_unix_nano, 1_002_000_000);
+        assert_eq!(attr(&s[1], n::UNFINISHED), None);
+        assert_eq!(
+            attr(&s[1], n::ERROR_TYPE),
+            Some(&any_value::Value::StringValue("Boom".into()))
+        );
+    }
+
+    #[test]
+    fn a_retry_after_an_error_stays_one_span_and_ends_ok() {
+        let bodies = vec![
+            env(
+                1,
+                10,
+                "node.started",
+                json!({"nodeId": "tool:t", "kind": "tool", "name": "t", "instanceId": "c1"}),
+            ),
+            env(
+                2,
+                11,
+                "node.error",
+                json!({"nodeId": "tool:t", "instanceId": "c1", "error": {"name": "E", "message": "m"}}),
+            ),
+            env(
+                3,
+                12,
+                "node.started",
+                json!({"nodeId": "tool:t", "kind": "tool", "name": "t", "instanceId": "c1"}),
+            ),
+            env(
+                4,
+                13,
+                "node.finished",
+                json!({"nodeId": "tool:t", "instanceId": "c1", "durationMs": 3, "status": "ok", "attempts": 2}),
+            ),
+        ];
+        let s = spans(&bodies, MapOptions::default());
+        assert_eq!(s.len(), 2, "the run's own root and one tool span");
+        assert_eq!(
+            s[1].status.as_ref().map(|x| x.code),
+            Some(StatusCode::Ok as i32)
+        );
+        assert_eq!(attr(&s[1], n::ERROR_TYPE), None);
+        assert_eq!(
+            attr(&s[1], n::ATTEMPTS),
+            Some(&any_value::Value::IntValue(2))
+        );
+        assert_eq!(
+            s[1].end_time_unix_nano - s[1].start_time_unix_nano,
+            3_000_000
+        );
+    }
+
+    #[test]
+    fn content_is_cut_at_its_budget_on_a_char_boundary() {
+        let big = "é".repeat(MAX_CONTENT_BYTES);
+        let bodies = vec![env(
+            1,
+            1,
+            "node.started",
+            json!({"nodeId": "chain:c", "kind": "chain", "name": "c", "instanceId": "i", "input": big}),
+        )];
+        let s = spans(&bodies, MapOptions { content: true });
+        let Some(any_value::Value::StringValue(text)) = attr(&s[1], n::INPUT) else {
+            panic!("no input attribute");
+        };
+        assert!(text.len() <= MAX_CONTENT_BYTES + '…'.len_utf8());
+        assert!(text.ends_with('…'));
+        let s = spans(&bodies, MapOptions::default());
+        assert_eq!(attr(&s[1], n::INPUT), None, "no content without the opt-in");
+    }
+}
