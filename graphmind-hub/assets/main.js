@@ -459,6 +459,21 @@ function statusPills(status, incomplete) {
   return incomplete ? [pill, ' ', gap()] : [pill];
 }
 
+/** "replay of <run> · live from step N": the source run (a link) and the live boundary. */
+function replayLink(m) {
+  const span = el('span', 'replay-of muted', 'replay of ');
+  span.dataset.testid = 'replay-of';
+  const a = Object.assign(el('a', null, m.replayOf), { href: `#run=${encodeURIComponent(m.replayOf)}` });
+  a.addEventListener('click', (ev) => {
+    ev.preventDefault();
+    selectRun(m.replayOf, true);
+  });
+  span.append(a);
+  const from = typeof m.replayUntil === 'number' ? `step ${m.replayUntil}` : m.replayUntil;
+  span.append(from ? ` · live from ${from}` : ' · replayed to the end');
+  return span;
+}
+
 function renderTitle() {
   const t = $('#run-title');
   const r = state.runs.get(state.selectedRun);
@@ -479,6 +494,7 @@ function renderTitle() {
     ' ',
     ...statusPills(status, r?.incomplete === true),
   );
+  if (m?.replayOf) t.append(' ', replayLink(m));
   if (state.selectedRemoved) {
     const d = Object.assign(el('span', 'pill st-aborted', 'deleted'), { title: 'deleted by the retention rule' });
     d.dataset.testid = 'run-deleted';

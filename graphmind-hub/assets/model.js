@@ -33,6 +33,9 @@ export class RunModel {
     this.seqs = new Set();
     this.app = null;
     this.name = null;
+    /** The run this one replays (`meta.replayOf`), and where its live part begins. */
+    this.replayOf = null;
+    this.replayUntil = null;
     this.sdk = null;
     this.status = 'running';
     this.error = null;
@@ -149,6 +152,11 @@ export class RunModel {
         this.app = str(p.app) ?? this.app;
         this.sdk = isObj(p.sdk) ? p.sdk : this.sdk;
         if (isObj(p.meta) && typeof p.meta.name === 'string') this.name = p.meta.name;
+        if (isObj(p.meta) && typeof p.meta.replayOf === 'string') {
+          this.replayOf = p.meta.replayOf;
+          const u = p.meta.replayUntil;
+          this.replayUntil = typeof u === 'number' || typeof u === 'string' ? u : null;
+        }
         this.startedAt = ts;
         break;
       case 'run.finished':

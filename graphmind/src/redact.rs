@@ -13,7 +13,8 @@
 //! | tool results | the `output` of tool nodes (also at their `after` gate); their deltas |
 //!
 //! A hidden delta keeps its kind and becomes `{"t": …, "v": "", "chars": <UTF-16 length>}`.
-//! `node.error` is never redacted; absent fields and values that already are the
+//! A stream's `recordedChunks` (kept for replay) are dropped wherever any of its deltas
+//! would be hidden. `node.error` is never redacted; absent fields and values that already are the
 //! placeholder are left alone.
 
 use std::sync::Arc;
@@ -68,9 +69,22 @@ impl Hide {
                 let count = usize::from(hide(&mut p.input));
                 note(&mut p.extra, count, "input");
             }
-            Message::NodeFinished(p) if self.output_of(&p.node_id) => {
-                let count = usize::from(hide(&mut p.output));
-                note(&mut p.extra, count, "output");
+            Message::NodeFinished(p) => {
+                if self.output_of(&p.node_id) {
+                    let count = usize::from(hide(&mut p.output));
+                    note(&mut p.extra, count, "output");
+                }
+                // A stream's recorded chunks (for replay) hold its deltas: they go wherever
+                // any of its deltas would.
+                let deltas = self.delta_of(&p.node_id, DeltaKind::Text)
+                    || self.delta_of(&p.node_id, DeltaKind::ToolArgs);
+                if deltas
+                    && p.extra
+                        .shift_remove(graphmind_protocol::recording::CHUNKS_KEY)
+                        .is_some()
+                {
+                    note(&mut p.extra, 1, graphmind_protocol::recording::CHUNKS_KEY);
+                }
             }
             Message::NodeToken(p) => {
                 let mut count = 0;
@@ -241,6 +255,37 @@ mod tests {
         assert!(p.get("redaction").is_none(), "already the placeholder");
         let p = redacted(OUTPUTS, started(NodeKind::Tool, Some(json!(1))));
         assert_eq!(p["input"], 1);
+    }
+
+    #[test]
+    fn recorded_chunks_are_dropped_wherever_a_delta_would_be_hidden() {
+        let with_chunks = |node: &str| {
+            let Message::NodeFinished(mut p) = finished(node, None) else {
+                unreachable!()
+            };
+            p.extra.insert(
+                graphmind_protocol::recording::CHUNKS_KEY.into(),
+                json!([{"Text": "secret"}]),
+            );
+            Message::NodeFinished(p)
+        };
+        for hide in [OUTPUTS, INPUTS, TOOL_ARGS] {
+            let p = redacted(hide, with_chunks("llm:step"));
+            assert!(p.get("recordedChunks").is_none(), "{hide:?}: {p}");
+            assert_eq!(
+                p["redaction"]["keys"],
+                json!(["recordedChunks"]),
+                "{hide:?}"
+            );
+        }
+        let p = redacted(TOOL_RESULTS, with_chunks("llm:step"));
+        assert_eq!(
+            p["recordedChunks"],
+            json!([{"Text": "secret"}]),
+            "a model step's chunks are no tool result"
+        );
+        let p = redacted(TOOL_RESULTS, with_chunks("tool:t"));
+        assert!(p.get("recordedChunks").is_none());
     }
 
     #[test]
