@@ -52,6 +52,16 @@ cargo test -p graphmind-rig --tests
 restore_lock
 trap - EXIT
 
+step "the support agent's recorded run replayed with networking disabled (unshare -n)"
+# Built by the workspace tests above; in a network namespace of its own (no interface but a
+# down loopback) the replay must still pass: no hub, no socket.
+if unshare -n true 2>/dev/null; then
+  unshare -n cargo test -q --offline -p graphmind-examples --test replay_regression
+else
+  # Needs root or user namespaces; the test's own no-socket check ran above either way.
+  echo "unshare -n is not permitted here: skipped"
+fi
+
 step "doctests"
 cargo test --workspace --doc --exclude graphmind-compiled-out
 

@@ -2,13 +2,14 @@
 //! `graphmind record`, replayed up to step k for every k of its steps — no body before k
 //! runs (counters in the scripted model and tools), every output is the stored one, the live
 //! part really runs, and the new run names its source (`meta.replayOf`). A changed prompt
-//! stops the replay at the right step and field; `graphmind replay … -- cmd` hands the app
-//! the recording, and `graphmind diff` lists the first divergence.
+//! stops the replay at the right step and field; `--hold` holds at the fork point first;
+//! `graphmind replay … -- cmd` hands the app the recording, and `graphmind diff` lists the
+//! first divergence.
 
 mod support;
 
 use serde_json::{Value, json};
-use support::{attached, block_on, config, gm, hub, run_named, wait_for};
+use support::{attached, block_on, config, gm, gm_on, gm_wait_pause, hub, run_named, wait_for};
 
 use graphmind_examples::{TICKET, calls, support_agent, support_agent_with};
 
@@ -53,7 +54,10 @@ fn meta_of(events: &[Value]) -> Value {
 
 #[test]
 fn the_support_run_replayed_to_every_step_runs_nothing_before_it_and_the_rest_live() {
-    let h = hub(|c| c.breakpoints.clear());
+    let h = hub(|c| {
+        c.breakpoints.clear();
+        c.allow_control = graphmind_hub::AllowControl::Resume;
+    });
     let port = h.port;
     // The original run, live.
     block_on(async move {
@@ -231,4 +235,53 @@ fn the_support_run_replayed_to_every_step_runs_nothing_before_it_and_the_rest_li
         "{}",
         out.stderr
     );
+
+    // `--hold` (GRAPHMIND_REPLAY_HOLD=1): the fork point holds on the hub first, a real
+    // pause, with nothing before it run; continued, the rest runs live.
+    let vars = vec![
+        ("GRAPHMIND_REPLAY".to_owned(), file_s.clone()),
+        ("GRAPHMIND_REPLAY_UNTIL".to_owned(), "3".to_owned()),
+        ("GRAPHMIND_REPLAY_HOLD".to_owned(), "1".to_owned()),
+    ];
+    block_on(async {
+        let gm = graphmind::Session::new(config(port, "support-agent").env_vars(vars));
+        assert!(
+            gm.ready(std::time::Duration::from_secs(5)).await,
+            "attached"
+        );
+        let before = calls();
+        let task = tokio::spawn({
+            let gm = gm.clone();
+            async move { gm.run("handle-ticket", support_agent(TICKET)).await }
+        });
+        let paused = gm_wait_pause(&h).await;
+        assert_eq!(paused["nodeId"], json!("llm:step"), "{paused}");
+        assert_eq!(paused["point"], json!("before"));
+        tokio::time::sleep(std::time::Duration::from_millis(150)).await;
+        assert!(!task.is_finished(), "the fork point holds");
+        let held = calls().since(before);
+        assert_eq!(
+            (held.model, held.lookup_order),
+            (0, 1),
+            "only the recorded error ran: {held:?}"
+        );
+        let (pause, run) = (
+            paused["pauseId"].as_str().expect("pauseId"),
+            paused["runId"].as_str().expect("runId"),
+        );
+        gm_on(&h, &["resume", pause, "--run", run, "--action", "continue"])
+            .await
+            .expect(0);
+        let out = tokio::time::timeout(std::time::Duration::from_secs(10), task)
+            .await
+            .expect("the run went on")
+            .expect("joined");
+        assert!(out.is_ok(), "not aborted");
+        let ran = calls().since(before);
+        assert_eq!(
+            ran.model, 4,
+            "the model steps from step 3 on (3, 5, 7, 9): {ran:?}"
+        );
+        gm.dispose().await;
+    });
 }
