@@ -65,6 +65,10 @@ pub struct ServeArgs {
     /// Export every finished run as it finishes (`--otlp`, `--otlp-header`, `--otlp-content`).
     #[command(flatten)]
     pub otlp: crate::export::OtlpArgs,
+    /// Do not let held calls run with an edited input: the hub does not announce
+    /// `edit-input`, shows no gate as editable and refuses an edited resume itself.
+    #[arg(long)]
+    pub no_edit_input: bool,
 }
 
 fn initial_breakpoints(flag: &str) -> Result<Vec<BreakpointMatcher>, String> {
@@ -110,6 +114,7 @@ impl ServeArgs {
         c.keep = self.keep;
         c.memory_runs = self.memory_runs;
         c.otlp = otlp;
+        c.edit_input = !self.no_edit_input;
         c.abandon_grace = ms("GRAPHMIND_ABANDON_GRACE_MS", c.abandon_grace);
         c.resume_wait = ms("GRAPHMIND_RESUME_WAIT_MS", c.resume_wait);
         c.hello_timeout = ms("GRAPHMIND_HELLO_TIMEOUT_MS", c.hello_timeout);

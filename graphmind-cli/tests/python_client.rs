@@ -279,15 +279,88 @@ fn cli_breakpoint_holds_the_python_tool_and_inject_sets_its_result() {
             "run.finished"
         ]
     );
-    assert_eq!(
-        events[4]["payload"],
-        json!({"pauseId": pause, "action": "inject"})
-    );
+    // What the client sent, and who released it as the hub stamps it: the agent token.
+    let resumed = &events[4]["payload"];
+    assert_eq!(resumed["pauseId"], json!(pause));
+    assert_eq!(resumed["action"], json!("inject"));
+    assert_eq!(resumed["principal"], json!("agent"));
+    assert!(resumed.get("operator").is_some(), "{resumed}");
     let fin = &events[5]["payload"];
     assert_eq!(fin["nodeId"], json!("tool:add"));
     assert_eq!(fin["output"], json!({"sum": 99}));
     assert_eq!(fin["injected"], json!(true));
     assert!(fin["heldMs"].as_f64().unwrap() >= 250.0, "{fin}");
+}
+
+/// The Python client 0.5.1 announces no `edit-input`: its gate is shown not editable,
+/// `graphmind wait` says so, and `graphmind resume --input` is refused by the hub itself
+/// (exit 6) without reaching the client, whose gate then continues as usual.
+#[test]
+fn the_python_client_0_5_1_is_never_offered_an_edit() {
+    require_python_client();
+    let h = hub(|c| c.allow_control = graphmind_hub::AllowControl::Inject);
+    let port = h.port.to_string();
+    gm(
+        &h.home,
+        &[
+            "break", "set", "--kind", "tool", "--name", "add", "--port", &port,
+        ],
+    )
+    .expect(0);
+    let mut agent = Agent::spawn(h.port, "once");
+    let p = block_on(gm_wait_pause(&h));
+    assert_eq!(p["nodeId"], json!("tool:add"));
+    assert_eq!(p["editable"], json!(false));
+    assert!(
+        !p["resume"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c.as_str().unwrap().contains("--input")),
+        "{p}"
+    );
+    let pause = p["pauseId"].as_str().unwrap().to_owned();
+    let run = p["runId"].as_str().unwrap().to_owned();
+    let text = gm(&h.home, &["wait", "--timeout", "5", "--port", &port]).expect(0);
+    assert!(text.stdout.contains("not editable"), "{}", text.stdout);
+
+    let out = gm(
+        &h.home,
+        &[
+            "resume",
+            &pause,
+            "--run",
+            &run,
+            "--action",
+            "continue",
+            "--input",
+            r#"{"a": 5, "b": 5}"#,
+            "--port",
+            &port,
+        ],
+    )
+    .expect(6);
+    assert!(
+        out.stderr
+            .contains("the hub refused continue (unsupported)"),
+        "{}",
+        out.stderr
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(agent.is_running(), "the edit reached the Python agent");
+    assert!(agent.lines.try_recv().is_err());
+    gm(
+        &h.home,
+        &[
+            "resume", &pause, "--run", &run, "--action", "continue", "--port", &port,
+        ],
+    )
+    .expect(0);
+    assert_eq!(
+        agent.next(10),
+        json!({"run": "py-run", "attached": true, "result": 3})
+    );
+    agent.finish(10);
 }
 
 #[test]

@@ -13,6 +13,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use graphmind_protocol::control::{ForgetRequest, Principal, RememberedList, ResumeRequest};
 use graphmind_protocol::{BreakpointMatcher, Mode, ResumeAction};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -30,6 +31,8 @@ pub fn routes() -> Router<Arc<HubState>> {
         .route("/api/pauses", get(pauses))
         .route("/api/runs/{run_id}/pauses/{pause_id}", get(pause))
         .route("/api/runs/{run_id}/pauses/{pause_id}/resume", post(resume))
+        .route("/api/runs/{run_id}/remembered", get(remembered))
+        .route("/api/runs/{run_id}/remembered/clear", post(forget))
         .route("/api/debug", get(debug).post(debug_replace))
         .route("/api/debug/breakpoints/set", post(breakpoint_set))
         .route("/api/debug/breakpoints/clear", post(breakpoint_clear))
@@ -222,8 +225,9 @@ async fn pause(
     }
 }
 
-fn outcome_response(run_id: &str, pause_id: &str, o: &Outcome) -> Response {
-    let status = match o {
+/// The status of a resume outcome.
+fn outcome_status(o: &Outcome) -> StatusCode {
+    match o {
         Outcome::Resumed { .. } => StatusCode::OK,
         Outcome::Sent => StatusCode::ACCEPTED,
         Outcome::Refused { .. } => StatusCode::UNPROCESSABLE_ENTITY,
@@ -232,20 +236,20 @@ fn outcome_response(run_id: &str, pause_id: &str, o: &Outcome) -> Response {
         Outcome::Invalid(_) => StatusCode::BAD_REQUEST,
         Outcome::Unauthorized(_) => StatusCode::UNAUTHORIZED,
         Outcome::Forbidden(_) => StatusCode::FORBIDDEN,
-    };
-    let mut body = json!({"outcome": o.name(), "pauseId": pause_id, "runId": run_id});
-    if let Some(m) = o.message() {
-        body["message"] = json!(m);
-        if !o.ok() {
-            body["error"] = json!(m);
-        }
     }
-    match o {
-        Outcome::Resumed { action } => body["action"] = json!(action),
-        Outcome::Refused { code, .. } => body["code"] = json!(code),
-        _ => {}
-    }
-    (status, axum::Json(body)).into_response()
+}
+
+fn outcome_response(
+    run_id: &str,
+    pause_id: &str,
+    o: &Outcome,
+    request_id: Option<String>,
+) -> Response {
+    (
+        outcome_status(o),
+        axum::Json(o.answer(run_id, pause_id, request_id)),
+    )
+        .into_response()
 }
 
 /// Content type first (a cross-site form cannot send JSON), then the token.
@@ -286,7 +290,7 @@ async fn resume(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let fail = |o: Outcome| outcome_response(&run_id, &pause_id, &o);
+    let fail = |o: Outcome| outcome_response(&run_id, &pause_id, &o, None);
     if !is_json(&headers) {
         let mut r = fail(Outcome::Invalid(
             "mutations take Content-Type: application/json".into(),
@@ -298,25 +302,62 @@ async fn resume(
     if let Err(o) = hub.authorize_agent(bearer(&headers), Need::Debug) {
         return fail(o);
     }
-    let body = match serde_json::from_slice::<Value>(&body) {
-        Ok(Value::Object(o)) => o,
+    let req = match serde_json::from_slice::<Value>(&body) {
+        Ok(v @ Value::Object(_)) => match serde_json::from_value::<ResumeRequest>(v) {
+            Ok(r) => r,
+            Err(e) => return fail(Outcome::Invalid(format!("bad resume request: {e}"))),
+        },
         _ => return fail(Outcome::Invalid("the body must be a JSON object".into())),
     };
-    let Some(action) = body
-        .get("action")
-        .and_then(Value::as_str)
-        .and_then(ResumeAction::from_str)
-    else {
+    let Some(action) = ResumeAction::from_str(&req.action) else {
         return fail(Outcome::Invalid(
-            "action must be continue, retry, inject or abort".into(),
+            "action must be continue, retry, inject, abort or reject".into(),
         ));
     };
     if let Err(o) = hub.authorize_agent(bearer(&headers), Need::Resume(action)) {
         return fail(o);
     }
-    let output = body.get("output").cloned();
-    let o = hub.resume(&run_id, &pause_id, action, output).await;
-    fail(o)
+    if req.input.is_some()
+        && let Err(o) = hub.authorize_agent(bearer(&headers), Need::Edit)
+    {
+        return fail(o);
+    }
+    let (o, request_id) = hub.resume(&run_id, &pause_id, req, Principal::Agent).await;
+    outcome_response(&run_id, &pause_id, &o, request_id)
+}
+
+async fn remembered(
+    State(hub): State<Arc<HubState>>,
+    headers: HeaderMap,
+    Path(run_id): Path<String>,
+) -> Response {
+    if let Err(r) = reader(&hub, &headers) {
+        return r;
+    }
+    axum::Json(RememberedList {
+        remembered: hub.remembered(Some(&run_id)),
+    })
+    .into_response()
+}
+
+async fn forget(
+    State(hub): State<Arc<HubState>>,
+    headers: HeaderMap,
+    Path(run_id): Path<String>,
+    body: Bytes,
+) -> Response {
+    if let Err(r) = gate(&hub, &headers, Need::Debug) {
+        return r;
+    }
+    let which = match serde_json::from_slice::<ForgetRequest>(&body) {
+        Ok(w) => w,
+        Err(e) => return error(StatusCode::BAD_REQUEST, format!("bad request: {e}")),
+    };
+    hub.forget(&run_id, &which);
+    axum::Json(RememberedList {
+        remembered: hub.remembered(Some(&run_id)),
+    })
+    .into_response()
 }
 
 async fn debug(State(hub): State<Arc<HubState>>) -> Response {

@@ -64,11 +64,16 @@ pub struct HubConfig {
     pub retention_interval: Duration,
     /// Export every finished run to an OpenTelemetry collector (`serve --otlp`); `None`: off.
     pub otlp: Option<crate::otlp::OtlpConfig>,
+    /// Let held calls run with an edited input (on): the hub announces `edit-input` to the
+    /// apps and forwards `exec.resume.input`. Off (`graphmind serve --no-edit-input`): the
+    /// capability is not announced, no pause shows editable, and the hub itself refuses an
+    /// edited resume (`refused`, code `disabled`).
+    pub edit_input: bool,
 }
 
 impl HubConfig {
     /// The defaults of `graphmind serve` with the database at `db`: port 4747, no run file,
-    /// pause on every error, no control for the agent token, 200 runs kept, 1000 in memory.
+    /// pause on every error, no control for the agent token, editing on, 200 runs kept, 1000 in memory.
     pub fn new(db: impl Into<PathBuf>) -> Self {
         Self {
             port: 4747,
@@ -85,6 +90,7 @@ impl HubConfig {
             header_timeout: Duration::from_millis(10_000),
             retention_interval: Duration::from_millis(3_600_000),
             otlp: None,
+            edit_input: true,
         }
     }
 }

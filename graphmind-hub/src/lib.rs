@@ -212,6 +212,12 @@ pub async fn start(config: HubConfig) -> Result<Running, HubError> {
         hub_secret: Token::generate().map_err(HubError::Tokens)?,
         abandon_grace: config.abandon_grace,
         resume_wait: config.resume_wait,
+        edit_input: config.edit_input,
+        operator: std::env::var("USER")
+            .or_else(|_| std::env::var("USERNAME"))
+            .ok()
+            .filter(|u| !u.is_empty())
+            .map(|u| graphmind_protocol::control::operator_label(&u)),
         hello_timeout: config.hello_timeout,
         memory_runs: config.memory_runs,
         ui_auth_timeout: config.ui_auth_timeout,

@@ -12,9 +12,12 @@ use axum::extract::ws::{CloseFrame, Message as WsMessage, WebSocket, WebSocketUp
 use axum::response::Response;
 use futures_util::stream::{SplitSink, SplitStream};
 use futures_util::{SinkExt, StreamExt};
+use graphmind_protocol::control::{
+    ControlResult, ForgetRequest, Principal, ResumeAnswer, ResumeRequest,
+};
 use graphmind_protocol::feed::FeedFrame;
-use graphmind_protocol::{BreakpointMatcher, Mode, ResumeAction};
-use serde_json::{Value, json};
+use graphmind_protocol::{BreakpointMatcher, Mode};
+use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::ingest::is_capacity_error;
@@ -348,25 +351,44 @@ async fn replay(hub: &Arc<HubState>, run: &Arc<str>, sink: &mut Sink) -> Option<
 }
 
 fn result(request_id: &Value, outcome: &Outcome) -> String {
-    let mut v = json!({
-        "type": "result",
-        "requestId": request_id,
-        "ok": outcome.ok(),
-        "outcome": outcome.name(),
-        "message": outcome.message(),
-    });
-    if let Outcome::Refused { code, .. } = outcome {
-        v["code"] = json!(code);
-    }
-    if let Outcome::Resumed { action } = outcome {
-        v["action"] = json!(action);
-    }
-    v.to_string()
+    control_result(request_id, outcome, None)
+}
+
+/// The `result` frame of a control frame; `resume`: the answer of a resume request.
+fn control_result(request_id: &Value, outcome: &Outcome, resume: Option<ResumeAnswer>) -> String {
+    let frame = ControlResult {
+        kind: "result".into(),
+        request_id: request_id.clone(),
+        ok: outcome.ok(),
+        outcome: outcome.name().to_owned(),
+        message: outcome.message(),
+        code: match outcome {
+            Outcome::Refused { code, .. } => Some(code.clone()),
+            _ => None,
+        },
+        action: match outcome {
+            Outcome::Resumed { action, .. } => Some(action.clone()),
+            _ => None,
+        },
+        resume,
+        debug: None,
+    };
+    serde_json::to_string(&frame).unwrap_or_default()
 }
 
 fn ok_result(request_id: &Value, debug: Value) -> String {
-    json!({"type": "result", "requestId": request_id, "ok": true, "outcome": "ok", "message": null, "debug": debug})
-        .to_string()
+    let frame = ControlResult {
+        kind: "result".into(),
+        request_id: request_id.clone(),
+        ok: true,
+        outcome: "ok".into(),
+        message: None,
+        code: None,
+        action: None,
+        resume: None,
+        debug: Some(debug),
+    };
+    serde_json::to_string(&frame).unwrap_or_default()
 }
 
 /// Handles one frame from the viewer. Returns false when the socket is gone.
@@ -418,7 +440,7 @@ async fn control(
             *sub = None;
             true
         }
-        "resume" | "breakpoint.set" | "breakpoint.clear" | "mode.set" => {
+        "resume" | "remember.clear" | "breakpoint.set" | "breakpoint.clear" | "mode.set" => {
             if let Err(o) = hub.authorize_viewer(str_field("token")) {
                 return send(sink, result(&request_id, &o)).await;
             }
@@ -435,19 +457,21 @@ async fn control(
                         )
                         .await;
                     };
-                    let Some(action) = str_field("action").and_then(ResumeAction::from_str) else {
-                        return send(
-                            sink,
-                            result(
-                                &request_id,
-                                &Outcome::Invalid(
-                                    "action must be continue, retry, inject or abort".into(),
-                                ),
-                            ),
-                        )
-                        .await;
-                    };
-                    let output = frame.get("output").cloned();
+                    let req =
+                        match serde_json::from_value::<ResumeRequest>(Value::Object(frame.clone()))
+                        {
+                            Ok(r) => r,
+                            Err(e) => {
+                                return send(
+                                    sink,
+                                    result(
+                                        &request_id,
+                                        &Outcome::Invalid(format!("bad resume request: {e}")),
+                                    ),
+                                )
+                                .await;
+                            }
+                        };
                     let (hub, run, pause, tx) = (
                         Arc::clone(hub),
                         run.to_owned(),
@@ -455,10 +479,36 @@ async fn control(
                         res_tx.clone(),
                     );
                     tokio::spawn(async move {
-                        let o = hub.resume(&run, &pause, action, output).await;
-                        let _ = tx.send(result(&request_id, &o));
+                        let (o, sent_as) = hub.resume(&run, &pause, req, Principal::Viewer).await;
+                        let answer = o.answer(&run, &pause, sent_as);
+                        let _ = tx.send(control_result(&request_id, &o, Some(answer)));
                     });
                     return true;
+                }
+                "remember.clear" => {
+                    let Some(run) = str_field("runId") else {
+                        return send(
+                            sink,
+                            result(
+                                &request_id,
+                                &Outcome::Invalid("remember.clear needs runId".into()),
+                            ),
+                        )
+                        .await;
+                    };
+                    match serde_json::from_value::<ForgetRequest>(Value::Object(frame.clone())) {
+                        Ok(which) => {
+                            hub.forget(run, &which);
+                            ok_result(
+                                &request_id,
+                                serde_json::to_value(hub.remembered(None)).unwrap_or_default(),
+                            )
+                        }
+                        Err(e) => result(
+                            &request_id,
+                            &Outcome::Invalid(format!("bad remember.clear: {e}")),
+                        ),
+                    }
                 }
                 "mode.set" => match str_field("mode").and_then(Mode::from_str) {
                     Some(m) => ok_result(&request_id, hub.set_mode(m)),

@@ -148,6 +148,10 @@ pub struct PauseInfo {
     pub actions: Option<Value>,
     /// Open or resuming.
     pub state: PauseState,
+    /// Its input may be replaced (`exec.resume.input`): the gate said `editable`, its app
+    /// announced `edit-input` and the hub has editing on.
+    #[serde(default)]
+    pub editable: bool,
 }
 
 /// `GET /api/pauses`.
@@ -181,6 +185,9 @@ pub enum FeedFrame {
         runs: Vec<RunSummary>,
         /// The open pauses.
         pauses: Vec<PauseInfo>,
+        /// The decisions remembered for runs (`crate::control::Remembered`).
+        #[serde(default)]
+        remembered: Vec<crate::control::Remembered>,
     },
     /// A run changed.
     Run {
@@ -191,6 +198,9 @@ pub enum FeedFrame {
     Pauses {
         /// All of them.
         pauses: Vec<PauseInfo>,
+        /// The decisions remembered for runs, all of them.
+        #[serde(default)]
+        remembered: Vec<crate::control::Remembered>,
     },
     /// The debug state changed.
     Debug(DebugState),
@@ -259,6 +269,7 @@ mod tests {
             loop_info: None,
             actions: None,
             state: PauseState::Open,
+            editable: false,
         }
     }
 
@@ -275,7 +286,7 @@ mod tests {
     fn pause_info_serializes_as_the_hub_always_sent_it() {
         assert_eq!(
             serde_json::to_string(&pause()).unwrap(),
-            r#"{"pauseId":"p1","runId":"run_1","nodeId":"tool:lookup","point":"error","reason":"error","instanceId":null,"since":30,"kind":"tool","name":"lookup","input":{"id":1},"output":null,"error":{"message":"no such order"},"loop":null,"actions":null,"state":"open"}"#
+            r#"{"pauseId":"p1","runId":"run_1","nodeId":"tool:lookup","point":"error","reason":"error","instanceId":null,"since":30,"kind":"tool","name":"lookup","input":{"id":1},"output":null,"error":{"message":"no such order"},"loop":null,"actions":null,"state":"open","editable":false}"#
         );
     }
 
@@ -290,6 +301,7 @@ mod tests {
             debug: debug.clone(),
             runs: vec![summary()],
             pauses: vec![pause()],
+            remembered: vec![],
         };
         let v: Value = serde_json::from_str(&hello.to_text()).unwrap();
         assert_eq!(v["type"], json!("hello"));

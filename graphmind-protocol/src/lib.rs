@@ -15,6 +15,7 @@
 //! assert_eq!(env.to_json(), frame);
 //! ```
 
+pub mod control;
 mod envelope;
 pub mod feed;
 pub mod hub_auth;

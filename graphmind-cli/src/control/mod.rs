@@ -27,7 +27,7 @@ use serde_json::{Value, json};
 
 use crate::hub_http::Answer;
 use debug::{breakpoints, print_debug};
-use pauses::{pauses, resume, wait};
+use pauses::{Decision, pauses, resume, wait};
 use runs::{record, runs};
 use target::{DEFAULT_PORT, TargetHub};
 
@@ -131,12 +131,27 @@ pub enum ControlCommand {
         /// Its run.
         #[arg(long = "run")]
         run: String,
-        /// continue, retry, inject or abort.
-        #[arg(long, value_parser = ["continue", "retry", "inject", "abort"])]
+        /// continue, retry, inject, abort or reject.
+        #[arg(long, value_parser = ["continue", "retry", "inject", "abort", "reject"])]
         action: String,
         /// Injected output: JSON text or @file.
         #[arg(long)]
         output: Option<String>,
+        /// Run the held call with this input instead (continue or retry at an editable
+        /// gate): JSON text or @file.
+        #[arg(long)]
+        input: Option<String>,
+        /// Why the call is rejected (reject): the caller gets it back.
+        #[arg(long)]
+        reason: Option<String>,
+        /// Apply the same decision to further holds of this node in this run (continue,
+        /// inject, reject), until revoked in the viewer or with
+        /// `POST /api/runs/<run>/remembered/clear`.
+        #[arg(long)]
+        remember: bool,
+        /// Who decides, as stamped onto the release (default: the user the hub runs as).
+        #[arg(long)]
+        operator: Option<String>,
         /// JSON output.
         #[arg(long)]
         json: bool,
@@ -307,8 +322,25 @@ fn run(cmd: ControlCommand) -> Result<(), Fail> {
             run,
             action,
             output,
+            input,
+            reason,
+            remember,
+            operator,
             json,
-        } => resume(hub.port, &pause_id, &run, &action, output.as_deref(), json),
+        } => resume(
+            hub.port,
+            &pause_id,
+            &run,
+            &Decision {
+                action,
+                output,
+                input,
+                reason,
+                remember,
+                operator,
+            },
+            json,
+        ),
         ControlCommand::Break {
             hub,
             op,

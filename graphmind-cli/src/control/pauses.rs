@@ -1,6 +1,8 @@
 //! `graphmind pauses`, `wait` and `resume`: the open pauses, waiting for one, and releasing
 //! one — with the resume commands the hub's `allowControl` lets the agent token run.
 
+use graphmind_protocol::control::{ResumeAnswer, ResumeRequest};
+
 use super::*;
 
 fn pauses_path(run: Option<&str>, wait: Option<f64>) -> String {
@@ -95,16 +97,36 @@ pub(super) fn resume_commands(p: &Value, port: u16, actions: &[&str]) -> Vec<Str
     } else {
         example
     };
-    actions
+    let input = p
+        .get("input")
+        .filter(|i| !i.is_null())
+        .map_or_else(|| "{}".to_owned(), Value::to_string);
+    let input = if input.len() > 200 {
+        "<JSON>".to_owned()
+    } else {
+        input
+    };
+    let editable = p.get("editable").and_then(Value::as_bool) == Some(true);
+    let mut out: Vec<String> = actions
         .iter()
-        .map(|&a| {
-            if a == "inject" {
-                format!("{base} --action inject --output {}", sh(&example))
-            } else {
-                format!("{base} --action {a}")
-            }
+        .map(|&a| match a {
+            "inject" => format!("{base} --action inject --output {}", sh(&example)),
+            "reject" => format!("{base} --action reject --reason {}", sh("<why>")),
+            _ => format!("{base} --action {a}"),
         })
-        .collect()
+        .collect();
+    if editable && actions.contains(&"continue") && inject_level(actions) {
+        out.insert(
+            1,
+            format!("{base} --action continue --input {}", sh(&input)),
+        );
+    }
+    out
+}
+
+/// Whether the actions offered are those of a token that may inject (and so edit inputs).
+fn inject_level(actions: &[&str]) -> bool {
+    actions.contains(&"inject")
 }
 
 /// How `p` can be released from here: the `graphmind resume` commands that the hub lets the
@@ -133,7 +155,8 @@ pub(super) fn resume_advice(
                 .copied()
                 .filter(|a| list.iter().any(|x| x.as_str() == Some(*a)))
                 .collect(),
-            None => wanted.to_vec(),
+            // Reject is offered only where the gate says it takes it.
+            None => wanted.iter().copied().filter(|a| *a != "reject").collect(),
         }
     };
     match allow_control {
@@ -146,7 +169,11 @@ pub(super) fn resume_advice(
             )),
         ),
         Some("resume") => (
-            resume_commands(p, port, &accepted(&["continue", "retry", "abort"])),
+            resume_commands(
+                p,
+                port,
+                &accepted(&["continue", "retry", "abort", "reject"]),
+            ),
             Some(
                 "inject it in the viewer, or restart serve with --allow-control inject: the hub \
                  runs with --allow-control resume"
@@ -157,7 +184,7 @@ pub(super) fn resume_advice(
             resume_commands(
                 p,
                 port,
-                &accepted(&["continue", "retry", "inject", "abort"]),
+                &accepted(&["continue", "retry", "inject", "abort", "reject"]),
             ),
             None,
         ),
@@ -250,6 +277,16 @@ pub(super) fn wait(
     let _ = writeln!(out, "  input   {}", shown(pause.get("input")));
     let _ = writeln!(out, "  output  {}", shown(pause.get("output")));
     let _ = writeln!(out, "  error   {}", shown(pause.get("error")));
+    let editable = pause.get("editable").and_then(Value::as_bool) == Some(true);
+    let _ = writeln!(
+        out,
+        "  edit    {}",
+        if editable {
+            "editable: the call can run with another input (--action continue --input JSON)"
+        } else {
+            "not editable (the app did not offer this gate's input for editing)"
+        }
+    );
     if !commands.is_empty() {
         out.push_str("resume it with one of:\n");
         for c in &commands {
@@ -374,8 +411,8 @@ fn skeleton(v: &Value) -> Value {
     }
 }
 
-/// `--output`: JSON text, or `@file` holding JSON.
-pub(super) fn output_arg(raw: &str) -> Result<Value, Fail> {
+/// `--output` / `--input`: JSON text, or `@file` holding JSON.
+pub(super) fn json_arg(flag: &str, raw: &str) -> Result<Value, Fail> {
     let (text, from) = match raw.strip_prefix('@') {
         Some(path) => (
             std::fs::read_to_string(path)
@@ -387,45 +424,111 @@ pub(super) fn output_arg(raw: &str) -> Result<Value, Fail> {
     serde_json::from_str(&text).map_err(|e| {
         Fail::new(
             Exit::Usage,
-            format!("--output{from} is not JSON ({e}); quote strings, e.g. --output '\"text\"'"),
+            format!("--{flag}{from} is not JSON ({e}); quote strings, e.g. --{flag} '\"text\"'"),
         )
     })
+}
+
+/// `--output`: JSON text, or `@file` holding JSON.
+pub(super) fn output_arg(raw: &str) -> Result<Value, Fail> {
+    json_arg("output", raw)
+}
+
+/// What `graphmind resume` asks of a held gate.
+pub(super) struct Decision {
+    /// continue, retry, inject, abort or reject.
+    pub action: String,
+    /// `--output` (inject).
+    pub output: Option<String>,
+    /// `--input` (an edited input).
+    pub input: Option<String>,
+    /// `--reason` (reject).
+    pub reason: Option<String>,
+    /// `--remember`.
+    pub remember: bool,
+    /// `--operator`.
+    pub operator: Option<String>,
+}
+
+impl Decision {
+    /// The request body, or the usage error.
+    fn body(&self) -> Result<ResumeRequest, Fail> {
+        let usage = |m: &str| Err(Fail::new(Exit::Usage, m.to_owned()));
+        let a = self.action.as_str();
+        let mut req = ResumeRequest {
+            action: a.to_owned(),
+            remember: self.remember,
+            operator: self.operator.clone(),
+            ..ResumeRequest::default()
+        };
+        match (a, &self.output) {
+            ("inject", None) => {
+                return usage("--action inject needs --output JSON (or --output @file)");
+            }
+            ("inject", Some(o)) => req.output = Some(output_arg(o)?),
+            (_, Some(_)) => return usage("--output goes only with --action inject"),
+            _ => {}
+        }
+        match (a, &self.reason) {
+            ("reject", None) => {
+                return usage("--action reject needs --reason TEXT: the caller gets it back");
+            }
+            ("reject", Some(r)) if r.trim().is_empty() => {
+                return usage("--reason is empty: say why the call is rejected");
+            }
+            ("reject", Some(r)) => req.reason = Some(r.clone()),
+            (_, Some(_)) => return usage("--reason goes only with --action reject"),
+            _ => {}
+        }
+        if let Some(i) = &self.input {
+            if !matches!(a, "continue" | "retry") {
+                return usage("--input goes with --action continue or retry");
+            }
+            if self.remember {
+                return usage("--input is for this call only: it does not go with --remember");
+            }
+            req.input = Some(json_arg("input", i)?);
+        }
+        if self.remember && !matches!(a, "continue" | "inject" | "reject") {
+            return usage("--remember goes with --action continue, inject or reject");
+        }
+        Ok(req)
+    }
 }
 
 pub(super) fn resume(
     port: Option<u16>,
     pause_id: &str,
     run_id: &str,
-    action: &str,
-    output: Option<&str>,
+    decision: &Decision,
     as_json: bool,
 ) -> Result<(), Fail> {
-    let mut body = json!({"action": action});
-    match (action, output) {
-        ("inject", None) => {
-            return Err(Fail::new(
-                Exit::Usage,
-                "--action inject needs --output JSON (or --output @file)",
-            ));
-        }
-        ("inject", Some(o)) => body["output"] = output_arg(o)?,
-        (_, Some(_)) => {
-            return Err(Fail::new(
-                Exit::Usage,
-                "--output goes only with --action inject",
-            ));
-        }
-        _ => {}
-    }
+    let body = decision.body()?;
+    let action = decision.action.as_str();
     let h = &TargetHub::locate(port)?;
     let path = format!("/api/runs/{}/pauses/{}/resume", enc(run_id), enc(pause_id));
+    let body = serde_json::to_value(&body).map_err(|e| Fail::new(Exit::Usage, e.to_string()))?;
     let a = h.post(&path, &body, RESUME_TIMEOUT)?;
     let v = a.json();
     if a.status == 200 {
         if as_json {
             return print_json(&v);
         }
-        println!("resumed {pause_id} of run {run_id} ({action})");
+        let answer = serde_json::from_value::<ResumeAnswer>(v).ok();
+        let mut line = format!("resumed {pause_id} of run {run_id} ({action}");
+        if decision.input.is_some() {
+            line.push_str(", edited input");
+        }
+        line.push(')');
+        if let Some(e) = answer.as_ref().and_then(|a| a.edited.as_ref()) {
+            let _ = write!(line, "\n  ran with {}", shown(Some(e)));
+        }
+        if answer.as_ref().is_some_and(|a| a.remembered) {
+            line.push_str(
+                "\n  remembered: further holds of this node in the run get the same decision",
+            );
+        }
+        println!("{line}");
         return Ok(());
     }
     if as_json && v.get("outcome").is_some() {
@@ -437,7 +540,12 @@ pub(super) fn resume(
     let msg = match a.status {
         202 => format!("sent {action} to the app, but it did not confirm in time"),
         422 => format!(
-            "the app refused {action}{}: {} (the gate stays held)",
+            "the {} refused {action}{}: {} (the gate stays held)",
+            if v.get("refusedBy").and_then(Value::as_str) == Some("hub") {
+                "hub"
+            } else {
+                "app"
+            },
             v.get("code")
                 .and_then(Value::as_str)
                 .map_or_else(String::new, |c| format!(" ({c})")),

@@ -24,7 +24,9 @@ impl HubState {
         }
         let allowed = match need {
             Need::Debug => true,
-            Need::Resume(ResumeAction::Inject) => self.cfg.allow_control == AllowControl::Inject,
+            Need::Resume(ResumeAction::Inject) | Need::Edit => {
+                self.cfg.allow_control == AllowControl::Inject
+            }
             Need::Resume(_) => self.cfg.allow_control != AllowControl::Off,
         };
         if allowed {
@@ -32,6 +34,7 @@ impl HubState {
         } else {
             let (what, flag) = match need {
                 Need::Resume(ResumeAction::Inject) => ("inject", "inject"),
+                Need::Edit => ("edit inputs", "inject"),
                 _ => ("resume gates", "resume"),
             };
             Err(Outcome::Forbidden(format!(

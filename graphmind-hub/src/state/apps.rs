@@ -18,6 +18,14 @@ use crate::now_ms;
 use crate::storage::RunRow;
 use crate::tokens::random_id;
 
+/// The capability by which an app says it can run a held call with an edited input, and the
+/// hub that it forwards one (`hubCapabilities`; off with `HubConfig::edit_input`).
+pub const EDIT_INPUT: &str = "edit-input";
+
+/// The capability by which an app says it takes `reject` (a graphmind extension): a
+/// rejection goes only to an app that announced it.
+pub const REJECT: &str = "reject";
+
 impl HubState {
     /// Registers an app connection after its hello and builds the `hello.ack`. Returns the
     /// connection id, its identity, the ack frame and the run rows to store again (runs the
@@ -42,7 +50,18 @@ impl HubState {
         st.live.insert(identity, conn);
         st.left.remove(&identity);
         st.gone.remove(&identity);
-        st.apps.insert(conn, AppConn { identity, tx, app });
+        let edit_input = capabilities.iter().any(|c| c == EDIT_INPUT);
+        let reject = capabilities.iter().any(|c| c == REJECT);
+        st.apps.insert(
+            conn,
+            AppConn {
+                identity,
+                tx,
+                app,
+                edit_input,
+                reject,
+            },
+        );
         // The identity's runs are live again; a reclaimed abandoned run is running again in
         // storage too.
         let st = &mut *st;
@@ -75,8 +94,10 @@ impl HubState {
                     "pause-registry",
                     crate::ingest::HUB_ACK,
                 ]
+                .into_iter()
+                .chain(self.cfg.edit_input.then_some(EDIT_INPUT))
                 .map(String::from)
-                .to_vec(),
+                .collect(),
             ),
             // The answer to the app's `hubNonce`: other hubs send none, so the app cannot
             // mistake them for this one.

@@ -6,10 +6,14 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
+use graphmind_protocol::control::Principal;
 use graphmind_protocol::feed::RunStatus;
-use graphmind_protocol::{Envelope, Message, Mode, PausePoint, PauseReason};
+use graphmind_protocol::{
+    Envelope, ExecPaused, ExecResumed, Message, Mode, PausePoint, PauseReason,
+};
 use serde_json::Value;
 
+use super::remember;
 use super::viewers::drop_viewer;
 use super::{
     CLOSED_MEMORY, Closed, HubState, InFlight, Load, Outcome, Pause, PauseKey, RunState, ViewerOut,
@@ -106,6 +110,8 @@ impl HubState {
         let mut rows = Vec::new();
         let mut pauses_changed = false;
         let mut duplicate = false;
+        // Who released a gate, stamped onto the stored `exec.resumed`.
+        let mut stamp: Option<Stamp> = None;
         'locked: {
             let mut guard = self.lock();
             let st = &mut *guard;
@@ -114,6 +120,7 @@ impl HubState {
             };
             let identity = app.identity;
             let app_name = app.app.clone();
+            let app_edits = app.edit_input && self.cfg.edit_input;
             // A run the retention rule deleted does not come back with an app's replay.
             if !st.runs.contains_key(run_id) && st.deleted.contains_key(run_id) {
                 self.stats
@@ -204,6 +211,7 @@ impl HubState {
                     // it arrives (a replay).
                     run.seqs = None;
                     rows.push(run.row(run_id));
+                    pauses_changed |= remember::run_finished(st, run_id);
                     // A finished run holds no gate any more.
                     let stale: Vec<PauseKey> = st
                         .pauses
@@ -286,21 +294,49 @@ impl HubState {
                                 .or_else(|| seen.and_then(|n| n.error.clone())),
                             loop_info: p.extra.get("loop").cloned(),
                             actions: p.extra.get("actions").and_then(action_names),
+                            editable: app_edits && said_editable(p),
                             // The gate is held by the app that reported it.
                             identity: Some(identity),
                             inflight: None,
                         },
                     );
+                    let key = (run_id.to_owned(), p.pause_id.clone());
+                    self.apply_remembered(st, &key, conn);
                     pauses_changed = true;
                 }
                 Message::ExecResumed(p) => {
+                    let mut credit = Stamp {
+                        principal: Principal::Anonymous,
+                        operator: None,
+                        remembered: false,
+                    };
                     let key = find_pause(&st.pauses, run_id, &p.pause_id, identity);
                     if let Some(mut pause) = key.as_ref().and_then(|k| st.pauses.remove(k)) {
-                        let by = match pause.inflight.take().and_then(|f| f.waiter) {
-                            Some(w) => {
-                                let _ = w.send(Outcome::Resumed {
-                                    action: p.action.as_str().to_owned(),
-                                });
+                        // The release answers the request in flight unless it names another
+                        // one (a late answer to a request that timed out).
+                        let echoed = p.request_id.as_deref();
+                        let by = match pause
+                            .inflight
+                            .take()
+                            .filter(|f| echoed.is_none_or(|r| r == f.request_id))
+                        {
+                            Some(f) => {
+                                credit = Stamp {
+                                    principal: f.principal,
+                                    operator: f.operator,
+                                    remembered: f.remembered || f.remember.is_some(),
+                                };
+                                if let Some(w) = f.waiter {
+                                    let _ = w.send(Outcome::Resumed {
+                                        action: p.action.as_str().to_owned(),
+                                        principal: f.principal,
+                                        edited: edited_after(p),
+                                        remembered: credit.remembered,
+                                    });
+                                }
+                                if let Some(rule) = f.remember {
+                                    remember::install(st, rule);
+                                }
                                 "hub"
                             }
                             None => "app",
@@ -316,6 +352,7 @@ impl HubState {
                         );
                         pauses_changed = true;
                     }
+                    stamp = Some(credit);
                 }
                 Message::ExecRefused(p) => {
                     let key = find_pause(&st.pauses, run_id, &p.pause_id, identity);
@@ -331,6 +368,7 @@ impl HubState {
                             let _ = w.send(Outcome::Refused {
                                 code: p.code.as_str().to_owned(),
                                 message: p.message.clone(),
+                                by_hub: false,
                             });
                         }
                         pauses_changed = true;
@@ -345,6 +383,10 @@ impl HubState {
         if duplicate {
             return false;
         }
+        let body = match (&stamp, &env.message) {
+            (Some(stamp), Message::ExecResumed(p)) => stamped(env, p, stamp),
+            _ => body,
+        };
         let run_arc: Arc<str> = Arc::from(run_id);
         self.writer
             .event(EventRow {
@@ -388,6 +430,49 @@ impl HubState {
     }
 }
 
+/// Who a release is credited to.
+struct Stamp {
+    principal: Principal,
+    operator: Option<String>,
+    remembered: bool,
+}
+
+/// The fields of `exec.resumed` only the hub writes.
+const HUB_STAMPED: [&str; 3] = ["principal", "operator", "remembered"];
+
+/// The stored text of an `exec.resumed`: whatever the app wrote into the hub's fields is
+/// dropped, and the hub's own are written (`remembered` only when true).
+fn stamped(env: &Envelope, p: &ExecResumed, stamp: &Stamp) -> Arc<str> {
+    let mut p = p.clone();
+    for k in HUB_STAMPED {
+        p.extra.remove(k);
+    }
+    p.extra
+        .insert("principal".into(), stamp.principal.as_str().into());
+    p.extra.insert(
+        "operator".into(),
+        stamp.operator.clone().map_or(Value::Null, Value::String),
+    );
+    if stamp.remembered {
+        p.extra.insert("remembered".into(), Value::Bool(true));
+    }
+    let env = Envelope {
+        message: Message::ExecResumed(p),
+        ..env.clone()
+    };
+    Arc::from(env.to_json())
+}
+
+/// Whether a gate said its input may be replaced (`editable: true`).
+fn said_editable(p: &ExecPaused) -> bool {
+    p.editable
+}
+
+/// The input an edited call ran with (`edited.after`).
+fn edited_after(p: &ExecResumed) -> Option<Value> {
+    p.edited.as_ref().and_then(|e| e.after.clone())
+}
+
 fn find_pause(
     pauses: &HashMap<PauseKey, Pause>,
     run_id: &str,
@@ -414,7 +499,7 @@ fn prune_closed(closed: &mut HashMap<PauseKey, Closed>) {
 /// The `actions` a client announced on `exec.paused`, kept only when it is a list of known
 /// action names (anything else is as if it said nothing).
 fn action_names(v: &Value) -> Option<Value> {
-    const KNOWN: [&str; 4] = ["continue", "retry", "inject", "abort"];
+    const KNOWN: [&str; 5] = ["continue", "retry", "inject", "abort", "reject"];
     let items = v.as_array()?;
     items
         .iter()

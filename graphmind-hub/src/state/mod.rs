@@ -10,6 +10,7 @@
 //!   fan-out to subscribed viewers).
 //! - `runs`: run state, reads of runs (memory and storage), eviction and retention.
 //! - `pauses`: the pause registry, resume routing and its outcomes.
+//! - `remember`: decisions remembered for a run, applied by the hub to further holds.
 //! - `debug`: breakpoints and mode.
 //! - `viewers`: viewer connections, subscriptions, broadcasts and `removed` frames.
 //! - `views`: the JSON of runs, pauses and the debug state (no topic imports another's
@@ -20,6 +21,7 @@ mod apps;
 mod debug;
 mod intake;
 mod pauses;
+mod remember;
 mod runs;
 mod viewers;
 mod views;
@@ -29,6 +31,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use graphmind_protocol::control::{Principal, Remembered, ResumeAnswer};
 use graphmind_protocol::feed::RunStatus;
 use graphmind_protocol::{
     BreakpointMatcher, Envelope, Message, Mode, PausePoint, PauseReason, ResumeAction,
@@ -63,6 +66,8 @@ pub const VIEWER_QUEUE_BYTES: usize = 16 * 1024 * 1024;
 /// Event reads from storage (HTTP event pages, `/ws/ui` replay pages) that may run at once;
 /// each holds at most one page of `api::PAGE_BYTES` / `ui_feed::FRAME_BYTES`.
 pub const READ_PERMITS: usize = 4;
+/// Most decisions remembered for runs at once, over all runs (`remember`).
+pub const MAX_REMEMBERED: usize = 256;
 /// Largest `exec.resume` frame sent to an app (the Python client closes on frames > 1 MiB).
 pub const MAX_CONTROL_FRAME: usize = 1024 * 1024;
 
@@ -92,6 +97,10 @@ pub struct Config {
     pub memory_runs: usize,
     /// How long a `/ws/ui` socket may take to send its auth frame (5 s).
     pub ui_auth_timeout: Duration,
+    /// Whether held calls may run with an edited input (`hubCapabilities` `edit-input`).
+    pub edit_input: bool,
+    /// Who decided, when a resume request names nobody: the user the hub runs as.
+    pub operator: Option<String>,
 }
 
 /// Counters since start (reported by `/health`).
@@ -271,15 +280,24 @@ pub enum Outcome {
     Resumed {
         /// The action the app reported.
         action: String,
+        /// Who the release is credited to.
+        principal: Principal,
+        /// The input the call ran with, when it was edited (`edited.after`).
+        edited: Option<Value>,
+        /// The decision is remembered for further holds of the node in the run.
+        remembered: bool,
     },
     /// Sent, not confirmed in time.
     Sent,
-    /// The app refused; the gate stays held.
+    /// The app (or the hub itself, before forwarding) refused; the gate stays held.
     Refused {
-        /// The app's code.
+        /// The refusal code.
         code: String,
-        /// The app's message.
+        /// The explanation.
         message: Option<String>,
+        /// The hub refused it without asking the app (editing off, an app or gate that
+        /// cannot take an edit).
+        by_hub: bool,
     },
     /// Another resume won.
     Taken(String),
@@ -313,12 +331,54 @@ impl Outcome {
         matches!(self, Self::Resumed { .. } | Self::Sent)
     }
 
+    /// The answer to a resume request of `pause_id` in `run_id`, sent with `request_id`.
+    pub fn answer(&self, run_id: &str, pause_id: &str, request_id: Option<String>) -> ResumeAnswer {
+        let message = self.message();
+        let (action, code, principal, edited, remembered) = match self {
+            Self::Resumed {
+                action,
+                principal,
+                edited,
+                remembered,
+            } => (
+                Some(action.clone()),
+                None,
+                Some(*principal),
+                edited.clone(),
+                *remembered,
+            ),
+            Self::Refused { code, .. } => (None, Some(code.clone()), None, None, false),
+            _ => (None, None, None, None, false),
+        };
+        let refused_by = match self {
+            Self::Refused { by_hub, .. } => Some(if *by_hub { "hub" } else { "app" }.to_owned()),
+            _ => None,
+        };
+        ResumeAnswer {
+            outcome: self.name().to_owned(),
+            run_id: run_id.to_owned(),
+            pause_id: pause_id.to_owned(),
+            action,
+            code,
+            error: message.clone().filter(|_| !self.ok()),
+            message,
+            request_id,
+            principal,
+            edited,
+            remembered,
+            refused_by,
+        }
+    }
+
     /// A readable explanation.
     pub fn message(&self) -> Option<String> {
         match self {
             Self::Resumed { .. } => None,
-            Self::Sent => Some("sent to the app; it has not confirmed in time".into()),
-            Self::Refused { message, code } => Some(
+            Self::Sent => Some(
+                "the app did not answer in time; the gate is still held (retry, or check the app)"
+                    .into(),
+            ),
+            Self::Refused { message, code, .. } => Some(
                 message
                     .clone()
                     .unwrap_or_else(|| format!("the app refused ({code})")),
@@ -350,6 +410,8 @@ pub enum Need {
     Debug,
     /// Resume a gate with this action.
     Resume(ResumeAction),
+    /// Run a held call with an edited input (as much as an inject: it changes what runs).
+    Edit,
 }
 
 #[derive(Debug, Default)]
@@ -391,6 +453,14 @@ struct RunState {
 struct InFlight {
     request_id: String,
     waiter: Option<oneshot::Sender<Outcome>>,
+    /// Who asked (stamped onto the stored `exec.resumed`).
+    principal: Principal,
+    /// Their label.
+    operator: Option<String>,
+    /// The decision to remember once the app confirms it.
+    remember: Option<Remembered>,
+    /// Sent by the hub for a remembered decision.
+    remembered: bool,
 }
 
 #[derive(Debug)]
@@ -412,6 +482,9 @@ struct Pause {
     /// The actions the gate accepts, when the client says (`"actions"` on `exec.paused`, an
     /// array of action names); `None`: not said, any may be tried.
     actions: Option<Value>,
+    /// Its input may be replaced: the gate said `editable`, its app announced `edit-input`
+    /// and the hub has editing on.
+    editable: bool,
     identity: Option<u64>,
     inflight: Option<InFlight>,
 }
@@ -428,6 +501,10 @@ struct AppConn {
     identity: u64,
     tx: mpsc::UnboundedSender<AppOut>,
     app: Option<String>,
+    /// Its `hello` announced `edit-input`.
+    edit_input: bool,
+    /// Its `hello` announced `reject`.
+    reject: bool,
 }
 
 #[derive(Debug)]
@@ -487,6 +564,8 @@ struct State {
     deleted: HashMap<String, u64>,
     pauses: HashMap<PauseKey, Pause>,
     closed: HashMap<PauseKey, Closed>,
+    /// Decisions remembered for runs, oldest first (at most `remember::MAX_REMEMBERED`).
+    remembered: Vec<Remembered>,
     viewers: HashMap<u64, ViewerConn>,
     dirty: HashSet<String>,
     /// Runs announced incomplete (`lostRuns`) before the hub had them in memory: the flag is
@@ -545,6 +624,7 @@ impl HubState {
                 deleted: deleted.into_iter().collect(),
                 pauses: HashMap::new(),
                 closed: HashMap::new(),
+                remembered: Vec::new(),
                 viewers: HashMap::new(),
                 dirty: HashSet::new(),
                 gaps_pending: HashSet::new(),

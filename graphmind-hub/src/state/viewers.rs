@@ -29,6 +29,7 @@ impl HubState {
             debug: debug_state(&st),
             runs: run_summaries(&st, HELLO_RUNS, stored),
             pauses: pause_infos(&st, None),
+            remembered: st.remembered.clone(),
         };
         st.viewers.insert(
             id,

@@ -47,6 +47,7 @@ impl Pause {
             } else {
                 PauseState::Open
             },
+            editable: self.editable,
         }
     }
 }

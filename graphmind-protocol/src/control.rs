@@ -1,0 +1,248 @@
+//! The bodies of a resume request and its answer (HTTP `POST …/resume`, the viewer's `resume`
+//! frame on `/ws/ui`, `docs/http-api.md`), who asked for a release (the [`Principal`] the hub
+//! stamps onto every stored `exec.resumed`), and the decisions remembered for a run.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::PausePoint;
+
+/// Who released a gate, as the hub stamps it onto the stored `exec.resumed` (`principal`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Principal {
+    /// A viewer (the `/ws/ui` socket, with the viewer token).
+    Viewer,
+    /// A script or agent (the HTTP API, with the agent token of the run file).
+    Agent,
+    /// Nobody the hub asked for: the app released the gate itself (a timeout, a disconnect,
+    /// its own decision).
+    Anonymous,
+}
+
+impl Principal {
+    /// The wire spelling.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Viewer => "viewer",
+            Self::Agent => "agent",
+            Self::Anonymous => "anonymous",
+        }
+    }
+}
+
+/// The longest `operator` label kept (longer ones are cut).
+pub const MAX_OPERATOR_CHARS: usize = 64;
+/// The longest reject `reason` taken.
+pub const MAX_REASON_CHARS: usize = 2000;
+
+/// An `operator` label as the hub stamps it: control characters dropped, cut to
+/// [`MAX_OPERATOR_CHARS`] characters.
+#[must_use]
+pub fn operator_label(s: &str) -> String {
+    s.chars()
+        .filter(|c| !c.is_control())
+        .take(MAX_OPERATOR_CHARS)
+        .collect::<String>()
+        .trim()
+        .to_owned()
+}
+
+/// A resume request, as the HTTP API and the viewer's `resume` frame take it.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResumeRequest {
+    /// `continue`, `retry`, `inject`, `abort` or `reject`.
+    pub action: String,
+    /// The result to substitute (`inject`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<Value>,
+    /// The edited input to run the held call with (`continue` / `retry` at an editable gate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<Value>,
+    /// Why the call is rejected (`reject`): the caller gets it back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Apply the same decision to further holds of the same node at the same point in this
+    /// run, until revoked (not with an edited input).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub remember: bool,
+    /// A label naming who decided (stamped as `operator`; at most [`MAX_OPERATOR_CHARS`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operator: Option<String>,
+}
+
+/// The answer to a resume request: the app's outcome, or why the hub did not forward it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResumeAnswer {
+    /// `resumed`, `sent` (no answer in time; the gate stays held), `refused`, `taken`, `gone`,
+    /// `invalid`, `unauthorized` or `forbidden`.
+    pub outcome: String,
+    /// The run.
+    pub run_id: String,
+    /// The pause.
+    pub pause_id: String,
+    /// The action the app reported (`resumed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<String>,
+    /// The refusal code (`refused`): schema, shape, placeholder, truncated, disabled,
+    /// unsupported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+    /// A readable explanation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// The explanation again when the request failed (for clients that read `error`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The id the hub gave the request (echoed by the app).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
+    /// Who the release is credited to (`resumed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub principal: Option<Principal>,
+    /// The input the call ran with, when it was edited (`resumed`, from `edited.after`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edited: Option<Value>,
+    /// The decision is remembered for further holds of the node in this run.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub remembered: bool,
+    /// Who refused (`refused`): `app`, or `hub` when the hub did not forward the request
+    /// (editing turned off, an app or gate that cannot take an edited input).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused_by: Option<String>,
+}
+
+/// A decision remembered for a run: further holds of `node_id` at `point` in `run_id` are
+/// released with it by the hub, until revoked.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Remembered {
+    /// The run.
+    pub run_id: String,
+    /// The node.
+    pub node_id: String,
+    /// The gate.
+    pub point: PausePoint,
+    /// The action applied.
+    pub action: String,
+    /// The result injected (`inject`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<Value>,
+    /// The reason given (`reject`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Who decided.
+    pub principal: Principal,
+    /// Their label.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operator: Option<String>,
+    /// Epoch ms it was remembered.
+    pub since: u64,
+    /// Holds released with it so far.
+    pub applied: u64,
+}
+
+/// `GET /api/runs/{runId}/remembered`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RememberedList {
+    /// Oldest first.
+    pub remembered: Vec<Remembered>,
+}
+
+/// `POST /api/runs/{runId}/remembered/clear` and the viewer's `remember.clear` frame: which
+/// remembered decisions of the run to revoke (all of them when `node_id` is absent).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ForgetRequest {
+    /// The node whose decision goes (with `point`, or at every point).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_id: Option<String>,
+    /// The gate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub point: Option<PausePoint>,
+}
+
+/// The answer of a `/ws/ui` control frame (`type: "result"`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ControlResult {
+    /// Always `result`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The viewer's id of the frame it answers.
+    pub request_id: Value,
+    /// Whether it succeeded.
+    pub ok: bool,
+    /// `ok`, or a resume outcome.
+    pub outcome: String,
+    /// A readable explanation, or null.
+    pub message: Option<String>,
+    /// The refusal code (`refused`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+    /// The action the app reported (`resumed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<String>,
+    /// The resume's answer in full (resume frames).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resume: Option<ResumeAnswer>,
+    /// The debug state after the change (breakpoint and mode frames).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub debug: Option<Value>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_resume_request_reads_the_wire_shape() {
+        let r: ResumeRequest = serde_json::from_value(json!({
+            "action": "continue", "input": {"to": "a@b"}, "operator": "ops", "remember": true
+        }))
+        .unwrap();
+        assert_eq!(r.action, "continue");
+        assert_eq!(r.input, Some(json!({"to": "a@b"})));
+        assert!(r.remember);
+        assert_eq!(r.operator.as_deref(), Some("ops"));
+        let plain: ResumeRequest = serde_json::from_value(json!({"action": "abort"})).unwrap();
+        assert!(!plain.remember && plain.input.is_none());
+    }
+
+    #[test]
+    fn an_operator_label_is_cut_and_has_no_control_characters() {
+        assert_eq!(operator_label(" ops\n\u{7}bot "), "opsbot");
+        assert_eq!(operator_label(&"x".repeat(100)).len(), MAX_OPERATOR_CHARS);
+    }
+
+    #[test]
+    fn an_answer_leaves_out_what_it_does_not_say() {
+        let a = ResumeAnswer {
+            outcome: "refused".into(),
+            run_id: "r".into(),
+            pause_id: "p".into(),
+            action: None,
+            code: Some("schema".into()),
+            message: Some("no".into()),
+            error: Some("no".into()),
+            request_id: Some("req_1".into()),
+            principal: None,
+            edited: None,
+            remembered: false,
+            refused_by: Some("app".into()),
+        };
+        assert_eq!(
+            serde_json::to_value(&a).unwrap(),
+            json!({"outcome": "refused", "runId": "r", "pauseId": "p", "code": "schema",
+                   "message": "no", "error": "no", "requestId": "req_1", "refusedBy": "app"})
+        );
+        assert_eq!(
+            serde_json::to_value(Principal::Anonymous).unwrap(),
+            json!("anonymous")
+        );
+    }
+}
