@@ -15,6 +15,39 @@ function accepts(pause, action) {
   return !Array.isArray(pause.actions) || pause.actions.includes(action);
 }
 
+// Whether the gate takes a rejection with a reason: only where the app said so (its
+// `actions` list names `reject`); an app that never heard of it would not know what to do.
+export function rejectable(pause) {
+  return Array.isArray(pause.actions) && pause.actions.includes('reject');
+}
+
+// The decisions that may be remembered for the run (applied to the node's further holds).
+const REMEMBERED = ['continue', 'inject', 'reject'];
+
+/** A panel under the actions: a label, an editor, an inline error and a send row. */
+function panel(p, kind, labelText, sendLabel, hintText, multiline) {
+  const root = el('div', `inject ${kind}-panel`);
+  root.hidden = true;
+  root.dataset.testid = `${kind}-panel`;
+  const label = el('label', 'inject-label', labelText);
+  const ta = el(multiline ? 'textarea' : 'input', multiline ? 'inject-editor' : 'reason-editor');
+  ta.dataset.testid = `${kind}-editor`;
+  ta.spellcheck = !multiline;
+  if (multiline) ta.rows = 6;
+  else ta.type = 'text';
+  label.htmlFor = ta.id = `${kind}-${p.pauseId}`;
+  const err = el('div', 'inject-error');
+  err.dataset.testid = `${kind}-error`;
+  err.hidden = true;
+  const row = el('div', 'inject-row');
+  const send = button(sendLabel, `${kind}-send`);
+  send.classList.add('primary');
+  const cancel = button('Cancel', `${kind}-cancel`);
+  row.append(send, cancel, el('span', 'hint', hintText));
+  root.append(label, ta, err, row);
+  return { root, ta, err, send, cancel };
+}
+
 function button(label, testid, key) {
   const b = el('button', 'btn', label);
   b.type = 'button';
@@ -31,7 +64,7 @@ export class Gates {
   /**
    * @param {HTMLElement} overlay
    * @param {{
-   *   act:(pause:any, action:string, output?:any)=>Promise<any>,
+   *   act:(pause:any, action:string, extra?:{output?:any, input?:any, reason?:string, remember?:boolean})=>Promise<any>,
    *   step:(pause:any)=>Promise<any>,
    *   canControl:()=>boolean,
    *   prefill:(pause:any)=>any,
@@ -101,6 +134,16 @@ export class Gates {
       if (refused) btn.title = `This gate does not accept ${btn.dataset.action} (the app said so)`;
     }
     b.send.disabled = !can || b.busy || releasing || !accepts(b.pause, 'inject');
+    // Edit… where the gate's input may be replaced; Reject… where the app takes it
+    const editable = b.pause.editable === true;
+    b.editBtn.hidden = !editable;
+    if (!editable && !b.edit.root.hidden) this.closePanel(b, b.edit);
+    const canReject = rejectable(b.pause);
+    b.rejectBtn.hidden = !canReject;
+    if (!canReject && !b.reject.root.hidden) this.closePanel(b, b.reject);
+    b.edit.send.disabled = !can || b.busy || releasing || !editable;
+    b.reject.send.disabled = !can || b.busy || releasing || !canReject;
+    b.remember.disabled = !can || b.busy || releasing;
     b.root.classList.toggle('releasing', releasing);
     b.root.classList.toggle('readonly', !can);
   }
@@ -123,10 +166,22 @@ export class Gates {
     const bs = button('Step', 'gate-step', 'S');
     const br = button('Retry', 'gate-retry', 'R');
     const bi = button('Inject…', 'gate-inject', 'I');
+    const be = button('Edit…', 'gate-edit', 'E');
+    be.title = 'Run the call with another input (E; Ctrl+Enter sends)';
+    be.hidden = true;
+    const bj = button('Reject…', 'gate-reject', 'X');
+    bj.title = 'Do not run the call: the caller gets an error with your reason (X)';
+    bj.hidden = true;
     const ba = button('Abort', 'gate-abort');
     ba.classList.add('danger');
     ba.title = 'Abort the run (no shortcut on purpose)';
-    actions.append(bc, bs, br, bi, ba);
+    actions.append(bc, bs, br, bi, be, bj, ba);
+    const rememberLabel = el('label', 'gate-remember');
+    rememberLabel.title = 'Apply Continue, Inject or Reject to every further hold of this node in this run (revocable)';
+    const remember = document.createElement('input');
+    remember.type = 'checkbox';
+    remember.dataset.testid = 'gate-remember';
+    rememberLabel.append(remember, ' remember for this run');
     const msg = el('div', 'gate-msg');
     msg.dataset.testid = 'gate-message';
     msg.hidden = true;
@@ -148,19 +203,48 @@ export class Gates {
     const cancel = button('Cancel', 'inject-cancel');
     row.append(send, cancel, hint);
     inject.append(label, ta, err, row);
-    root.append(where, why, note, actions, msg, inject);
+    const edit = panel(p, 'edit', 'Run the call with this input (JSON)', 'Run with this input', 'Ctrl+Enter sends · Esc closes', true);
+    const reject = panel(p, 'reject', 'Why is the call rejected? (the caller gets this back)', 'Reject', 'Enter sends · Esc closes', false);
+    root.append(where, why, note, actions, rememberLabel, msg, inject, edit.root, reject.root);
 
     // the action each button asks for (Step continues, in step mode)
     for (const [btn, action] of [[bc, 'continue'], [bs, 'continue'], [br, 'retry'], [bi, 'inject'], [ba, 'abort']]) {
       btn.dataset.action = action;
     }
-    const b = { root, where, why, note, msg, inject, ta, err, send, pause: p, busy: false, buttons: [bc, bs, br, bi, ba] };
+    const b = {
+      root, where, why, note, msg, inject, ta, err, send, edit, reject, remember,
+      editBtn: be, rejectBtn: bj, pause: p, busy: false, buttons: [bc, bs, br, bi, ba],
+    };
     root.addEventListener('pointerdown', () => (this.focusId = b.pause.pauseId));
     bc.addEventListener('click', () => this.run(b, 'continue'));
     br.addEventListener('click', () => this.run(b, 'retry'));
     ba.addEventListener('click', () => this.run(b, 'abort'));
     bs.addEventListener('click', () => this.step(b));
     bi.addEventListener('click', () => this.openInject(b));
+    be.addEventListener('click', () => this.openEdit(b));
+    bj.addEventListener('click', () => this.openReject(b));
+    edit.send.addEventListener('click', () => this.sendEdit(b));
+    edit.cancel.addEventListener('click', () => this.closePanel(b, edit));
+    reject.send.addEventListener('click', () => this.sendReject(b));
+    reject.cancel.addEventListener('click', () => this.closePanel(b, reject));
+    // the input is checked as JSON while it is typed, so a mistake shows before sending
+    edit.ta.addEventListener('input', () => this.checkEdit(b));
+    reject.ta.addEventListener('input', () => {
+      reject.err.hidden = true;
+      reject.ta.classList.remove('invalid');
+    });
+    for (const [pn, sendIt, enterSends] of [[edit, () => this.sendEdit(b), false], [reject, () => this.sendReject(b), true]]) {
+      pn.ta.addEventListener('keydown', (ev) => {
+        if (ev.key === 'Enter' && (ev.ctrlKey || ev.metaKey || (enterSends && !ev.shiftKey))) {
+          ev.preventDefault();
+          sendIt();
+        } else if (ev.key === 'Escape') {
+          ev.preventDefault();
+          this.closePanel(b, pn);
+        }
+        ev.stopPropagation();
+      });
+    }
     send.addEventListener('click', () => this.sendInject(b));
     cancel.addEventListener('click', () => this.closeInject(b));
     ta.addEventListener('input', () => {
@@ -191,12 +275,17 @@ export class Gates {
     b.msg.classList.toggle('bad', bad);
   }
 
+  /** `remember: true` when the toggle is on and the action is one that is remembered. */
+  extra(b, action, extra = {}) {
+    return b.remember.checked && REMEMBERED.includes(action) ? { ...extra, remember: true } : extra;
+  }
+
   async run(b, action) {
     if (b.busy || !this.hooks.canControl() || !accepts(b.pause, action)) return;
     this.focusId = b.pause.pauseId;
     this.setBusy(b, true);
     this.showMsg(b, '');
-    const r = await this.hooks.act(b.pause, action);
+    const r = await this.hooks.act(b.pause, action, this.extra(b, action));
     this.setBusy(b, false);
     if (!r.ok) this.showMsg(b, outcomeText(r));
   }
@@ -245,7 +334,7 @@ export class Gates {
     }
     this.setBusy(b, true);
     b.err.hidden = true;
-    const r = await this.hooks.act(b.pause, 'inject', value);
+    const r = await this.hooks.act(b.pause, 'inject', this.extra(b, 'inject', { output: value }));
     this.setBusy(b, false);
     if (r.ok) {
       this.closeInject(b);
@@ -255,6 +344,97 @@ export class Gates {
     b.err.dataset.kind = r.outcome || 'error';
     b.err.textContent = r.outcome === 'refused' ? `The app refused this value: ${r.message || 'refused'}` : outcomeText(r);
     b.ta.focus();
+  }
+
+  openEdit(b) {
+    if (!this.hooks.canControl() || b.pause.editable !== true) return;
+    this.focusId = b.pause.pauseId;
+    if (b.edit.root.hidden) {
+      b.edit.root.hidden = false;
+      if (!b.edit.ta.value) {
+        const v = this.hooks.editPrefill ? this.hooks.editPrefill(b.pause) : b.pause.input;
+        b.edit.ta.value = JSON.stringify(v === undefined ? {} : v, null, 2);
+      }
+    }
+    b.edit.ta.focus();
+  }
+
+  openReject(b) {
+    if (!this.hooks.canControl() || !rejectable(b.pause)) return;
+    this.focusId = b.pause.pauseId;
+    b.reject.root.hidden = false;
+    b.reject.ta.focus();
+  }
+
+  closePanel(b, pn) {
+    pn.root.hidden = true;
+    pn.err.hidden = true;
+  }
+
+  /** The edited input, or `undefined` with the error shown in place. */
+  checkEdit(b) {
+    const { ta, err } = b.edit;
+    try {
+      const v = JSON.parse(ta.value);
+      err.hidden = true;
+      ta.classList.remove('invalid');
+      return v;
+    } catch (e) {
+      err.hidden = false;
+      err.textContent = `Not valid JSON: ${e.message}`;
+      err.dataset.kind = 'invalid-json';
+      ta.classList.add('invalid');
+      return undefined;
+    }
+  }
+
+  async sendEdit(b) {
+    if (b.busy || !this.hooks.canControl()) return;
+    const value = this.checkEdit(b);
+    if (value === undefined) {
+      b.edit.ta.focus();
+      return;
+    }
+    this.setBusy(b, true);
+    const r = await this.hooks.act(b.pause, 'continue', { input: value });
+    this.setBusy(b, false);
+    if (r.ok) {
+      this.closePanel(b, b.edit);
+      return;
+    }
+    const { err, ta } = b.edit;
+    err.hidden = false;
+    err.dataset.kind = r.outcome || 'error';
+    err.dataset.code = r.code || '';
+    err.textContent = r.outcome === 'refused' ? `The app refused this input (${r.code || 'refused'}): ${r.message || 'refused'}` : outcomeText(r);
+    ta.classList.add('invalid');
+    ta.focus();
+  }
+
+  async sendReject(b) {
+    if (b.busy || !this.hooks.canControl()) return;
+    const { ta, err } = b.reject;
+    const reason = ta.value.trim();
+    if (!reason) {
+      err.hidden = false;
+      err.dataset.kind = 'empty';
+      err.textContent = 'Say why: the caller gets the reason back.';
+      ta.classList.add('invalid');
+      ta.focus();
+      return;
+    }
+    this.setBusy(b, true);
+    const r = await this.hooks.act(b.pause, 'reject', this.extra(b, 'reject', { reason }));
+    this.setBusy(b, false);
+    if (r.ok) {
+      this.closePanel(b, b.reject);
+      return;
+    }
+    err.hidden = false;
+    err.dataset.kind = r.outcome || 'error';
+    err.dataset.code = r.code || '';
+    err.textContent = r.outcome === 'refused' ? `The app refused the rejection (${r.code || 'refused'}): ${r.message || 'refused'}` : outcomeText(r);
+    ta.focus();
   }
 
   /**

@@ -98,7 +98,7 @@ export class Inspector {
   coarse(model, nodeId, ctx) {
     const n = model.nodes.get(nodeId);
     if (!n) return `none|${nodeId}`;
-    const execs = n.execs.map((e) => `${e.status}${e.open}${e.attempts}${e.injected}${e.pauses.length}`).join(',');
+    const execs = n.execs.map((e) => `${e.status}${e.open}${e.attempts}${e.injected}${e.edited}${e.pauses.length}`).join(',');
     const held = (ctx.held.get(nodeId) || []).map((p) => p.pauseId).join(',');
     return `${nodeId}|${execs}|${held}|${JSON.stringify(ctx.breakpoints)}|${this.hooks.canControl()}|${ctx.ended}|${ctx.runStatus}`;
   }
@@ -163,7 +163,7 @@ export class Inspector {
   /** A model step's input as a conversation, the raw JSON one click away; else the JSON. */
   input(n, e) {
     const chat = n.kind === 'llm' ? chatCached(e.input) : null;
-    return this.chatField('input', e.input, chat, 'exec-input', '');
+    return this.chatField(e.edited ? 'input (edited)' : 'input', e.input, chat, 'exec-input', '');
   }
 
   /**
@@ -225,6 +225,11 @@ export class Inspector {
       s.append(inj, ' ');
     }
     if (e.ungated) s.append(el('span', 'badge ungated', 'ungated'), ' ');
+    if (e.edited) {
+      const ed = el('span', 'badge edited', 'edited input');
+      ed.dataset.testid = 'exec-edited';
+      s.append(ed, ' ');
+    }
     s.append(el('span', 'exec-id', e.instanceId));
     d.append(s);
 
@@ -264,6 +269,7 @@ export class Inspector {
     }
     d.append(facts);
     if (e.input !== undefined) d.append(this.input(n, e));
+    if (e.edited) d.append(block('original input (before the edit)', json(e.originalInput), 'exec-original-input'));
     if (e.reasoning) d.append(block('reasoning', e.reasoning, 'exec-reasoning', 'reasoning'));
     if (e.text) d.append(block('streamed text', e.text, 'exec-text'));
     if (e.toolArgs && !callsNamed(e.calls?.list ?? [])) d.append(block('tool-call arguments', e.toolArgs, 'exec-tool-args'));

@@ -44,6 +44,8 @@ const state = {
   runs: new Map(),
   debug: { breakpoints: [], mode: 'run' },
   pauses: [],
+  // decisions the hub applies to further holds of a node in a run (remember for this run)
+  remembered: [],
   selectedRun: deep.run || null,
   follow: !deep.run,
   model: null,
@@ -94,6 +96,7 @@ function onFrame(f) {
       for (const r of f.runs || []) if (r && r.runId) state.runs.set(r.runId, r);
       if (f.debug) setDebug(f.debug);
       state.pauses = Array.isArray(f.pauses) ? f.pauses : [];
+      state.remembered = Array.isArray(f.remembered) ? f.remembered : [];
       if (!state.selectedRun || (!state.runs.has(state.selectedRun) && state.follow)) {
         const newest = newestRun();
         if (newest && newest.runId !== state.selectedRun) {
@@ -105,6 +108,7 @@ function onFrame(f) {
       // a deleted run's graph stays as loaded: a replay would find nothing
       if (state.selectedRun && !state.selectedRemoved) subscribe(state.selectedRun, true);
       renderRemoved();
+      renderRemembered();
       scheduleRuns();
       renderDebug();
       scheduleCanvas();
@@ -138,6 +142,8 @@ function onFrame(f) {
       break;
     case 'pauses':
       state.pauses = Array.isArray(f.pauses) ? f.pauses : [];
+      state.remembered = Array.isArray(f.remembered) ? f.remembered : [];
+      renderRemembered();
       scheduleRuns();
       scheduleCanvas();
       break;
@@ -246,6 +252,7 @@ function selectRun(runId, byUser) {
   history.replaceState(null, '', `${location.pathname}#run=${encodeURIComponent(runId)}`);
   subscribe(runId, true);
   inspector.clear();
+  renderRemembered();
   scheduleRuns();
   scheduleCanvas();
 }
@@ -271,11 +278,18 @@ async function control(frame) {
   return r;
 }
 
-const act = (pause, action, output) => {
+const act = (pause, action, extra = {}) => {
   const f = { type: 'resume', runId: pause.runId, pauseId: pause.pauseId, action };
-  if (action === 'inject') f.output = output;
+  if (action === 'inject') f.output = extra.output;
+  if (extra.input !== undefined) f.input = extra.input;
+  if (extra.reason !== undefined) f.reason = extra.reason;
+  if (extra.remember) f.remember = true;
   return control(f);
 };
+
+function forget(rule) {
+  return control({ type: 'remember.clear', runId: rule.runId, nodeId: rule.nodeId, point: rule.point });
+}
 
 async function step(pause) {
   const r = await control({ type: 'mode.set', mode: 'step' });
@@ -333,6 +347,31 @@ const gates = new Gates($('#overlay'), {
     };
   },
 });
+
+/** The decisions remembered for the run on screen, each with Revoke. */
+function renderRemembered() {
+  const box = $('#remembered');
+  const rules = state.remembered.filter((r) => r.runId === state.selectedRun);
+  box.hidden = rules.length === 0;
+  box.replaceChildren();
+  if (!rules.length) return;
+  box.append(el('div', 'remembered-head', 'Remembered for this run'));
+  for (const r of rules) {
+    const row = el('div', 'remembered-row');
+    row.dataset.testid = 'remembered-rule';
+    row.dataset.nodeId = r.nodeId;
+    row.dataset.action = r.action;
+    const what = r.action === 'reject' ? `reject (“${r.reason ?? ''}”)` : r.action;
+    const text = el('span', null, `${what} at ${r.point} ${r.nodeId}${r.applied ? ` · applied ${r.applied}×` : ''}`);
+    const revoke = el('button', 'btn small', 'Revoke');
+    revoke.type = 'button';
+    revoke.dataset.testid = 'remembered-revoke';
+    revoke.disabled = !canControl();
+    revoke.addEventListener('click', () => forget(r));
+    row.append(text, revoke);
+    box.append(row);
+  }
+}
 
 const inspector = new Inspector($('#inspector'), {
   canControl,
@@ -697,11 +736,13 @@ document.addEventListener('keydown', (ev) => {
   if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
   const key = ev.key.toLowerCase();
   const g = gates.current();
-  if (g && ['c', 's', 'r', 'i'].includes(key)) {
+  if (g && ['c', 's', 'r', 'i', 'e', 'x'].includes(key)) {
     ev.preventDefault();
     if (key === 'c') gates.run(g, 'continue');
     else if (key === 's') gates.step(g);
     else if (key === 'r') gates.run(g, 'retry');
+    else if (key === 'e') gates.openEdit(g);
+    else if (key === 'x') gates.openReject(g);
     else gates.openInject(g);
     return;
   }
@@ -718,7 +759,7 @@ document.addEventListener('keydown', (ev) => {
 });
 
 const KEYS_HELP =
-  'Keys — at a held gate: C continue · S step · R retry · I inject (Ctrl+Enter sends, Esc closes); Abort has no key. ' +
+  'Keys — at a held gate: C continue · S step · R retry · I inject · E edit the input (Ctrl+Enter sends, Esc closes) · X reject with a reason (Enter sends); Abort has no key. ' +
   'Anywhere: F fit the graph · G fold or unfold groups · Esc deselect the node · ? this help.';
 
 // a resized window keeps the graph fitted (unless the user moved it) and a held card in view

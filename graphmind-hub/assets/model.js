@@ -324,6 +324,17 @@ export class RunModel {
     const pause = this.pauses.get(p.pauseId);
     if (!pause) return;
     pause.action = str(p.action) ?? 'continue';
+    // the call ran with an edited input: the node shows it, marked, with the original kept
+    if (isObj(p.edited) && 'after' in p.edited) {
+      const n = this.nodes.get(pause.nodeId);
+      const e = n && pause.instanceId ? n.byInstance.get(pause.instanceId) : null;
+      if (e) {
+        if (!e.edited) e.originalInput = e.input;
+        e.input = p.edited.after;
+        e.edited = true;
+      }
+    }
+    if (pause.action === 'reject') pause.reason = str(p.reason) ?? '';
     // a refusal is about a value the gate turned down while it still held; once released
     // (by a later inject that fit, or any other action) it no longer describes the execution
     pause.refused = null;

@@ -2,9 +2,11 @@
 import WebSocket from 'ws';
 
 export class FakeApp {
-  constructor(url, app = 'generated') {
+  /** `capabilities`: what its hello announces (default: those of a 0.5 client). */
+  constructor(url, app = 'generated', capabilities = ['pause', 'step', 'inject', 'retry', 'abort', 'run-claim']) {
     this.url = url;
     this.app = app;
+    this.capabilities = capabilities;
     this.seq = 0;
     this.controls = [];
   }
@@ -30,7 +32,7 @@ export class FakeApp {
     });
     this.send('*', 'hello', {
       versions: { protocol: 1, client: '0.0.0-test' },
-      capabilities: ['pause', 'step', 'inject', 'retry', 'abort', 'run-claim'],
+      capabilities: this.capabilities,
       app: this.app,
       sdk: { name: 'browser-test', version: '0' },
     });
@@ -42,6 +44,17 @@ export class FakeApp {
   send(runId, type, payload, extra = {}) {
     const env = { gm: 1, seq: this.seq++, ts: Date.now(), runId, type, payload, ...extra };
     this.ws.send(JSON.stringify(env));
+  }
+
+  /** Waits (at most `ms`) for the next control frame of `type` not taken before, and takes it. */
+  async nextControl(type, ms = 10_000) {
+    const deadline = Date.now() + ms;
+    for (;;) {
+      const i = this.controls.findIndex((f) => f.type === type);
+      if (i >= 0) return this.controls.splice(i, 1)[0];
+      if (Date.now() > deadline) throw new Error(`no ${type} within ${ms} ms`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
   }
 
   /** Closes the socket and waits (at most 2 s) for it; a no-op once closed or never opened. */

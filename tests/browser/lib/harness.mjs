@@ -256,8 +256,8 @@ async function setUp(opts, cleanups) {
       return page;
     },
     /** A FakeApp connected to the hub's /ingest (closed at teardown if still open). */
-    async connectApp(name, hub = ctx.hub) {
-      const app = new FakeApp(hub.ingestUrl, name);
+    async connectApp(name, hub = ctx.hub, capabilities = undefined) {
+      const app = new FakeApp(hub.ingestUrl, name, capabilities);
       ctx.defer(() => app.close());
       await app.connect();
       return app;
