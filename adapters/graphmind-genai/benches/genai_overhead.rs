@@ -115,18 +115,12 @@ fn median(v: &mut [f64]) -> f64 {
 
 /// Runs `rounds` rounds of the three cases (order alternating per round) and prints the
 /// medians and the median of the per-round ratios.
-fn compare(
-    name: &str,
-    rounds: usize,
-    rt: &tokio::runtime::Runtime,
-    unit: &dyn Fn(Case) -> Duration,
-) {
+fn compare(name: &str, rounds: usize, unit: &dyn Fn(Case) -> Duration) {
     for case in [Case::Bare, Case::Wrapped, Case::BareAgain] {
         for _ in 0..rounds.min(200) / 4 + 1 {
             unit(case); // warm-up
         }
     }
-    let _ = rt;
     let orders = [
         [Case::Bare, Case::Wrapped, Case::BareAgain],
         [Case::Wrapped, Case::BareAgain, Case::Bare],
@@ -167,6 +161,88 @@ fn compare(
     );
 }
 
+/// ns per call of `f`, over `n` calls (after `n / 10` to warm up).
+fn per_call(n: usize, mut f: impl FnMut()) -> f64 {
+    for _ in 0..n / 10 + 1 {
+        f();
+    }
+    let t = Instant::now();
+    for _ in 0..n {
+        f();
+    }
+    t.elapsed().as_secs_f64() * 1e9 / n as f64
+}
+
+/// Where the detached cost goes: each part of what the wrapped call and the tool do, timed
+/// alone (no HTTP), through graphmind's public API the adapter is built on.
+fn breakdown(n: usize, rt: &tokio::runtime::Runtime, bare: &genai::Client) {
+    use graphmind::model::{Grouping, Reply};
+    use graphmind::node::{Extras, Node};
+    use graphmind::protocol::Status;
+
+    let res = rt
+        .block_on(bare.exec_chat("gpt-tools", request(), None))
+        .expect("ok");
+    let req = request();
+    let input = || {
+        let mut v = serde_json::to_value(&req).expect("json");
+        v["model"] = "gpt-tools".into();
+        v
+    };
+    let output = || Reply::read::<graphmind_genai::Genai, _>(&res).map(Reply::into_value);
+    let usage =
+        <graphmind_genai::Genai as graphmind::model::ResponseCodec<ChatResponse>>::usage(&res);
+    let capture_in = per_call(n, || {
+        black_box(input());
+    });
+    let capture_out = per_call(n, || {
+        black_box(output());
+    });
+    let out = output();
+    let node = rt.block_on(async {
+        per_call(n, || {
+            let node = Node::start_step(black_box(serde_json::Value::Null), Grouping::Auto)
+                .expect("enabled");
+            node.finish_with(Status::Ok, None, None, Extras::new().into());
+        })
+    });
+    let node_full = rt.block_on(async {
+        per_call(n, || {
+            let node = Node::start_step(input(), Grouping::Auto).expect("enabled");
+            node.finish_with(
+                Status::Ok,
+                out.clone(),
+                usage,
+                Extras::new()
+                    .api("genai.chat")
+                    .model("gpt-tools-2026")
+                    .into(),
+            );
+        })
+    });
+    let tool = per_call(n, || {
+        black_box(rt.block_on(get_weather("call_w".into(), "Lisbon".into())));
+    });
+    let tool_bare = per_call(n, || {
+        black_box(rt.block_on(bare_get_weather("call_w".into(), "Lisbon".into())));
+    });
+    println!("where the detached cost goes ({n} calls each, ns per call):");
+    println!(
+        "  the request as the step's input (serde_json::to_value of the ChatRequest): {capture_in:.0}"
+    );
+    println!(
+        "  the output (Reply read through the Genai codec, the response as JSON): {capture_out:.0}"
+    );
+    println!("  an llm:step node started and finished, no input or output: {node:.0}");
+    println!(
+        "  an llm:step node with the input, output and usage above (capture included): {node_full:.0}"
+    );
+    println!(
+        "  one #[graphmind::tool] call, block_on included: {tool:.0} (the bare fn: {tool_bare:.0}; the node: {:.0})",
+        tool - tool_bare
+    );
+}
+
 fn main() {
     let benching = std::env::args().any(|a| a == "--bench");
     let rounds = if benching {
@@ -199,16 +275,17 @@ fn main() {
         black_box(rt.block_on(chat_unit(case, &bare, &wrapped)));
         t.elapsed()
     };
-    compare("exec_chat + tool", rounds, &rt, &chat);
+    compare("exec_chat + tool", rounds, &chat);
     let stream = |case: Case| {
         let t = Instant::now();
         black_box(rt.block_on(stream_unit(case, &bare, &wrapped)));
         t.elapsed()
     };
-    compare("exec_chat_stream + tool", rounds, &rt, &stream);
+    compare("exec_chat_stream + tool", rounds, &stream);
     assert!(
         detached.stats().buffered > 0,
         "the steps reach the replay ring"
     );
+    breakdown(if benching { 20_000 } else { 50 }, &rt, &bare);
     drop(detached);
 }
