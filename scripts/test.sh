@@ -52,6 +52,17 @@ cargo test -p graphmind-rig --tests
 restore_lock
 trap - EXIT
 
+step "graphmind-genai against the oldest genai it supports (0.7.0; Cargo.lock has 0.7.2)"
+# The adapter declares genai >=0.7, <0.8; the lockfile's 0.7.2 ran above. 0.7.0 runs on a
+# copy of the lockfile, restored afterwards, in the same target dir.
+matrix_lock=$(mktemp)
+cp Cargo.lock "$matrix_lock"
+trap restore_lock EXIT
+cargo update -q -p genai --precise 0.7.0
+cargo test -p graphmind-genai --tests
+restore_lock
+trap - EXIT
+
 step "the support agent's recorded run replayed with networking disabled (unshare -n)"
 # Built by the workspace tests above; in a network namespace of its own (no interface but a
 # down loopback) the replay must still pass: no hub, no socket.
