@@ -123,6 +123,20 @@ pub(crate) const KEYS: &[Key] = &[
         usage: "`codec = path::To::Codec`",
         parse: codec,
     },
+    Key {
+        name: "reject",
+        tool: true,
+        step: false,
+        usage: "`reject`",
+        parse: reject,
+    },
+    Key {
+        name: "edit",
+        tool: true,
+        step: true,
+        usage: "`edit = false`",
+        parse: edit,
+    },
 ];
 
 /// One entry of `tools = [...]`: a path to a tool fn (its last segment is the tool name) or a
@@ -174,6 +188,11 @@ pub(crate) struct Args {
     /// `codec = path::To::Codec`: the type that reads the request, response and chunks (a
     /// codec for another crate's types); `graphmind::model::Native` when absent.
     pub(crate) codec: Option<syn::Type>,
+    /// `reject` (or `reject = true`): a person may reject the call at its `before` gate; the
+    /// tool returns `Err(E::from(graphmind::Rejection))`.
+    pub(crate) reject: Option<LitBool>,
+    /// `edit = false`: the arguments are never offered for editing.
+    pub(crate) edit: Option<LitBool>,
 }
 
 impl Args {
@@ -269,6 +288,23 @@ fn skip(args: &mut Args, input: ParseStream<'_>) -> syn::Result<()> {
 fn call_id(args: &mut Args, input: ParseStream<'_>) -> syn::Result<()> {
     let expected = "expected the name of an argument that holds the tool-call id: `call_id = id`";
     args.call_id = Some(value(input, expected)?);
+    Ok(())
+}
+
+fn reject(args: &mut Args, input: ParseStream<'_>) -> syn::Result<()> {
+    args.reject = Some(if input.peek(Token![=]) {
+        value(
+            input,
+            "expected `reject`, `reject = true` or `reject = false`",
+        )?
+    } else {
+        LitBool::new(true, input.span())
+    });
+    Ok(())
+}
+
+fn edit(args: &mut Args, input: ParseStream<'_>) -> syn::Result<()> {
+    args.edit = Some(value(input, "expected `edit = false` or `edit = true`")?);
     Ok(())
 }
 

@@ -53,7 +53,12 @@ use crate::args::{Args, Kind};
 /// `stream = true` (the return type, or its `Ok`, is a stream under another name, e.g.
 /// `type Items = Pin<Box<dyn Stream<Item = u32> + Send>>`: it is teed and handed back in that
 /// type; `impl Stream`, `BoxStream` and `Pin<Box<dyn Stream…>>` are recognised without it;
-/// `stream = false` returns a type that looks like a stream as one value).
+/// `stream = false` returns a type that looks like a stream as one value),
+/// `reject` (a person may reject the call at its before gate with a reason: the tool must
+/// return `Result<T, E>` with `E: From<graphmind::Rejection>` and then returns
+/// `Err(E::from(rejection))` without running), `edit = false` (never offer the arguments for
+/// editing; by default a tool whose recorded arguments are all owned — no `&`, lifetime or
+/// `impl Trait` — and deserialize is editable at its before gate).
 /// With feature `enabled` off, the arguments are checked and the fn is returned untouched.
 #[proc_macro_attribute]
 pub fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
@@ -392,7 +397,7 @@ mod tests {
                 }
             };
             let kind = match key.name {
-                "name" | "call_id" => Kind::Tool,
+                "name" | "call_id" | "reject" => Kind::Tool,
                 _ => Kind::ModelStep,
             };
             let out = expand(

@@ -38,6 +38,22 @@ pub(crate) struct Plan {
     pub(crate) ret_span: Span,
     /// `tools = [...]` paths checked to resolve.
     pub(crate) tool_paths: Vec<Path>,
+    /// The arguments an edit may replace; `None` when the call is not editable (an argument
+    /// borrows, is `impl Trait`, or `edit = false`).
+    pub(crate) edit: Option<Vec<EditArg>>,
+    /// `reject`: the `Result` entry point that builds an `Err` from a rejection.
+    pub(crate) reject: bool,
+    /// Parameters declared `mut` that are neither cloned per attempt nor edited: an
+    /// editable run-once body binds them `mut` again.
+    pub(crate) mut_others: Vec<Ident>,
+}
+
+/// One argument an edit may replace: its key, its binding (spanned at its type) and the
+/// binding of its type marker.
+pub(crate) struct EditArg {
+    pub(crate) key: LitStr,
+    pub(crate) ident: Ident,
+    pub(crate) marker: Ident,
 }
 
 /// The site record (one per instrumented function).
@@ -84,10 +100,23 @@ pub(crate) fn plan(kind: Kind, args: &Args, mut item: Item, an: &Analysis) -> Pl
         syn::ReturnType::Type(_, ty) => ty.span(),
         syn::ReturnType::Default => Span::call_site(),
     };
-    if an.retry {
+    let edit = edit_args(kind, args, an);
+    let mut_others = if !an.retry && edit.is_some() {
+        an.params
+            .iter()
+            .filter(|p| p.mutable && !edit_names(edit.as_deref()).contains(&p.ident.to_string()))
+            .map(|p| p.ident.clone())
+            .collect()
+    } else {
+        Vec::new()
+    };
+    if an.retry || edit.is_some() {
         strip_mut(&mut item.sig);
     }
     Plan {
+        edit,
+        reject: args.reject.as_ref().is_some_and(syn::LitBool::value),
+        mut_others,
         site: site(kind, args, &item),
         retry: an.retry,
         captured: captured(args, an),
@@ -180,6 +209,59 @@ fn fresh(an: &Analysis) -> Vec<Fresh> {
             mutable: param.mutable && matches!(an.shape, Shape::Async),
         })
         .collect()
+}
+
+fn edit_names(edit: Option<&[EditArg]>) -> Vec<String> {
+    edit.unwrap_or_default()
+        .iter()
+        .map(|e| e.ident.to_string())
+        .collect()
+}
+
+/// The arguments an edit may replace: every recorded argument, when each is taken by value
+/// as a type that owns its data (no `&`, no lifetime, no `impl Trait` / `dyn`) — whether
+/// it deserializes is decided by the compiler, per type — else none.
+fn edit_args(kind: Kind, args: &Args, an: &Analysis) -> Option<Vec<EditArg>> {
+    if args.edit.as_ref().is_some_and(|e| !e.value())
+        || !matches!(an.shape, Shape::Async)
+        || (kind == Kind::Tool && matches!(an.ret, Ret::StreamResult))
+    {
+        return None;
+    }
+    let recorded: Vec<&crate::sig::Param> = an
+        .params
+        .iter()
+        .filter(|param| !param.skipped || args.call_id.as_ref() == Some(&param.ident))
+        .collect();
+    if recorded.is_empty() || !recorded.iter().all(|p| owns_its_data(&p.ty)) {
+        return None;
+    }
+    Some(
+        recorded
+            .iter()
+            .map(|param| EditArg {
+                key: LitStr::new(&param.ident.to_string(), param.ident.span()),
+                ident: Ident::new(&param.ident.to_string(), at_type(param)),
+                marker: Ident::new(
+                    &format!("__graphmind_ty_{}", param.ident),
+                    Span::call_site(),
+                ),
+            })
+            .collect(),
+    )
+}
+
+/// Whether a written type holds no borrow, lifetime, `impl Trait` or `dyn`.
+fn owns_its_data(ty: &Type) -> bool {
+    fn walk(tokens: proc_macro2::TokenStream) -> bool {
+        tokens.into_iter().all(|tt| match tt {
+            proc_macro2::TokenTree::Punct(p) => p.as_char() != '&' && p.as_char() != '\'',
+            proc_macro2::TokenTree::Ident(i) => i != "impl" && i != "dyn",
+            proc_macro2::TokenTree::Group(g) => walk(g.stream()),
+            proc_macro2::TokenTree::Literal(_) => true,
+        })
+    }
+    walk(quote::ToTokens::to_token_stream(ty))
 }
 
 /// The outer bindings are only cloned from; the clones carry the user's `mut`.

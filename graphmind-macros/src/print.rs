@@ -163,15 +163,75 @@ fn body(plan: &Plan) -> TokenStream {
         }
         (Shape::Boxed, _) => quote!(#block),
     };
-    if !plan.retry {
-        return quote_spanned!(ret=> #pr::Once::new(move || #future));
-    }
     let clones = plan.fresh.iter().map(|f| {
         let (ident, at) = (&f.ident, f.at);
         let mutability = f.mutable.then(|| quote!(mut));
         quote_spanned!(at=> let #mutability #ident = #p::retry_clone(&#ident);)
     });
+    if let Some(edit) = &plan.edit {
+        let attempt = match plan.retry {
+            true => quote!(#(#clones)* #future),
+            false => future,
+        };
+        return editable_body(plan, edit, attempt);
+    }
+    if !plan.retry {
+        return quote_spanned!(ret=> #pr::Once::new(move || #future));
+    }
     quote_spanned!(ret=> #pr::Repeat(move || { #(#clones)* #future }))
+}
+
+/// A body whose recorded arguments an edit may replace: each argument's type is taken once
+/// (a zero-sized marker), the body gets the edit before an attempt and writes each edited
+/// argument into its binding (through the marker's `ViaEdit`, or nothing for a type that
+/// does not deserialize), and a second closure lists the arguments with their type checks.
+fn editable_body(plan: &Plan, edit: &[crate::plan::EditArg], attempt: TokenStream) -> TokenStream {
+    let (p, ret) = (private(), plan.ret_span);
+    let pr = quote_spanned!(ret=> ::graphmind::__private);
+    let markers = edit.iter().map(|e| {
+        let (ident, marker) = (&e.ident, &e.marker);
+        quote!(let #marker = #p::Ed::of(&#ident);)
+    });
+    let rebind = edit.iter().map(|e| {
+        let ident = &e.ident;
+        quote!(#[allow(unused_mut)] let mut #ident = #ident;)
+    });
+    let others = plan
+        .mut_others
+        .iter()
+        .map(|ident| quote!(let mut #ident = #ident;));
+    let apply = edit.iter().map(|e| {
+        let (key, ident, marker) = (&e.key, &e.ident, &e.marker);
+        quote!((&&#marker).gm_apply(__graphmind_edit, #key, &mut #ident);)
+    });
+    let checks = edit.iter().map(|e| {
+        let (key, marker) = (&e.key, &e.marker);
+        quote!((#key, (&&#marker).gm_check()))
+    });
+    let param = quote!(__graphmind_edit: ::core::option::Option<&#p::EditArgs>);
+    let apply = quote!(
+        if let ::core::option::Option::Some(__graphmind_edit) = __graphmind_edit {
+            #(#apply)*
+        }
+    );
+    let checks = quote!(move || #p::arg_checks([#(#checks),*]));
+    let body = if plan.retry {
+        quote_spanned!(ret=> {
+            #(#rebind)*
+            #pr::EditRepeat::new(move |#param| { #apply #attempt }, #checks)
+        })
+    } else {
+        quote_spanned!(ret=> #pr::EditOnce::new(
+            move |#param| { #(#rebind)* #(#others)* #apply #attempt },
+            #checks,
+        ))
+    };
+    quote!({
+        #[allow(unused_imports)]
+        use #p::{ViaEdit as _, ViaNoEdit as _};
+        #(#markers)*
+        #body
+    })
 }
 
 /// The one call into the runtime's entry point for this kind and return, awaited (or boxed).
@@ -234,6 +294,7 @@ fn entry(plan: &Plan) -> proc_macro2::Ident {
     };
     let ret = match plan.ret {
         Ret::Value => "",
+        Ret::Result if plan.reject => "_result_reject",
         Ret::Result => "_result",
         Ret::Stream => "_stream",
         Ret::StreamResult => "_stream_result",

@@ -67,6 +67,22 @@ pub(crate) fn analyze(kind: Kind, sig: &Signature, args: &Args) -> syn::Result<A
     mark_skipped(sig, args, &mut params, &mut errors);
     check_call_id(sig, args, &params, &mut errors);
     let retry = retry_of(args, &unclonable, &mut errors);
+    if let Some(reject) = &args.reject
+        && reject.value()
+        && ret != Ret::Result
+    {
+        let at = match &sig.output {
+            ReturnType::Type(_, ty) => ty.span(),
+            ReturnType::Default => sig.ident.span(),
+        };
+        errors.push(
+            at,
+            format!(
+                "`reject` needs a tool returning `Result<T, E>` with `E: From<graphmind::Rejection>`, \
+                 so that a person's rejection reaches the caller as an `Err`; {attr} here does not return one"
+            ),
+        );
+    }
     errors.into_result().map(|()| Analysis {
         shape,
         ret,

@@ -332,6 +332,17 @@ impl Config {
         self
     }
 
+    /// The kill switch of edited inputs: `GRAPHMIND_DISABLE_EDIT_INPUT=1` (or `true`). Then
+    /// `hello` does not announce `edit-input` and every `exec.resume.input` is refused
+    /// `disabled`.
+    #[cfg(feature = "enabled")]
+    pub(crate) fn edit_input_killed(&self) -> bool {
+        self.var("GRAPHMIND_DISABLE_EDIT_INPUT").is_some_and(|v| {
+            let v = v.trim();
+            v == "1" || v.eq_ignore_ascii_case("true")
+        })
+    }
+
     /// The trust rule in effect: `GRAPHMIND_TRUST_HUB` on beats the config.
     #[cfg(feature = "enabled")]
     pub(crate) fn resolved_trust(&self) -> TrustHub {

@@ -8,11 +8,12 @@
 //! the transport thread can call it while the app runtime is busy.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use graphmind_protocol::{
-    ExecRefused, ExecResume, ExecResumed, Extra, Message, PausePoint, RefusedCode, ResumeAction,
+    Edited, ExecRefused, ExecResume, ExecResumed, Extra, Message, PausePoint, RefusedCode,
+    ResumeAction,
 };
 use serde_json::Value;
 use tokio::sync::oneshot;
@@ -51,19 +52,22 @@ pub enum Resume {
     /// [`Node::abort_run`](crate::node::Node::abort_run) to finish the node and cancel the
     /// run, or finishes the node itself.
     Abort,
+    /// Run the call with an edited input (only at a `before` gate made editable, e.g. with
+    /// [`Node::editable`](crate::node::Node::editable); already checked against its type).
+    Edit {
+        /// The whole input that runs: the edit merged over the call's input.
+        input: Value,
+        /// The keys the person sent, with their values.
+        changed: serde_json::Map<String, Value>,
+    },
+    /// Do not run the call: a person rejected it with this reason (only at a `before`
+    /// gate that allowed it, e.g. with [`Node::rejectable`](crate::node::Node::rejectable)).
+    /// The caller gets an error carrying the reason, see [`Rejection`](crate::Rejection).
+    Reject(String),
 }
 
-impl Resume {
-    /// The wire action that `exec.resumed` reports.
-    pub(crate) fn action(&self) -> ResumeAction {
-        match self {
-            Self::Continue => ResumeAction::Continue,
-            Self::Retry => ResumeAction::Retry,
-            Self::Inject(_) => ResumeAction::Inject,
-            Self::Abort => ResumeAction::Abort,
-        }
-    }
-}
+/// The longest reject reason kept (characters); a longer one is cut.
+pub(crate) const REASON_CHARS: usize = 2000;
 
 /// One held gate.
 pub(crate) struct HeldGate {
@@ -76,6 +80,10 @@ pub(crate) struct HeldGate {
     pub(crate) inject: Option<Validator>,
     /// Whether `abort` is allowed here (the gate is inside a run scope it can cancel).
     pub(crate) abort: bool,
+    /// Whether `input` may replace the call's input here, and how to check it.
+    pub(crate) edit: Option<crate::edit::EditGate>,
+    /// Whether `reject` is allowed here.
+    pub(crate) reject: bool,
     pub(crate) sink: Arc<dyn GateSink>,
     pub(crate) tx: oneshot::Sender<Resume>,
 }
@@ -84,6 +92,10 @@ pub(crate) struct HeldGate {
 pub(crate) struct Registry {
     held: Mutex<HashMap<String, HeldGate>>,
     count: AtomicUsize,
+    /// `GRAPHMIND_DISABLE_EDIT_INPUT=1`: no edit is announced or honoured.
+    edit_killed: AtomicBool,
+    /// The attached hub announced `edit-input` in `hello.ack.hubCapabilities`.
+    hub_edits: AtomicBool,
 }
 
 impl Default for Registry {
@@ -98,7 +110,29 @@ impl Registry {
         Self {
             held: Mutex::new(HashMap::new()),
             count: AtomicUsize::new(0),
+            edit_killed: AtomicBool::new(false),
+            hub_edits: AtomicBool::new(false),
         }
+    }
+
+    /// Turns editing off for the session (the kill switch).
+    pub(crate) fn kill_edits(&self) {
+        self.edit_killed.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether the kill switch is on (then `hello` does not announce `edit-input`).
+    pub(crate) fn edits_killed(&self) -> bool {
+        self.edit_killed.load(Ordering::Relaxed)
+    }
+
+    /// Records whether the hub just attached announced `edit-input`.
+    pub(crate) fn set_hub_edits(&self, on: bool) {
+        self.hub_edits.store(on, Ordering::Relaxed);
+    }
+
+    /// Whether an edited input is honoured now (kill switch off, the hub announced it).
+    pub(crate) fn edits_allowed(&self) -> bool {
+        !self.edits_killed() && self.hub_edits.load(Ordering::Relaxed)
     }
 
     fn lock(&self) -> MutexGuard<'_, HashMap<String, HeldGate>> {
@@ -134,7 +168,13 @@ impl Registry {
     pub(crate) fn release(&self, pause_id: &str) -> bool {
         match self.take(pause_id) {
             Some(held) => {
-                release_with(pause_id, held, Resume::Continue, ReleaseInfo::default());
+                release_with(
+                    pause_id,
+                    held,
+                    Resume::Continue,
+                    ResumeAction::Continue,
+                    ReleaseInfo::default(),
+                );
                 true
             }
             None => false,
@@ -190,14 +230,26 @@ impl Registry {
                     }
                 }
             },
-            ResumeAction::Reject => Some((
+            ResumeAction::Reject if !held.reject => Some((
                 RefusedCode::Unsupported,
-                format!(
-                    "reject is not supported at the {} gate of {}",
+                crate::edit::short(format!(
+                    "reject is not supported at the {} gate of {}: opt in with #[tool(reject)] on a \
+                     tool returning Result<_, E> where E: From<graphmind::Rejection>",
                     held.point, held.node_id
-                ),
+                )),
             )),
             _ => None,
+        };
+        let mut accepted = None;
+        let refusal = match (refusal, &resume.input) {
+            (None, Some(input)) => match self.check_edit(held, resume.action, input) {
+                Ok(ok) => {
+                    accepted = Some(ok);
+                    None
+                }
+                Err(refused) => Some(refused),
+            },
+            (refusal, _) => refusal,
         };
         let request_id = resume.request_id.clone();
         if let Some((code, message)) = refusal {
@@ -220,18 +272,81 @@ impl Registry {
         self.count.store(map.len(), Ordering::Relaxed);
         drop(map);
         if let Some(held) = held {
-            let decision = match resume.action {
-                ResumeAction::Continue => Resume::Continue,
-                ResumeAction::Retry => Resume::Retry,
-                ResumeAction::Inject => Resume::Inject(resume.output.unwrap_or(Value::Null)),
-                ResumeAction::Abort | ResumeAction::Reject => Resume::Abort,
-            };
-            let info = ReleaseInfo {
+            let mut info = ReleaseInfo {
                 request_id,
                 ..ReleaseInfo::default()
             };
-            release_with(&resume.pause_id, held, decision, info);
+            let decision = match (resume.action, accepted) {
+                (_, Some(ok)) => {
+                    info.edited = Some(ok.after.clone());
+                    Resume::Edit {
+                        input: ok.after,
+                        changed: ok.changed,
+                    }
+                }
+                (ResumeAction::Continue, None) => Resume::Continue,
+                (ResumeAction::Retry, None) => Resume::Retry,
+                (ResumeAction::Inject, None) => {
+                    Resume::Inject(resume.output.unwrap_or(Value::Null))
+                }
+                (ResumeAction::Abort, None) => Resume::Abort,
+                (ResumeAction::Reject, None) => {
+                    let reason: String = resume
+                        .reason
+                        .unwrap_or_default()
+                        .chars()
+                        .take(REASON_CHARS)
+                        .collect();
+                    info.reason = Some(reason.clone());
+                    Resume::Reject(reason)
+                }
+            };
+            release_with(&resume.pause_id, held, decision, resume.action, info);
         }
+    }
+
+    /// Checks an `exec.resume.input` at `held`: refused `disabled` without the capability
+    /// on both sides, `unsupported` where the gate is not editable or the action does not
+    /// run the call, else the edit's own checks.
+    fn check_edit(
+        &self,
+        held: &HeldGate,
+        action: ResumeAction,
+        input: &Value,
+    ) -> Result<crate::edit::Accepted, (RefusedCode, String)> {
+        if self.edits_killed() {
+            return Err((
+                RefusedCode::Disabled,
+                "editing inputs is turned off in this app (GRAPHMIND_DISABLE_EDIT_INPUT=1)".into(),
+            ));
+        }
+        if !self.hub_edits.load(Ordering::Relaxed) {
+            return Err((
+                RefusedCode::Disabled,
+                "this hub did not announce edit-input, so the app does not take edited inputs from it"
+                    .into(),
+            ));
+        }
+        let edit = match (&held.edit, action) {
+            (Some(edit), ResumeAction::Continue | ResumeAction::Retry) => edit,
+            (Some(_), other) => {
+                return Err((
+                    RefusedCode::Unsupported,
+                    format!("an edited input goes with continue or retry, not {other}"),
+                ));
+            }
+            (None, _) => {
+                return Err((
+                    RefusedCode::Unsupported,
+                    crate::edit::short(format!(
+                        "the {} gate of {} is not editable (only before gates of calls whose \
+                         arguments all deserialize)",
+                        held.point, held.node_id
+                    )),
+                ));
+            }
+        };
+        crate::edit::check(edit, input)
     }
 
     /// Releases every held gate with `continue` (each emits `exec.resumed`). Call it after
@@ -250,7 +365,13 @@ impl Registry {
         for (pause_id, held) in drained {
             let mut info = ReleaseInfo::default();
             info.extra.insert("auto".into(), Value::String(why.into()));
-            release_with(&pause_id, held, Resume::Continue, info);
+            release_with(
+                &pause_id,
+                held,
+                Resume::Continue,
+                ResumeAction::Continue,
+                info,
+            );
         }
     }
 }
@@ -259,18 +380,31 @@ impl Registry {
 #[derive(Default)]
 struct ReleaseInfo {
     request_id: Option<String>,
+    /// The input that runs after an accepted edit.
+    edited: Option<Value>,
+    /// A reject's reason.
+    reason: Option<String>,
     extra: Extra,
 }
 
-/// Emits `exec.resumed`, then wakes the waiter.
-fn release_with(pause_id: &str, held: HeldGate, decision: Resume, info: ReleaseInfo) {
+/// Emits `exec.resumed` (reporting `action`), then wakes the waiter.
+fn release_with(
+    pause_id: &str,
+    held: HeldGate,
+    decision: Resume,
+    action: ResumeAction,
+    info: ReleaseInfo,
+) {
     held.sink.emit_event(
         &held.run_id,
         Message::ExecResumed(ExecResumed {
             pause_id: pause_id.to_owned(),
-            action: decision.action(),
-            edited: None,
-            reason: None,
+            action,
+            edited: info.edited.map(|after| Edited {
+                after: Some(after),
+                extra: Extra::new(),
+            }),
+            reason: info.reason,
             request_id: info.request_id,
             extra: info.extra,
         }),
@@ -352,6 +486,8 @@ mod tests {
                 retry,
                 inject,
                 abort: true,
+                edit: None,
+                reject: false,
                 sink,
                 tx,
             },

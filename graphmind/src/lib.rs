@@ -44,6 +44,16 @@
 //! | retry | the call runs | the call runs again (from `before`) | the call runs again |
 //! | inject | the value, without running the call | the value instead | the value instead of the error |
 //! | abort | the run's future is dropped; the run scope returns [`Err(Aborted)`](Aborted) | same | same |
+//! | continue with an edited input | the call runs with the edited arguments (or model request) | — | — |
+//! | reject with a reason | a `#[tool(reject)]` returns `Err(E::from(`[`Rejection`]`))` without running | — | — |
+//!
+//! Editing (GraphMind 0.6 `edit-input`, honoured only from a hub that announces it, off
+//! with `GRAPHMIND_DISABLE_EDIT_INPUT=1`): the edited values replace the arguments of the
+//! same names and must deserialize into their types, else the edit is refused and the gate
+//! stays held; a function whose recorded arguments borrow (`&str`, a lifetime, `impl
+//! Trait`) or whose attribute says `edit = false` is not editable. Reject: opt in with
+//! `#[graphmind::tool(reject)]` on a tool returning `Result<T, E>` where
+//! `E: From<graphmind::Rejection>`; elsewhere a reject is refused. See `docs/PROTOCOL.md`.
 //!
 //! An injected value is deserialized into the function's return type (its `Ok` type for a
 //! `Result`, returned as `Ok`); one that does not fit is refused back to the debugger and the
@@ -123,6 +133,8 @@ mod call;
 mod captured;
 mod delay_queue;
 #[cfg(feature = "enabled")]
+mod edit;
+#[cfg(feature = "enabled")]
 mod event;
 mod extras;
 #[cfg(feature = "enabled")]
@@ -137,6 +149,7 @@ pub mod node;
 pub mod node;
 #[cfg(feature = "enabled")]
 mod redact;
+mod rejection;
 #[cfg(feature = "enabled")]
 mod replay;
 mod roster;
@@ -149,6 +162,7 @@ pub mod tee;
 #[cfg(all(feature = "enabled", feature = "testing"))]
 pub mod testing;
 pub mod time;
+pub use rejection::Rejection;
 pub use roster::tools as tool_roster;
 pub use run::{Aborted, current_run_id, in_current_run, run, run_result};
 

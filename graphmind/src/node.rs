@@ -37,6 +37,10 @@ pub struct Node {
     call: crate::call::context::Call,
     run: NodeRun,
     instance_id: String,
+    /// [`Node::editable`]: how the next `before` gate checks an edited input.
+    edit: Option<fn() -> crate::edit::EditCheck>,
+    /// [`Node::rejectable`].
+    reject: bool,
 }
 
 impl std::fmt::Debug for Node {
@@ -81,6 +85,8 @@ impl Node {
             call,
             run,
             instance_id,
+            edit: None,
+            reject: false,
         })
     }
 
@@ -121,6 +127,8 @@ impl Node {
             call,
             run,
             instance_id,
+            edit: None,
+            reject: false,
         })
     }
 
@@ -144,6 +152,65 @@ impl Node {
             .await
     }
 
+    /// Lets a person edit this node's input at its next `before` gate (when the hub
+    /// announced `edit-input`): `input` is what the call would run with now, and an edit,
+    /// merged over it, must deserialize into `T` (else `exec.refused`, the gate stays held).
+    /// The gate then returns [`Resume::Edit`]; run the call with
+    /// `serde_json::from_value::<T>(input)`. The node's `node.finished` records
+    /// `edited: {before, after}`.
+    ///
+    /// ```no_run
+    /// # use graphmind::node::{Node, Resume};
+    /// # use graphmind::protocol::{NodeKind, PausePoint, Status};
+    /// # #[derive(serde::Serialize, serde::Deserialize)] struct Request { q: String }
+    /// # async fn demo(mut request: Request) {
+    /// let mut node = Node::start(NodeKind::Llm, "step", serde_json::to_value(&request).ok()).expect("enabled");
+    /// node.editable(&request);
+    /// if let Resume::Edit { input, .. } = node.gate(PausePoint::Before).await {
+    ///     request = serde_json::from_value(input).expect("checked at the gate");
+    /// }
+    /// # }
+    /// ```
+    pub fn editable<T: serde::Serialize + DeserializeOwned>(&mut self, input: &T) -> &mut Self {
+        if self.run.host.attached()
+            && !self.run.host.gates().edits_killed()
+            && let Ok(Value::Object(live)) = serde_json::to_value(input)
+        {
+            self.run.edit = Some(Box::new(crate::call::node_run::EditState {
+                live,
+                before: self.run.edit.take().and_then(|s| s.before),
+            }));
+            self.edit = Some(crate::edit::whole::<T>);
+        }
+        self
+    }
+
+    /// Lets a person reject the call at the node's `before` gates: the gate then returns
+    /// [`Resume::Reject`] with the reason. Do not run the call then; answer its caller with
+    /// an error carrying the reason (an adapter answers the model with a tool result saying
+    /// the call was rejected by a person and why), and finish the node with
+    /// [`Node::reject`].
+    pub fn rejectable(&mut self) -> &mut Self {
+        self.reject = true;
+        self
+    }
+
+    /// Finishes a node whose call was rejected: `node.error` named `Rejected` with the
+    /// reason, then `node.finished` `error` with `rejected: {reason}`.
+    pub fn reject(self, reason: &str) {
+        let message = crate::Rejection::new(reason).to_string();
+        self.run.error(error_info("Rejected", message));
+        let mut extra = Extra::new();
+        extra.insert("rejected".into(), serde_json::json!({ "reason": reason }));
+        self.run.finish(
+            Status::Error,
+            Finish {
+                extra,
+                ..Finish::default()
+            },
+        );
+    }
+
     async fn gate_inner(
         &mut self,
         point: PausePoint,
@@ -158,6 +225,27 @@ impl Node {
                 Err(hold) => forced = hold,
             }
         }
+        let edit = match (self.edit, &self.run.edit) {
+            (Some(check), Some(state))
+                if point == PausePoint::Before
+                    && self.run.host.gates().edits_allowed()
+                    && (forced.is_some()
+                        || crate::call::should_pause(
+                            &*self.run.host,
+                            self.call.kind,
+                            &self.call.name,
+                            point,
+                        )
+                        .is_some()) =>
+            {
+                Some(crate::edit::EditGate {
+                    base: state.live.clone(),
+                    keys: None,
+                    check: check(),
+                })
+            }
+            _ => None,
+        };
         let out = crate::call::hold::decide(crate::call::hold::GateSpec {
             host: &self.run.host,
             run_id: &self.run.run_id,
@@ -172,9 +260,15 @@ impl Node {
             run_clock: self.call.run.as_ref().map(|r| Arc::clone(&r.held)),
             held_value: Extra::new(),
             forced,
+            edit,
+            reject: self.reject,
+            instance_id: Some(self.instance_id.clone()),
         })
         .await;
         self.run.add_held(out.held);
+        if let Resume::Edit { input, .. } = &out.decision {
+            self.run.edited(input);
+        }
         out.decision
     }
 

@@ -7,9 +7,9 @@
 //!
 //! | switch | hides |
 //! |---|---|
-//! | inputs | every node's `input`; `tool-args` deltas; a loop hold's input `fingerprint` |
+//! | inputs | every node's `input` (and an edited input: `node.finished.edited`, `exec.resumed.edited.after`); `tool-args` deltas; a loop hold's input `fingerprint` |
 //! | outputs | every node's `output` (also the output an `after` gate holds); every delta |
-//! | tool args | the `input` of tool nodes; `tool-args` deltas; a tool's loop `fingerprint` |
+//! | tool args | the `input` of tool nodes (and their `node.finished.edited`; every `exec.resumed.edited.after`, which names no node); `tool-args` deltas; a tool's loop `fingerprint` |
 //! | tool results | the `output` of tool nodes (also at their `after` gate); their deltas |
 //!
 //! A hidden delta keeps its kind and becomes `{"t": …, "v": "", "chars": <UTF-16 length>}`.
@@ -84,6 +84,28 @@ impl Hide {
                         .is_some()
                 {
                     note(&mut p.extra, 1, graphmind_protocol::recording::CHUNKS_KEY);
+                }
+                // An edited input is the node's input: it goes where the input goes.
+                if (self.inputs || (self.tool_args && is_tool(&p.node_id)))
+                    && let Some(Value::Object(edited)) = p.extra.get_mut("edited")
+                {
+                    let mut count = 0;
+                    for key in ["before", "after"] {
+                        if let Some(v) = edited.get_mut(key) {
+                            let mut held = Some(std::mem::take(v));
+                            count += usize::from(hide(&mut held));
+                            *v = held.unwrap_or_default();
+                        }
+                    }
+                    note(&mut p.extra, count, "edited");
+                }
+            }
+            // `exec.resumed` does not name its node: an edited input is hidden by either
+            // input switch.
+            Message::ExecResumed(p) if self.inputs || self.tool_args => {
+                if let Some(edited) = &mut p.edited {
+                    let count = usize::from(hide(&mut edited.after));
+                    note(&mut p.extra, count, "edited");
                 }
             }
             Message::NodeToken(p) => {

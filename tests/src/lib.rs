@@ -160,6 +160,8 @@ struct Script {
     session_token: Option<String>,
     before_ack: Vec<String>,
     proof: Proof,
+    /// `hubCapabilities` sent in the ack (absent when empty).
+    hub_capabilities: Vec<String>,
 }
 
 struct Conn {
@@ -209,6 +211,7 @@ impl FakeDebugger {
                 session_token: Some(String::new()),
                 before_ack: Vec::new(),
                 proof: Proof::Right,
+                hub_capabilities: Vec::new(),
             }),
             frames: Mutex::new(Vec::new()),
             invalid: Mutex::new(Vec::new()),
@@ -277,6 +280,12 @@ impl FakeDebugger {
     /// Breakpoints sent in later acks (matcher objects as JSON).
     pub fn set_breakpoints(&self, matchers: Vec<Value>) {
         lock(&self.shared.script).breakpoints = matchers;
+    }
+
+    /// `hubCapabilities` sent in later acks (e.g. `["pause-registry", "edit-input"]`); none
+    /// by default.
+    pub fn set_hub_capabilities(&self, caps: &[&str]) {
+        lock(&self.shared.script).hub_capabilities = caps.iter().map(|c| (*c).to_owned()).collect();
     }
 
     /// Mode sent in later acks (`run` or `step`).
@@ -789,6 +798,9 @@ fn handshake_replies(
         }
         if let Some(p) = &proof {
             payload[PROOF_FIELD] = json!(p);
+        }
+        if !script.hub_capabilities.is_empty() {
+            payload["hubCapabilities"] = json!(script.hub_capabilities);
         }
         payload
     };

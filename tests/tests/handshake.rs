@@ -32,7 +32,9 @@ async fn hello_announces_versions_capabilities_app_and_sdk() {
             "abort",
             "run-claim",
             "request-id",
-            "hub-ack"
+            "hub-ack",
+            "reject",
+            "edit-input"
         ]),
         "request-id is announced: exec.resumed echoes an exec.resume's requestId"
     );

@@ -12,6 +12,15 @@ use crate::call::hold::{GateSpec, decide};
 use crate::call::node_run::NodeRun;
 use crate::gate::{Resume, Validator};
 
+/// What a gate offers beyond the action table (only at `before` gates).
+#[derive(Default)]
+pub(crate) struct Offer {
+    /// The input may be edited, checked this way.
+    pub(crate) edit: Option<crate::edit::EditGate>,
+    /// A reject can be carried to the caller.
+    pub(crate) reject: bool,
+}
+
 /// The node that parents a run's model steps.
 pub(crate) const STEP_NODE: &str = "llm:step";
 
@@ -81,6 +90,20 @@ impl Call {
         held_value: Extra,
         forced: Option<PauseReason>,
     ) -> Resume {
+        self.gate_offering(node, point, inject, held_value, forced, Offer::default())
+            .await
+    }
+
+    /// [`Call::gate`] offering an edit of the input or a reject (at a `before` gate).
+    pub(crate) async fn gate_offering(
+        &self,
+        node: &mut NodeRun,
+        point: PausePoint,
+        inject: Option<fn() -> Validator>,
+        held_value: Extra,
+        forced: Option<PauseReason>,
+        offer: Offer,
+    ) -> Resume {
         // Detached: continue at once, without building the hold machinery.
         if !node.host.attached() {
             return Resume::Continue;
@@ -101,10 +124,32 @@ impl Call {
             run_clock: self.run.as_ref().map(|r| Arc::clone(&r.held)),
             held_value,
             forced,
+            edit: offer.edit,
+            reject: offer.reject,
+            instance_id: Some(node.instance_id.to_string()),
         }))
         .await;
         node.add_held(out.held);
         out.decision
+    }
+
+    /// The edit support of the `before` gate of `node`, built only when that gate will hold
+    /// (`forced`, or a breakpoint or step mode) and the hub takes edits.
+    pub(crate) fn edit_offer(
+        &self,
+        node: &NodeRun,
+        forced: bool,
+        checks: impl FnOnce() -> Option<crate::call::expansion::ArgChecks>,
+    ) -> Option<crate::edit::EditGate> {
+        let state = node.edit.as_ref()?;
+        if !node.host.gates().edits_allowed()
+            || !(forced
+                || super::should_pause(&*node.host, self.kind, &self.name, PausePoint::Before)
+                    .is_some())
+        {
+            return None;
+        }
+        checks()?.into_gate(state.live.clone())
     }
 
     /// What a gate at `point` holds, for its `exec.paused` (built only when it will hold;

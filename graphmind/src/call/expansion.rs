@@ -158,6 +158,16 @@ pub trait ToolError: std::fmt::Display {}
 
 impl<T: std::fmt::Display + ?Sized> ToolError for T {}
 
+/// The error type of a `#[graphmind::tool(reject)]`: a person's rejection becomes its `Err`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot carry a rejection of a #[graphmind::tool(reject)]",
+    label = "the error type must implement `From<graphmind::Rejection>`",
+    note = "implement `From<graphmind::Rejection>` for it (the rejection carries the person's reason), or drop `reject` from the attribute"
+)]
+pub trait Rejectable: From<crate::Rejection> {}
+
+impl<T: From<crate::Rejection>> Rejectable for T {}
+
 /// An item of a streaming tool: previewed as a token delta.
 #[diagnostic::on_unimplemented(
     message = "items of a streaming #[graphmind::tool] must implement `serde::Serialize`",
@@ -230,8 +240,18 @@ pub trait Body {
     type Fut: Future<Output = Self::Output>;
     /// Whether the body can run more than once.
     const RETRY: bool;
+    /// Whether the body's arguments may be edited (see [`EditRepeat`]).
+    const EDIT: bool = false;
     /// Starts the next attempt; `None` if the body cannot run again.
     fn attempt(&mut self) -> Option<Self::Fut>;
+    /// The arguments an edit may name, with their type checks (`None`: not editable).
+    fn edit_checks(&self) -> Option<ArgChecks> {
+        None
+    }
+    /// Runs the next attempt with these edited arguments (already checked).
+    fn edit(&mut self, changed: EditArgs) {
+        let _ = changed;
+    }
 }
 
 /// A retryable body: a factory that clones by-value arguments for every attempt.
@@ -376,5 +396,192 @@ pub trait ViaAuto {
 impl<K: ?Sized, T: ?Sized> ViaAuto for &&Req<'_, K, T> {
     fn gm_group(&self) -> Grouping {
         Grouping::Auto
+    }
+}
+
+// ---- edited arguments (GraphMind 0.6 `edit-input`) -------------------------------------------
+
+/// The edited arguments handed to an editable body's next attempt: argument name → value
+/// (checked against the argument's type before the gate released).
+pub type EditArgs = serde_json::Map<String, Value>;
+
+/// The type check of one edited argument: `Some(message)` when the value does not fit
+/// (the message names the argument and the type, never the value).
+pub type ArgCheck = fn(&str, &Value) -> Option<String>;
+
+/// The arguments an edit may name, each with its type check (`None`: the argument's type
+/// cannot be deserialized, so the call is not editable).
+pub struct ArgChecks(Vec<(&'static str, Option<ArgCheck>)>);
+
+/// [`ArgChecks`] from the expansion's array.
+pub fn arg_checks<const N: usize>(checks: [(&'static str, Option<ArgCheck>); N]) -> ArgChecks {
+    ArgChecks(checks.into())
+}
+
+impl ArgChecks {
+    /// The gate's edit support over `base` (the call's input now), when every argument can
+    /// be deserialized.
+    pub(crate) fn into_gate(
+        self,
+        base: serde_json::Map<String, Value>,
+    ) -> Option<crate::edit::EditGate> {
+        if self.0.is_empty() || self.0.iter().any(|(_, c)| c.is_none()) {
+            return None;
+        }
+        let keys = self.0.iter().map(|(k, _)| *k).collect();
+        let checks = self.0;
+        Some(crate::edit::EditGate {
+            base,
+            keys: Some(keys),
+            check: Box::new(move |_merged, changed| {
+                for (key, value) in changed {
+                    let check = checks.iter().find(|(k, _)| *k == key.as_str());
+                    if let Some((_, Some(check))) = check
+                        && let Some(message) = check(key, value)
+                    {
+                        return Err(message);
+                    }
+                }
+                Ok(())
+            }),
+        })
+    }
+}
+
+/// The type of one argument, for [`ViaEdit`] / [`ViaNoEdit`] (a zero-sized copy: it borrows
+/// nothing, so the body can still move the argument).
+pub struct Ed<T>(std::marker::PhantomData<fn() -> T>);
+
+impl<T> Clone for Ed<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for Ed<T> {}
+
+impl<T> Ed<T> {
+    /// The type of `value`.
+    #[inline]
+    pub fn of(value: &T) -> Self {
+        let _ = value;
+        Self(std::marker::PhantomData)
+    }
+}
+
+/// Picked for an argument whose type deserializes: it can be edited.
+pub trait ViaEdit<T> {
+    /// Its type check.
+    fn gm_check(&self) -> Option<ArgCheck>;
+    /// Replaces `slot` with the edited value of `key`, if the edit names it.
+    fn gm_apply(&self, edit: &EditArgs, key: &str, slot: &mut T);
+}
+
+impl<T: DeserializeOwned> ViaEdit<T> for &Ed<T> {
+    fn gm_check(&self) -> Option<ArgCheck> {
+        Some(crate::edit::schema_message::<T>)
+    }
+    fn gm_apply(&self, edit: &EditArgs, key: &str, slot: &mut T) {
+        if let Some(v) = edit.get(key)
+            && let Ok(value) = T::deserialize(v)
+        {
+            *slot = value;
+        }
+    }
+}
+
+/// The fallback: an argument that cannot be edited.
+pub trait ViaNoEdit<T> {
+    /// No type check: the call is not editable.
+    fn gm_check(&self) -> Option<ArgCheck>;
+    /// Nothing to apply.
+    fn gm_apply(&self, edit: &EditArgs, key: &str, slot: &mut T);
+}
+
+impl<T> ViaNoEdit<T> for &&Ed<T> {
+    fn gm_check(&self) -> Option<ArgCheck> {
+        None
+    }
+    fn gm_apply(&self, _edit: &EditArgs, _key: &str, _slot: &mut T) {}
+}
+
+/// A retryable body whose arguments can be edited at its `before` gate: `F` gets the edit
+/// (when there is one) before it clones the arguments for an attempt; `C` lists the
+/// arguments with their type checks.
+pub struct EditRepeat<F, C> {
+    body: F,
+    checks: C,
+    pending: Option<EditArgs>,
+}
+
+impl<F, C> EditRepeat<F, C> {
+    /// The body and its argument checks.
+    pub const fn new(body: F, checks: C) -> Self {
+        Self {
+            body,
+            checks,
+            pending: None,
+        }
+    }
+}
+
+impl<F, Fut, C> Body for EditRepeat<F, C>
+where
+    F: FnMut(Option<&EditArgs>) -> Fut,
+    Fut: Future,
+    C: Fn() -> ArgChecks,
+{
+    type Output = Fut::Output;
+    type Fut = Fut;
+    const RETRY: bool = true;
+    const EDIT: bool = true;
+    fn attempt(&mut self) -> Option<Fut> {
+        let edit = self.pending.take();
+        Some((self.body)(edit.as_ref()))
+    }
+    fn edit_checks(&self) -> Option<ArgChecks> {
+        Some((self.checks)())
+    }
+    fn edit(&mut self, changed: EditArgs) {
+        self.pending = Some(changed);
+    }
+}
+
+/// [`EditRepeat`] for a body that runs at most once.
+pub struct EditOnce<F, C> {
+    body: Option<F>,
+    checks: C,
+    pending: Option<EditArgs>,
+}
+
+impl<F, C> EditOnce<F, C> {
+    /// The body and its argument checks.
+    pub const fn new(body: F, checks: C) -> Self {
+        Self {
+            body: Some(body),
+            checks,
+            pending: None,
+        }
+    }
+}
+
+impl<F, Fut, C> Body for EditOnce<F, C>
+where
+    F: FnOnce(Option<&EditArgs>) -> Fut,
+    Fut: Future,
+    C: Fn() -> ArgChecks,
+{
+    type Output = Fut::Output;
+    type Fut = Fut;
+    const RETRY: bool = false;
+    const EDIT: bool = true;
+    fn attempt(&mut self) -> Option<Fut> {
+        let edit = self.pending.take();
+        self.body.take().map(|f| f(edit.as_ref()))
+    }
+    fn edit_checks(&self) -> Option<ArgChecks> {
+        Some((self.checks)())
+    }
+    fn edit(&mut self, changed: EditArgs) {
+        self.pending = Some(changed);
     }
 }

@@ -10,6 +10,7 @@ use tokio::sync::oneshot;
 
 use super::Host;
 use crate::clock::HoldClock;
+use crate::edit::EditGate;
 use crate::gate::{GateSink, HeldGate, Resume, Validator};
 
 /// One gate about to be decided.
@@ -33,6 +34,12 @@ pub(crate) struct GateSpec<'a> {
     pub(crate) held_value: Extra,
     /// Hold for this reason whatever the breakpoints say (the loop guard).
     pub(crate) forced: Option<graphmind_protocol::PauseReason>,
+    /// The gate's edit support (built by the caller only when the gate will hold).
+    pub(crate) edit: Option<EditGate>,
+    /// Whether `reject` is allowed here.
+    pub(crate) reject: bool,
+    /// The held execution, for `exec.paused.instanceId`.
+    pub(crate) instance_id: Option<String>,
 }
 
 /// What a gate decided, and how long it held.
@@ -43,12 +50,13 @@ pub(crate) struct Released {
 
 /// The actions this gate accepts, for `exec.paused` (a loose extra, `"actions"`): a viewer or
 /// CLI offers only these; any other is refused with `exec.refused` and the gate stays held.
-fn allowed_actions(retry: bool, inject: bool, abort: bool) -> Value {
+fn allowed_actions(retry: bool, inject: bool, abort: bool, reject: bool) -> Value {
     let all = [
         ("continue", true),
         ("retry", retry),
         ("inject", inject),
         ("abort", abort),
+        ("reject", reject),
     ];
     Value::Array(
         all.iter()
@@ -75,11 +83,21 @@ pub(crate) async fn decide(spec: GateSpec<'_>) -> Released {
     };
     let pause_id = crate::ids::next_id("pause");
     let host = Arc::clone(spec.host);
+    let reject = spec.reject && spec.point == PausePoint::Before;
+    let edit = match spec.edit {
+        Some(edit) if spec.point == PausePoint::Before && host.gates().edits_allowed() => {
+            Some(edit)
+        }
+        _ => None,
+    };
     let mut extra = spec.held_value;
     extra.insert(
         "actions".into(),
-        allowed_actions(spec.retry, spec.inject.is_some(), spec.abort),
+        allowed_actions(spec.retry, spec.inject.is_some(), spec.abort, reject),
     );
+    if let Some(id) = spec.instance_id {
+        extra.insert("instanceId".into(), Value::String(id));
+    }
     host.emit(
         spec.run_id,
         Message::ExecPaused(ExecPaused {
@@ -87,7 +105,7 @@ pub(crate) async fn decide(spec: GateSpec<'_>) -> Released {
             node_id: spec.node_id.to_owned(),
             point: spec.point,
             reason: Some(reason),
-            editable: false,
+            editable: edit.is_some(),
             extra,
         }),
     );
@@ -102,6 +120,8 @@ pub(crate) async fn decide(spec: GateSpec<'_>) -> Released {
             retry: spec.retry,
             inject: spec.inject.map(|make| make()),
             abort: spec.abort,
+            edit,
+            reject,
             sink,
             tx,
         },

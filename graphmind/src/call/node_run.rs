@@ -36,6 +36,18 @@ pub(crate) struct NodeRun {
     finished: bool,
     /// The replayer's decision for this call (a replay is configured): taken by its policy.
     pub(crate) replay: Option<Box<crate::replay::Decision>>,
+    /// The input the call runs with now, kept (attached only) while a `before` gate may
+    /// take an edited input; boxed, so a node without one stays small.
+    pub(crate) edit: Option<Box<EditState>>,
+}
+
+/// A node's input as edits see it: the input it runs with now, and the recorded one once
+/// an edit was accepted.
+pub(crate) struct EditState {
+    /// The input the next attempt runs with.
+    pub(crate) live: serde_json::Map<String, Value>,
+    /// The input `node.started` recorded, once an edit replaced it.
+    pub(crate) before: Option<Value>,
 }
 
 /// What `node.started` says.
@@ -78,6 +90,15 @@ impl NodeRun {
             held: Duration::ZERO,
             tokens: None,
             finished: false,
+            edit: None,
+        }
+    }
+
+    /// An edit was accepted: the call runs with `after` from now on.
+    pub(crate) fn edited(&mut self, after: &Value) {
+        if let (Some(state), Value::Object(map)) = (self.edit.as_deref_mut(), after) {
+            let old = std::mem::replace(&mut state.live, map.clone());
+            state.before.get_or_insert(Value::Object(old));
         }
     }
 
@@ -137,10 +158,19 @@ impl NodeRun {
         self.finish_inner(status, finish);
     }
 
-    fn finish_inner(&mut self, status: Status, finish: Finish) {
+    fn finish_inner(&mut self, status: Status, mut finish: Finish) {
         let Some((now, duration_ms)) = self.close() else {
             return;
         };
+        // An edited input: the node shows the input that ran, marked, with the original.
+        if let Some(state) = self.edit.take()
+            && let Some(before) = state.before
+        {
+            let mut edited = Extra::new();
+            edited.insert("before".into(), before);
+            edited.insert("after".into(), Value::Object(state.live));
+            finish.extra.insert("edited".into(), Value::Object(edited));
+        }
         // Finished for good: the ids move into the last event.
         record_finished(
             &*self.host,

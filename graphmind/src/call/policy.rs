@@ -4,7 +4,7 @@
 use graphmind_protocol::{ErrorInfo, Extra, NodeKind, PausePoint, PauseReason, Status, TokenUsage};
 use serde_json::Value;
 
-use super::context::Call;
+use super::context::{Call, Offer};
 use crate::call::expansion::Body;
 use crate::call::node_run::{Finish, NodeRun, held_extra};
 use crate::gate::{Resume, Validator};
@@ -29,6 +29,8 @@ pub(crate) struct Policy<O> {
     /// Whether an injected output is recorded as [`encode`](Policy::encode) records a real
     /// one (model steps: the same shape whoever produced it), rather than as sent.
     pub(crate) reencode: bool,
+    /// Reject support: the caller's error built from the person's reason.
+    pub(crate) reject: Option<fn(crate::Rejection) -> O>,
 }
 
 fn injected_extra(recovered: bool) -> Extra {
@@ -88,12 +90,22 @@ pub(crate) async fn gated<B: Body>(
                 true => forced.or(Some(PauseReason::Breakpoint)),
                 false => forced,
             };
-            call.gate(
+            let edit = if B::EDIT {
+                call.edit_offer(&node, forced.is_some(), || body.edit_checks())
+            } else {
+                None
+            };
+            let offer = Offer {
+                edit,
+                reject: policy.reject.is_some(),
+            };
+            call.gate_offering(
                 &mut node,
                 PausePoint::Before,
                 validator(policy),
                 held,
                 forced,
+                offer,
             )
             .await
         } else {
@@ -101,6 +113,17 @@ pub(crate) async fn gated<B: Body>(
         };
         match act {
             Resume::Continue | Resume::Retry => {}
+            Resume::Edit { input, changed } => {
+                node.edited(&input);
+                body.edit(changed);
+            }
+            Resume::Reject(reason) => {
+                if let Some(reject) = policy.reject {
+                    let out = reject(crate::Rejection::new(reason.clone()));
+                    finish_rejected(node, reason);
+                    return (out, None);
+                }
+            }
             Resume::Inject(v) => {
                 if let Some(out) = policy.inject.and_then(|(_, conv)| conv(v.clone())) {
                     finish_injected(node, policy, v, &out, injected_extra(false));
@@ -130,7 +153,7 @@ pub(crate) async fn gated<B: Body>(
                 Resume::Continue
             };
             match act {
-                Resume::Continue => {
+                Resume::Continue | Resume::Edit { .. } | Resume::Reject(_) => {
                     node.finish(
                         Status::Error,
                         Finish {
@@ -170,7 +193,7 @@ pub(crate) async fn gated<B: Body>(
             Resume::Continue
         };
         let status = match act {
-            Resume::Continue => Status::Ok,
+            Resume::Continue | Resume::Edit { .. } | Resume::Reject(_) => Status::Ok,
             Resume::Retry => continue,
             Resume::Inject(v) => {
                 if let Some(other) = policy.inject.and_then(|(_, conv)| conv(v.clone())) {
@@ -204,6 +227,28 @@ fn unserved(node: &NodeRun, step: usize) {
     if let Some(r) = node.host.replayer() {
         r.unserved(step, LiveReason::NoOutput);
     }
+}
+
+/// Finishes a node whose call a person rejected: `node.error` named `Rejected` with the
+/// reason, then `node.finished` `error` with `rejected: {reason}`.
+fn finish_rejected(node: NodeRun, reason: String) {
+    node.error(ErrorInfo {
+        name: "Rejected".into(),
+        message: crate::Rejection::new(reason.clone()).to_string(),
+        stack: None,
+        extra: Extra::new(),
+    });
+    let mut rejected = Extra::new();
+    rejected.insert("reason".into(), Value::String(reason));
+    let mut extra = Extra::new();
+    extra.insert("rejected".into(), Value::Object(rejected));
+    node.finish(
+        Status::Error,
+        Finish {
+            extra,
+            ..Finish::default()
+        },
+    );
 }
 
 /// `attempts` on node.finished when the body ran more than once.

@@ -241,6 +241,7 @@ async fn first<B: Body>(mut body: B) -> B::Output {
 fn begin(
     site: &'static StepSite,
     retry: bool,
+    editable: bool,
     input: Value,
     grouping: &Grouping,
 ) -> (Call, NodeRun, String) {
@@ -249,7 +250,19 @@ fn begin(
         std::borrow::Cow::Borrowed("step"),
         site.retry && retry,
     );
-    let node = start_step(&call, host, run_id, site, input, grouping);
+    let keep = match &input {
+        Value::Object(map) if super::tool::keeps_input(&*host, editable, NodeKind::Llm, "step") => {
+            Some(map.clone())
+        }
+        _ => None,
+    };
+    let mut node = start_step(&call, host, run_id, site, input, grouping);
+    if let Some(live) = keep {
+        node.edit = Some(Box::new(crate::call::node_run::EditState {
+            live,
+            before: None,
+        }));
+    }
     let instance = node.instance_id.to_string();
     (call, node, instance)
 }
@@ -266,6 +279,7 @@ where
         after: true,
         usage: response_usage::<K, R>,
         reencode: true,
+        reject: None,
     }
 }
 
@@ -301,7 +315,7 @@ where
     B: Body<Output = R>,
     R: StepOutput,
 {
-    let (call, node, instance) = begin(site, B::RETRY, input, &grouping);
+    let (call, node, instance) = begin(site, B::RETRY, B::EDIT, input, &grouping);
     let out = gated(&call, node, body, &step_policy::<K, R>(), false)
         .await
         .0;
@@ -344,7 +358,7 @@ where
     R: StepOutput,
     E: ToolError,
 {
-    let (call, node, instance) = begin(site, B::RETRY, input, &grouping);
+    let (call, node, instance) = begin(site, B::RETRY, B::EDIT, input, &grouping);
     let policy = Policy::<Result<R, E>> {
         error: |r| {
             r.as_ref()
@@ -359,6 +373,7 @@ where
                 .map_or_else(|_| (None, Extra::new()), response_usage::<K, R>)
         },
         reencode: true,
+        reject: None,
     };
     let out = gated(&call, node, body, &policy, false).await.0;
     if let Ok(r) = &out
@@ -468,7 +483,7 @@ where
     let StepInput(Some((input, grouping))) = input else {
         return Tee::passthrough(first(body).await);
     };
-    let (call, mut node, _) = begin(site, B::RETRY, input, &grouping);
+    let (call, mut node, _) = begin(site, B::RETRY, B::EDIT, input, &grouping);
     if node.replay.is_some() {
         match replayed_chunks::<K, S::Item>(&call, node).await {
             Ok(tee) => return tee.into_tee(),
@@ -482,6 +497,7 @@ where
         after: false,
         usage: |_| (None, Extra::new()),
         reencode: false,
+        reject: None,
     };
     match gated(&call, node, body, &policy, true).await {
         (stream, Some(node)) => Tee::new(stream, Observer::new(node), observe_chunk::<K, S::Item>),
@@ -505,7 +521,7 @@ where
     let StepInput(Some((input, grouping))) = input else {
         return first(body).await.map(Tee::passthrough);
     };
-    let (call, mut node, _) = begin(site, B::RETRY, input, &grouping);
+    let (call, mut node, _) = begin(site, B::RETRY, B::EDIT, input, &grouping);
     if node.replay.is_some() {
         match replayed_chunks::<K, S::Item>(&call, node).await {
             Ok(tee) => return Ok(tee.into_tee()),
@@ -523,6 +539,7 @@ where
         after: false,
         usage: |_| (None, Extra::new()),
         reencode: false,
+        reject: None,
     };
     match gated(&call, node, body, &policy, true).await {
         (Ok(stream), Some(node)) => Ok(Tee::new(

@@ -13,7 +13,9 @@ use super::context::Call;
 use super::detached::{DetachedNode, Ending, RunRef};
 use super::policy::{Policy, gated};
 use super::scope::Scope;
-use crate::call::expansion::{Body, CallFuture, Input, StreamItem, ToolError, ToolOutput};
+use crate::call::expansion::{
+    Body, CallFuture, Input, Rejectable, StreamItem, ToolError, ToolOutput,
+};
 use crate::call::node_run::{Finish, NodeRun, StartSpec};
 use crate::call::tee::{Observer, Tee};
 use crate::captured::Val;
@@ -36,16 +38,29 @@ fn instance_id(site: &ToolSite, input: &Payload) -> InstanceId {
         .map_or_else(InstanceId::next_call, |s| InstanceId::Text(s.into()))
 }
 
+/// Whether a call's input is kept for an edit at its `before` gate: its body is editable and
+/// that gate may hold (a breakpoint or step mode, or the loop guard).
+pub(crate) fn keeps_input(host: &dyn Host, editable: bool, kind: NodeKind, name: &str) -> bool {
+    editable
+        && host.attached()
+        && !host.gates().edits_killed()
+        && (host.loop_guard().on != crate::config::OnLoop::Off
+            || super::should_pause(host, kind, name, PausePoint::Before).is_some())
+}
+
 fn start_tool(
     parent: Option<crate::inline_str::SmallStr>,
     host: Arc<dyn Host>,
     run_id: crate::ids::RunId,
     site: &ToolSite,
     input: Payload,
+    editable: bool,
 ) -> NodeRun {
     let instance_id = instance_id(site, &input);
     let loop_fp = (host.attached() && host.loop_guard().on != crate::config::OnLoop::Off)
         .then(|| crate::loop_guard::fingerprint(site.node_id, &input));
+    let keep = keeps_input(&*host, editable, NodeKind::Tool, site.name)
+        .then(|| serde_json::to_value(&input));
     let mut node = NodeRun::start(
         host,
         run_id,
@@ -59,6 +74,12 @@ fn start_tool(
         },
     );
     node.loop_fp = loop_fp;
+    if let Some(Ok(Value::Object(live))) = keep {
+        node.edit = Some(Box::new(crate::call::node_run::EditState {
+            live,
+            before: None,
+        }));
+    }
     node
 }
 
@@ -158,7 +179,7 @@ where
     B: Body<Output = R>,
     R: ToolOutput,
 {
-    let node = start_tool(call.parent(), host, run_id, site, input);
+    let node = start_tool(call.parent(), host, run_id, site, input, B::EDIT);
     let policy = Policy::<R> {
         error: |_| None,
         encode: |r| Some(to_value(r)),
@@ -166,6 +187,7 @@ where
         after: true,
         usage: no_usage,
         reencode: false,
+        reject: None,
     };
     gated(&call, node, body, &policy, false).await.0
 }
@@ -202,6 +224,64 @@ where
     }
 }
 
+/// [`tool_result`] for a `#[graphmind::tool(reject)]`: at its `before` gate a person may
+/// reject the call with a reason; it then does not run and returns
+/// `Err(E::from(Rejection))`.
+pub fn tool_result_reject<B, T, E>(
+    site: &'static ToolSite,
+    input: Input,
+    mut body: B,
+) -> CallFuture<B::Fut, impl Future<Output = Result<T, E>>>
+where
+    B: Body<Output = Result<T, E>>,
+    T: ToolOutput,
+    E: ToolError + Rejectable,
+{
+    match input.0 {
+        None => CallFuture::direct(&mut body),
+        Some(input) => recorded(
+            site,
+            input,
+            body,
+            finish_tool_result::<T, E>,
+            move |i, b, c, h, r| tool_result_reject_full(site, i, b, c, h, r),
+        ),
+    }
+}
+
+async fn tool_result_reject_full<B, T, E>(
+    site: &'static ToolSite,
+    input: Payload,
+    body: B,
+    call: Call,
+    host: Arc<dyn Host>,
+    run_id: crate::ids::RunId,
+) -> Result<T, E>
+where
+    B: Body<Output = Result<T, E>>,
+    T: ToolOutput,
+    E: ToolError + Rejectable,
+{
+    let node = start_tool(call.parent(), host, run_id, site, input, B::EDIT);
+    let mut policy = result_policy::<T, E>();
+    policy.reject = Some(|r| Err(E::from(r)));
+    gated(&call, node, body, &policy, false).await.0
+}
+
+fn result_policy<T: ToolOutput, E: ToolError>() -> Policy<Result<T, E>> {
+    Policy::<Result<T, E>> {
+        error: result_error::<T, E>,
+        encode: |r| r.as_ref().ok().map(to_value),
+        inject: Some((validator_for::<T>, |v| {
+            serde_json::from_value(v).ok().map(Ok)
+        })),
+        after: true,
+        usage: no_usage,
+        reencode: false,
+        reject: None,
+    }
+}
+
 async fn tool_result_full<B, T, E>(
     site: &'static ToolSite,
     input: Payload,
@@ -215,17 +295,8 @@ where
     T: ToolOutput,
     E: ToolError,
 {
-    let node = start_tool(call.parent(), host, run_id, site, input);
-    let policy = Policy::<Result<T, E>> {
-        error: result_error::<T, E>,
-        encode: |r| r.as_ref().ok().map(to_value),
-        inject: Some((validator_for::<T>, |v| {
-            serde_json::from_value(v).ok().map(Ok)
-        })),
-        after: true,
-        usage: no_usage,
-        reencode: false,
-    };
+    let node = start_tool(call.parent(), host, run_id, site, input, B::EDIT);
+    let policy = result_policy::<T, E>();
     gated(&call, node, body, &policy, false).await.0
 }
 
@@ -245,7 +316,7 @@ where
         Cow::Borrowed(site.name),
         site.retry && B::RETRY,
     );
-    let node = start_tool(call.parent(), host, run_id, site, input);
+    let node = start_tool(call.parent(), host, run_id, site, input, B::EDIT);
     let policy = Policy::<S> {
         error: |_| None,
         encode: |_| None,
@@ -253,6 +324,7 @@ where
         after: false,
         usage: no_usage,
         reencode: false,
+        reject: None,
     };
     let (stream, node) = gated(&call, node, body, &policy, true).await;
     match node {
@@ -282,7 +354,7 @@ where
         Cow::Borrowed(site.name),
         site.retry && B::RETRY,
     );
-    let mut node = start_tool(call.parent(), host, run_id, site, input);
+    let mut node = start_tool(call.parent(), host, run_id, site, input, false);
     if node.host.needs_first_use() {
         node.host.first_use().await;
     }
@@ -295,7 +367,11 @@ where
             node.finish(Status::Aborted, Finish::default());
             call.abort().await;
         }
-        Resume::Continue | Resume::Retry | Resume::Inject(_) => {}
+        Resume::Continue
+        | Resume::Retry
+        | Resume::Inject(_)
+        | Resume::Edit { .. }
+        | Resume::Reject(_) => {}
     }
     match first(body).await {
         Ok(stream) => Ok(Tee::new(

@@ -19,6 +19,15 @@ pub enum Resume {
     Inject(Value),
     /// The debugger aborted the run.
     Abort,
+    /// Run with an edited input.
+    Edit {
+        /// The whole input that runs.
+        input: Value,
+        /// The keys sent.
+        changed: serde_json::Map<String, Value>,
+    },
+    /// A person rejected the call with this reason.
+    Reject(String),
 }
 
 #[derive(Debug)]
@@ -77,6 +86,23 @@ impl Node {
     /// A typed gate.
     pub async fn gate_typed<T: DeserializeOwned>(&mut self, point: PausePoint) -> Resume {
         let _ = point;
+        match self.0 {}
+    }
+
+    /// Offers an edit of the input at the next `before` gate.
+    pub fn editable<T: serde::Serialize + DeserializeOwned>(&mut self, input: &T) -> &mut Self {
+        let _ = input;
+        match self.0 {}
+    }
+
+    /// Offers a reject at the next `before` gate.
+    pub fn rejectable(&mut self) -> &mut Self {
+        match self.0 {}
+    }
+
+    /// Finishes a rejected node.
+    pub fn reject(self, reason: &str) {
+        let _ = reason;
         match self.0 {}
     }
 

@@ -85,7 +85,8 @@ pub(crate) const THREAD_NAME: &str = "graphmind-transport";
 /// Capabilities announced in `hello`.
 /// `request-id`: the `requestId` of an `exec.resume` is echoed in its `exec.resumed`.
 /// `hub-ack`: the client relies on `hub.ack` from a hub that announces it.
-pub(crate) const CAPABILITIES: [&str; 8] = [
+/// `reject`: the client understands `action: "reject"` (a graphmind extension).
+pub(crate) const CAPABILITIES: [&str; 9] = [
     "pause",
     "step",
     "inject",
@@ -94,7 +95,11 @@ pub(crate) const CAPABILITIES: [&str; 8] = [
     "run-claim",
     "request-id",
     HUB_ACK,
+    "reject",
 ];
+/// The capability of running a held call with an edited input (GraphMind 0.6), announced
+/// unless `GRAPHMIND_DISABLE_EDIT_INPUT=1`; honoured only from a hub that announces it too.
+pub(crate) const EDIT_INPUT: &str = "edit-input";
 /// The capability of a hub that acknowledges stored events with `hub.ack`.
 pub(crate) const HUB_ACK: &str = "hub-ack";
 
@@ -350,7 +355,12 @@ fn hello_frame(shared: &Shared, token: Option<&String>, nonce: Option<&str>) -> 
             client: env!("CARGO_PKG_VERSION").to_owned(),
             extra: Extra::new(),
         },
-        capabilities: CAPABILITIES.iter().map(|c| (*c).to_owned()).collect(),
+        capabilities: CAPABILITIES
+            .iter()
+            .copied()
+            .chain((!shared.gates.edits_killed()).then_some(EDIT_INPUT))
+            .map(str::to_owned)
+            .collect(),
         app: Some(cfg.app.clone()),
         sdk: Some(SdkInfo {
             name: cfg.sdk_name.clone(),
@@ -463,6 +473,7 @@ async fn attempt(shared: &Shared, token: &mut Option<String>) -> Attempt {
                         shared.warn_once("untrusted-hub", &untrusted_message(&shared.url, &reason));
                     }
                 }
+                shared.gates.set_hub_edits(ack.edit_input);
                 {
                     let mut ring = shared.ring();
                     ring.set_acking(ack.acking);
@@ -605,6 +616,8 @@ struct Ack {
     session_token: Option<String>,
     /// The hub acknowledges what it stored (`hubCapabilities` lists `hub-ack`).
     acking: bool,
+    /// The hub announced `edit-input`.
+    edit_input: bool,
     hub_proof: Option<String>,
 }
 
@@ -661,10 +674,11 @@ fn read_ack(text: &str) -> AckRead {
         .and_then(Value::as_str)
         .filter(|t| !t.is_empty())
         .map(str::to_owned);
-    let acking = payload
-        .get("hubCapabilities")
-        .and_then(Value::as_array)
-        .is_some_and(|caps| caps.iter().any(|c| c.as_str() == Some(HUB_ACK)));
+    let hub_caps = payload.get("hubCapabilities").and_then(Value::as_array);
+    let announces =
+        |cap: &str| hub_caps.is_some_and(|caps| caps.iter().any(|c| c.as_str() == Some(cap)));
+    let acking = announces(HUB_ACK);
+    let edit_input = announces(EDIT_INPUT);
     let hub_proof = payload
         .get(hub_auth::PROOF_FIELD)
         .and_then(Value::as_str)
@@ -674,6 +688,7 @@ fn read_ack(text: &str) -> AckRead {
         mode,
         session_token,
         acking,
+        edit_input,
         hub_proof,
     })
 }

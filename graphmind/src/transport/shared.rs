@@ -55,6 +55,10 @@ pub(crate) struct Shared {
 impl Shared {
     /// The state of a new session (detached, nothing held, no debugger seen).
     pub(crate) fn new(config: Config, url: String, url_from_env: bool, ring: Ring) -> Self {
+        let gates = Registry::new();
+        if config.edit_input_killed() {
+            gates.kill_edits();
+        }
         Self {
             config,
             url,
@@ -66,7 +70,7 @@ impl Shared {
             closing: AtomicBool::new(false),
             ring: Mutex::new(ring),
             debug: RwLock::new(DebugState::default()),
-            gates: Registry::new(),
+            gates,
             wake: Notify::new(),
             kick: AtomicBool::new(false),
             attempting: AtomicBool::new(false),

@@ -1,0 +1,311 @@
+//! Editing a held call's arguments (GraphMind 0.6 `edit-input`) against the fake debugger:
+//! an accepted edit runs the body with the edited arguments, each bad edit is refused with
+//! its code while the gate stays held, `requestId` is echoed, and nothing is edited without
+//! the hub's capability or with the kill switch on.
+
+mod macro_support;
+
+use graphmind_tests::{FakeDebugger, Frame};
+use macro_support::{SECOND, finished, pause_id, paused, run_finished, wait_count};
+use serde_json::{Value, json};
+
+#[graphmind::tool]
+async fn search(q: String, limit: u32) -> String {
+    format!("{q}:{limit}")
+}
+
+#[graphmind::tool]
+async fn borrowed(q: &str) -> String {
+    q.to_uppercase()
+}
+
+/// A session attached to `hub`, holding before every tool; `caps` are the ack's
+/// `hubCapabilities`.
+async fn attached(hub: &FakeDebugger, caps: &[&str], cfg: graphmind::Config) -> graphmind::Session {
+    hub.set_hub_capabilities(caps);
+    hub.set_breakpoints(vec![json!({"kind": "tool"})]);
+    let gm = graphmind::Session::new(cfg);
+    assert!(gm.ready(2 * SECOND).await, "did not attach");
+    gm
+}
+
+fn resume(hub: &FakeDebugger, held: &Frame, payload: Value) {
+    let mut payload = payload;
+    payload["pauseId"] = json!(pause_id(held));
+    assert!(hub.send(&hub.control("exec.resume", held.run_id(), payload)));
+}
+
+const EDIT_CAPS: &[&str] = &["pause-registry", "edit-input"];
+
+#[tokio::test]
+async fn an_accepted_edit_runs_the_body_with_the_edited_arguments_and_the_node_shows_them() {
+    let hub = FakeDebugger::start().await;
+    let gm = attached(&hub, EDIT_CAPS, hub.config("edit")).await;
+    let hello = &hub.frames_of("hello")[0];
+    let caps = hello.payload()["capabilities"].clone();
+    assert!(
+        caps.as_array()
+            .expect("caps")
+            .contains(&json!("edit-input")),
+        "{caps}"
+    );
+    let task = tokio::spawn({
+        let gm = gm.clone();
+        async move { gm.run("r", search("a".into(), 5)).await }
+    });
+    let held = paused(&hub, 1).await;
+    assert_eq!(held.payload()["editable"], true);
+    let started = &hub.frames_of("node.started")[1];
+    assert_eq!(
+        held.payload()["instanceId"],
+        started.payload()["instanceId"],
+        "exec.paused names the held execution"
+    );
+    resume(
+        &hub,
+        &held,
+        json!({"action": "continue", "input": {"q": "b"}, "requestId": "req-1"}),
+    );
+    let out = task.await.expect("joined").expect("not aborted");
+    assert_eq!(
+        out, "b:5",
+        "the body sees the edited argument, the other one kept"
+    );
+    run_finished(&hub).await;
+    let resumed = &hub.frames_of("exec.resumed")[0];
+    assert_eq!(resumed.payload()["action"], "continue");
+    assert_eq!(
+        resumed.payload()["edited"]["after"],
+        json!({"q": "b", "limit": 5})
+    );
+    assert_eq!(resumed.payload()["requestId"], "req-1");
+    let fin = &finished(&hub, "tool:search")[0];
+    assert_eq!(fin["status"], "ok");
+    assert_eq!(fin["output"], "b:5");
+    assert_eq!(
+        fin["edited"],
+        json!({"before": {"q": "a", "limit": 5}, "after": {"q": "b", "limit": 5}})
+    );
+    hub.assert_valid();
+    gm.dispose().await;
+}
+
+#[tokio::test]
+async fn each_bad_edit_is_refused_with_its_code_and_the_gate_stays_held_until_a_valid_one() {
+    let hub = FakeDebugger::start().await;
+    let gm = attached(&hub, EDIT_CAPS, hub.config("edit")).await;
+    let task = tokio::spawn({
+        let gm = gm.clone();
+        async move { gm.run("r", search("a".into(), 5)).await }
+    });
+    let held = paused(&hub, 1).await;
+    let secret = "s3cr3t-value";
+    let bad = [
+        (json!({"action": "continue", "input": [secret]}), "shape"),
+        (
+            json!({"action": "continue", "input": {"nope": secret}}),
+            "shape",
+        ),
+        (
+            json!({"action": "continue", "input": {"q": {"__graphmindTruncated": true, "preview": secret}}}),
+            "truncated",
+        ),
+        (
+            json!({"action": "continue", "input": {"q": "__REDACTED__"}}),
+            "placeholder",
+        ),
+        (
+            json!({"action": "continue", "input": {"q": format!("{secret}…[graphmind: truncated]")}}),
+            "placeholder",
+        ),
+        (
+            json!({"action": "continue", "input": {"limit": secret}}),
+            "schema",
+        ),
+        (
+            json!({"action": "continue", "input": {"limit": -3}}),
+            "schema",
+        ),
+        (
+            json!({"action": "abort", "input": {"q": "b"}}),
+            "unsupported",
+        ),
+    ];
+    for (i, (payload, _)) in bad.iter().enumerate() {
+        let mut payload = payload.clone();
+        payload["requestId"] = json!(format!("bad-{i}"));
+        resume(&hub, &held, payload);
+    }
+    let refused = wait_count(&hub, "exec.refused", bad.len()).await;
+    for (i, (frame, (_, code))) in refused.iter().zip(&bad).enumerate() {
+        let p = frame.payload();
+        assert_eq!(p["code"], *code, "refusal {i}: {p}");
+        assert_eq!(
+            p["requestId"],
+            format!("bad-{i}"),
+            "refusal {i} echoes its request"
+        );
+        let message = p["message"].as_str().expect("message");
+        assert!(message.chars().count() <= 200, "{message}");
+        assert!(
+            !message.contains(secret),
+            "a refusal never quotes the values: {message}"
+        );
+    }
+    tokio::time::sleep(SECOND / 10).await;
+    assert!(
+        !task.is_finished(),
+        "the gate stays held after every refusal"
+    );
+    assert!(hub.frames_of("exec.resumed").is_empty());
+
+    resume(
+        &hub,
+        &held,
+        json!({"action": "continue", "input": {"limit": 7}, "requestId": "ok"}),
+    );
+    let out = task.await.expect("joined").expect("not aborted");
+    assert_eq!(out, "a:7");
+    let resumed = &wait_count(&hub, "exec.resumed", 1).await[0];
+    assert_eq!(resumed.payload()["requestId"], "ok");
+    hub.assert_valid();
+    gm.dispose().await;
+}
+
+#[tokio::test]
+async fn without_the_hub_capability_no_edit_is_offered_or_honoured() {
+    let hub = FakeDebugger::start().await;
+    let gm = attached(&hub, &["pause-registry"], hub.config("edit")).await;
+    let task = tokio::spawn({
+        let gm = gm.clone();
+        async move { gm.run("r", search("a".into(), 5)).await }
+    });
+    let held = paused(&hub, 1).await;
+    assert!(
+        held.payload().get("editable").is_none(),
+        "{}",
+        held.payload()
+    );
+    resume(
+        &hub,
+        &held,
+        json!({"action": "continue", "input": {"q": "b"}, "requestId": "e"}),
+    );
+    let refused = wait_count(&hub, "exec.refused", 1).await;
+    assert_eq!(refused[0].payload()["code"], "disabled");
+    assert_eq!(refused[0].payload()["requestId"], "e");
+    resume(&hub, &held, json!({"action": "continue"}));
+    assert_eq!(task.await.expect("joined").expect("not aborted"), "a:5");
+    run_finished(&hub).await;
+    assert!(finished(&hub, "tool:search")[0].get("edited").is_none());
+    gm.dispose().await;
+}
+
+#[tokio::test]
+async fn the_kill_switch_takes_edit_input_off_the_hello_and_refuses_edits() {
+    let hub = FakeDebugger::start().await;
+    let cfg = hub
+        .config("edit")
+        .env_vars([("GRAPHMIND_DISABLE_EDIT_INPUT", "1")]);
+    let gm = attached(&hub, EDIT_CAPS, cfg).await;
+    let caps = hub.frames_of("hello")[0].payload()["capabilities"].clone();
+    assert!(
+        !caps
+            .as_array()
+            .expect("caps")
+            .contains(&json!("edit-input")),
+        "{caps}"
+    );
+    let task = tokio::spawn({
+        let gm = gm.clone();
+        async move { gm.run("r", search("a".into(), 5)).await }
+    });
+    let held = paused(&hub, 1).await;
+    assert!(held.payload().get("editable").is_none());
+    resume(
+        &hub,
+        &held,
+        json!({"action": "continue", "input": {"q": "b"}}),
+    );
+    let refused = wait_count(&hub, "exec.refused", 1).await;
+    assert_eq!(refused[0].payload()["code"], "disabled");
+    assert!(
+        refused[0].payload()["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("GRAPHMIND_DISABLE_EDIT_INPUT")),
+        "the refusal names the switch"
+    );
+    resume(&hub, &held, json!({"action": "continue"}));
+    assert_eq!(task.await.expect("joined").expect("not aborted"), "a:5");
+    gm.dispose().await;
+}
+
+#[tokio::test]
+async fn a_tool_whose_arguments_borrow_is_not_editable_and_refuses_an_edit_as_unsupported() {
+    let hub = FakeDebugger::start().await;
+    let gm = attached(&hub, EDIT_CAPS, hub.config("edit")).await;
+    let task = tokio::spawn({
+        let gm = gm.clone();
+        async move { gm.run("r", async { borrowed("a").await }).await }
+    });
+    let held = paused(&hub, 1).await;
+    assert!(held.payload().get("editable").is_none());
+    resume(
+        &hub,
+        &held,
+        json!({"action": "continue", "input": {"q": "b"}}),
+    );
+    let refused = wait_count(&hub, "exec.refused", 1).await;
+    assert_eq!(refused[0].payload()["code"], "unsupported");
+    resume(&hub, &held, json!({"action": "continue"}));
+    assert_eq!(task.await.expect("joined").expect("not aborted"), "A");
+    gm.dispose().await;
+}
+
+#[tokio::test]
+async fn request_id_is_echoed_on_exec_resumed_for_every_action() {
+    let hub = FakeDebugger::start().await;
+    let gm = attached(&hub, EDIT_CAPS, hub.config("edit")).await;
+    let task = tokio::spawn({
+        let gm = gm.clone();
+        async move {
+            gm.run("r", async {
+                let a = search("a".into(), 1).await;
+                let b = search("b".into(), 2).await;
+                let c = search("c".into(), 3).await;
+                (a, b, c)
+            })
+            .await
+        }
+    });
+    let first = paused(&hub, 1).await;
+    resume(
+        &hub,
+        &first,
+        json!({"action": "continue", "requestId": "c-1"}),
+    );
+    let second = paused(&hub, 2).await;
+    resume(
+        &hub,
+        &second,
+        json!({"action": "retry", "requestId": "r-1"}),
+    );
+    let third = paused(&hub, 3).await;
+    resume(
+        &hub,
+        &third,
+        json!({"action": "inject", "output": "x", "requestId": "i-1"}),
+    );
+    let out = task.await.expect("joined").expect("not aborted");
+    assert_eq!(out, ("a:1".to_owned(), "b:2".to_owned(), "x".to_owned()));
+    let ids: Vec<Value> = wait_count(&hub, "exec.resumed", 3)
+        .await
+        .iter()
+        .map(|f| f.payload()["requestId"].clone())
+        .collect();
+    let mut ids = ids.into_iter();
+    assert_eq!(ids.next(), Some(json!("c-1")));
+    assert_eq!(ids.next(), Some(json!("r-1")));
+    assert_eq!(ids.next(), Some(json!("i-1")));
+    gm.dispose().await;
+}

@@ -1,0 +1,8 @@
+#[graphmind::tool(reject)]
+async fn send(to: String) -> String {
+    to
+}
+
+fn main() {
+    let _ = send("a".into());
+}
