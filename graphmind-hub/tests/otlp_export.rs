@@ -445,10 +445,22 @@ fn a_hung_collector_bounds_the_queue_counts_drops_and_never_stalls_ingest() {
         }
         let total = runs * 42;
         let port = hub.port;
-        let h = wait_async(60, "every event accepted", move || {
-            let h = read(port, "/health").json();
-            (h["stats"]["eventsAccepted"].as_u64() == Some(total)).then_some(h)
-        })
+        // Every event accepted and every finished run offered to the export queue: the offer
+        // follows the run's last event, so under load `/health` can show the one before the other.
+        let h = wait_async(
+            60,
+            "every event accepted and every run offered",
+            move || {
+                let h = read(port, "/health").json();
+                let o = &h["otlp"];
+                let settled = o["runsQueued"].as_u64() == Some(runs)
+                    && o["runsDropped"].as_u64().unwrap_or(0)
+                        + o["queued"].as_u64().unwrap_or(0)
+                        + 1
+                        == runs;
+                (h["stats"]["eventsAccepted"].as_u64() == Some(total) && settled).then_some(h)
+            },
+        )
         .await;
         let took = started.elapsed();
         // Loose: 2,520 small events on a loaded 2-core machine; a stalled hub would not
