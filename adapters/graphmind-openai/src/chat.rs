@@ -38,7 +38,7 @@ impl<'c, C: Config> Chat<'c, C> {
     ) -> Result<CreateChatCompletionResponse, OpenAIError> {
         match Step::begin(Api::Chat, &request) {
             None => self.inner.create(request).await,
-            Some(step) => step.call(|| self.inner.create(request.clone())).await,
+            Some(step) => step.call(request, |r| self.inner.create(r)).await,
         }
     }
 

@@ -20,7 +20,9 @@
 //!   the Responses API marked `providerExecuted`), besides every `#[graphmind::tool]`.
 //! - The `before` gate holds before the HTTP request leaves: nothing is in flight while it
 //!   is held. Inject there skips the request (a response, or for a stream a JSON array of
-//!   chunks / events).
+//!   chunks / events). For `create` (not streams) the request is editable there (GraphMind
+//!   0.6 `edit-input`, from a hub that announces it): the edit, merged over the request's
+//!   top-level fields and checked against the SDK's request type, is what is sent.
 //! - The `error` gate holds when the request fails (an HTTP error status, a connection
 //!   error, a body that does not deserialize) before the error reaches the caller: retry
 //!   re-issues it (one execution, `attempts` on `node.finished`), inject substitutes a

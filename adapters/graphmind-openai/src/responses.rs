@@ -34,7 +34,7 @@ impl<'c, C: Config> Responses<'c, C> {
     pub async fn create(&self, request: CreateResponse) -> Result<Response, OpenAIError> {
         match Step::begin(Api::Responses, &request) {
             None => self.inner.create(request).await,
-            Some(step) => step.call(|| self.inner.create(request.clone())).await,
+            Some(step) => step.call(request, |r| self.inner.create(r)).await,
         }
     }
 

@@ -23,6 +23,8 @@ enum Gate<R> {
     Retry,
     Inject(R),
     Abort,
+    /// Run with this edited request (the whole request, checked at the gate).
+    Edit(Value),
 }
 
 /// One request in flight.
@@ -109,6 +111,7 @@ impl Step {
                 Err(_) => Gate::Go,
             },
             Resume::Abort => Gate::Abort,
+            Resume::Edit { input, .. } => Gate::Edit(input),
             _ => Gate::Go,
         }
     }
@@ -155,24 +158,38 @@ impl Step {
         Err(aborted())
     }
 
-    /// A non-streaming call: `send` issues the HTTP request (again on each retry).
-    pub(crate) async fn call<R, F, Fut>(mut self, mut send: F) -> Result<R, OpenAIError>
+    /// A non-streaming call: `send` issues the HTTP request for `request` (again on each
+    /// retry). At the before gate a person may edit the request (GraphMind 0.6
+    /// `edit-input`): the edit, merged over the request, is what is sent from then on.
+    pub(crate) async fn call<Q, R, F, Fut>(
+        mut self,
+        mut request: Q,
+        mut send: F,
+    ) -> Result<R, OpenAIError>
     where
+        Q: Serialize + DeserializeOwned + Clone,
         R: Serialize + DeserializeOwned,
-        F: FnMut() -> Fut,
+        F: FnMut(Q) -> Fut,
         Fut: Future<Output = Result<R, OpenAIError>>,
     {
         loop {
+            self.node.editable(&request);
             match self.gate::<R>(PausePoint::Before).await {
                 Gate::Inject(r) => {
                     self.finish_response(&r, true);
                     return Ok(r);
                 }
                 Gate::Abort => return self.abort().await,
+                Gate::Edit(v) => {
+                    // Checked against the request type at the gate.
+                    if let Ok(edited) = serde_json::from_value::<Q>(v) {
+                        request = edited;
+                    }
+                }
                 Gate::Go | Gate::Retry => {}
             }
             self.attempts += 1;
-            let result = send().await;
+            let result = send(request.clone()).await;
             let decided = match &result {
                 Ok(_) => self.gate::<R>(PausePoint::After).await,
                 Err(e) => {
@@ -194,6 +211,14 @@ impl Step {
                     return Ok(r);
                 }
                 Gate::Abort => return self.abort().await,
+                // Edits are offered at the before gate only.
+                Gate::Edit(_) => {
+                    match &result {
+                        Ok(r) => self.finish_response(r, false),
+                        Err(_) => self.finish_error(),
+                    }
+                    return result;
+                }
             }
         }
     }
@@ -213,7 +238,8 @@ impl Step {
                     return Ok(crate::stream::injected(self.into_parts(), items));
                 }
                 Gate::Abort => return self.abort().await,
-                Gate::Go | Gate::Retry => {}
+                // A stream's request is not offered for editing.
+                Gate::Go | Gate::Retry | Gate::Edit(_) => {}
             }
             self.attempts += 1;
             let err = match send().await {
@@ -222,7 +248,7 @@ impl Step {
             };
             self.node.error(error_name(&err), err.to_string());
             match self.gate::<Vec<T>>(PausePoint::Error).await {
-                Gate::Go => {
+                Gate::Go | Gate::Edit(_) => {
                     self.finish_error();
                     return Err(err);
                 }

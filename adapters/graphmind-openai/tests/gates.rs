@@ -486,3 +486,40 @@ async fn a_stream_has_no_after_gate_and_before_inject_streams_the_chunks() {
     hub.assert_valid();
     gm.dispose().await;
 }
+
+#[tokio::test]
+async fn before_edit_sends_the_edited_request_to_the_model() {
+    let mock = Mock::start().await;
+    let hub = FakeDebugger::start().await;
+    hub.set_hub_capabilities(&["pause-registry", "edit-input"]);
+    let gm = attached(&hub, vec![json!({"kind": "llm", "point": "before"})]).await;
+    let task = spawn_create(&gm, mock.client().graphmind(), request("text"));
+    let p = paused(&hub, 1).await;
+    assert_eq!(p.payload()["editable"], true);
+    let messages = json!([{"role": "user", "content": "Weather in Porto?"}]);
+    assert!(hub.send(&hub.control(
+        "exec.resume",
+        p.run_id(),
+        json!({"pauseId": pause_id(&p), "action": "continue", "input": {"messages": messages}, "requestId": "e-1"}),
+    )));
+    join(task).await.expect("not aborted").expect("ok");
+    let seen = mock.seen();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(
+        seen[0].body["messages"][0]["content"], "Weather in Porto?",
+        "the edited request is what left: {}",
+        seen[0].body
+    );
+    assert_eq!(
+        seen[0].body["model"], "text",
+        "the keys not edited are kept"
+    );
+    runs_finished(&hub, 1).await;
+    let resumed = &hub.frames_of("exec.resumed")[0];
+    assert_eq!(resumed.payload()["requestId"], "e-1");
+    assert_eq!(
+        resumed.payload()["edited"]["after"]["messages"][0]["content"],
+        "Weather in Porto?"
+    );
+    gm.dispose().await;
+}
