@@ -1,0 +1,47 @@
+// Edit with the real Rust client: the support agent's refund, held before it runs, is edited in
+// the viewer (E, type, Ctrl+Enter). A value of the wrong type is refused by the app itself
+// (code schema, shown inline, the gate still held); the fixed input runs, and the agent's
+// answer is the refund of the edited order.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { withHubAndBrowser, shot, card, bpChip, waitBanner, exitedOk, assertNoPageErrors } from '../lib/harness.mjs';
+
+test('the real client refuses a mistyped edit and runs the fixed one', () =>
+  withHubAndBrowser({ agent: true }, async ({ page, agent }) => {
+    // the planted bad order id holds lookup_order on error: inject the order it should find,
+    // with a breakpoint before the refund
+    const held = await waitBanner(page, 'tool:lookup_order', 'error');
+    await card(page, 'tool:issue_refund').click();
+    await page.click('[data-testid="insp-break-before"]');
+    await bpChip(page, 'tool:issue_refund @before').waitFor();
+    await held.locator('[data-testid="gate-inject"]').click();
+    await held.locator('[data-testid="inject-editor"]').fill('{"order_id": "ORD-1042", "amount_cents": 4999, "tracking": "TRK-1042-NL"}');
+    await held.locator('[data-testid="inject-send"]').click();
+    await held.waitFor({ state: 'detached' });
+
+    const refund = await waitBanner(page, 'tool:issue_refund', 'before');
+    await refund.locator('[data-testid="gate-edit"]').waitFor({ state: 'visible' });
+    await page.keyboard.press('e');
+    const editor = refund.locator('[data-testid="edit-editor"]');
+    const error = refund.locator('[data-testid="edit-error"]');
+    await editor.waitFor({ state: 'visible' });
+    const prefilled = JSON.parse(await editor.inputValue());
+    assert.equal(prefilled.order_id, 'ORD-1042', 'the editor holds the call input');
+
+    // amount_cents is a u64: the app's serde check refuses a string and the gate stays held
+    await editor.fill('{"order_id": "ORD-1042", "amount_cents": "lots"}');
+    await editor.press('Control+Enter');
+    await page.waitForFunction(() => document.querySelector('[data-testid="edit-error"]')?.dataset.kind === 'refused', null, { timeout: 15_000 });
+    assert.equal(await error.getAttribute('data-code'), 'schema');
+    assert.doesNotMatch(await error.textContent(), /lots/, 'the refusal never quotes the value');
+    assert.ok(await refund.isVisible(), 'the gate is still held after the refusal');
+    await shot(page, 'real-edit-refused');
+
+    await editor.fill('{"order_id": "ORD-7777", "amount_cents": 1234}');
+    await editor.press('Control+Enter');
+    await exitedOk(agent);
+    assert.match(agent.io.stdout, /RF-7777/, 'the refund ran with the edited order id');
+    assert.doesNotMatch(agent.io.stdout, /RF-1042/);
+    await shot(page, 'real-edit-done');
+    assertNoPageErrors(page);
+  }));
