@@ -628,28 +628,16 @@ fn a_rejection_needs_a_reason_and_reaches_only_an_app_and_gate_that_take_it() {
             json!("not to customers on Sundays")
         );
 
-        // A gate that does not list reject is not sent one.
+        // A gate that does not list reject is not sent the remembered one: it stays held
+        // for a person.
         app.emit(run, "exec.paused", gate("pause_j_3", json!(["continue"])))
             .await;
-        // (pause_j_3 is of the same node: the remembered rule's reject goes to it too, and the
-        // app refuses it; the gate stays for a person.)
-        let frame = app.expect_resume(5000).await;
-        app.emit(
-            run,
-            "exec.refused",
-            json!({"pauseId": "pause_j_3", "code": "unsupported",
-                   "requestId": frame["payload"]["requestId"]}),
-        )
-        .await;
-        let p = port;
-        wait_async(10, "pause_j_3 open again", move || {
-            let l = read(p, "/api/pauses").json()["pauses"].clone();
-            l.as_array()?
-                .iter()
-                .any(|x| x["pauseId"] == "pause_j_3" && x["state"] == "open")
-                .then_some(())
-        })
-        .await;
+        let p = listed(port, "pause_j_3").await;
+        assert_eq!(p["state"], json!("open"), "{p}");
+        assert!(
+            matches!(app.peer.recv(500).await, Got::Timeout),
+            "a remembered reject went to a gate that does not list reject"
+        );
         let r = ctl
             .resume(
                 run,
@@ -681,5 +669,96 @@ fn a_rejection_needs_a_reason_and_reaches_only_an_app_and_gate_that_take_it() {
         assert_eq!(r.status, 422, "{}", r.body);
         assert!(r.body.contains("did not announce reject"), "{}", r.body);
         assert!(matches!(old.peer.recv(300).await, Got::Timeout));
+    });
+}
+
+#[test]
+fn a_remembered_inject_skips_a_gate_that_does_not_list_inject() {
+    let h = hub(|c| c.allow_control = graphmind_hub::AllowControl::Inject);
+    let (port, ctl) = (h.port, h.control());
+    let run = "run_e00000000015";
+    block_on(async {
+        let mut app = app_with(port, &EDITING, run).await;
+        let gate = |pause: &str, actions: Option<Value>| {
+            let mut p = json!({"pauseId": pause, "nodeId": "tool:lookup", "point": "before"});
+            if let Some(a) = actions {
+                p["actions"] = a;
+            }
+            p
+        };
+        app.emit(
+            run,
+            "node.started",
+            json!({"nodeId": "tool:lookup", "kind": "tool", "name": "lookup",
+                   "instanceId": "call_k1", "input": {"q": "a"}}),
+        )
+        .await;
+        app.emit(
+            run,
+            "exec.paused",
+            gate("pause_k_1", Some(json!(["continue", "inject"]))),
+        )
+        .await;
+        listed(port, "pause_k_1").await;
+        let first = tokio::spawn(ctl.resume(
+            run,
+            "pause_k_1",
+            json!({"action": "inject", "output": {"hits": 0}, "remember": true}),
+        ));
+        let frame = app.expect_resume(5000).await;
+        assert_eq!(frame["payload"]["action"], json!("inject"));
+        app.emit(
+            run,
+            "exec.resumed",
+            json!({"pauseId": "pause_k_1", "action": "inject",
+                   "requestId": frame["payload"]["requestId"]}),
+        )
+        .await;
+        let first = first.await.unwrap();
+        assert_eq!(first.json()["remembered"], json!(true), "{}", first.body);
+
+        // A gate of the same node that cannot take an inject (a streaming call): not sent
+        // the remembered inject, held for a person, and the rule is not counted as applied.
+        app.emit(
+            run,
+            "exec.paused",
+            gate("pause_k_2", Some(json!(["continue", "retry", "abort"]))),
+        )
+        .await;
+        assert_eq!(listed(port, "pause_k_2").await["state"], json!("open"));
+        assert!(
+            matches!(app.peer.recv(500).await, Got::Timeout),
+            "a remembered inject went to a gate that does not list inject"
+        );
+        let rules = read(port, &format!("/api/runs/{run}/remembered")).json();
+        let applied = rules["remembered"][0]["applied"].clone();
+        let applied = applied.as_u64().expect("applied counted");
+        let second = tokio::spawn(ctl.resume(run, "pause_k_2", json!({"action": "continue"})));
+        let frame = app.expect_resume(5000).await;
+        assert_eq!(frame["payload"]["pauseId"], json!("pause_k_2"));
+        assert_eq!(frame["payload"]["action"], json!("continue"));
+        app.emit(
+            run,
+            "exec.resumed",
+            json!({"pauseId": "pause_k_2", "action": "continue",
+                   "requestId": frame["payload"]["requestId"]}),
+        )
+        .await;
+        assert_eq!(second.await.unwrap().status, 200);
+
+        // A gate that lists inject, and one that lists nothing (a client that does not say,
+        // as the TypeScript family), get the remembered inject.
+        for (pause, actions) in [
+            ("pause_k_3", Some(json!(["continue", "inject"]))),
+            ("pause_k_4", None),
+        ] {
+            app.emit(run, "exec.paused", gate(pause, actions)).await;
+            let frame = app.expect_resume(5000).await;
+            assert_eq!(frame["payload"]["pauseId"], json!(pause));
+            assert_eq!(frame["payload"]["action"], json!("inject"));
+            assert_eq!(frame["payload"]["output"], json!({"hits": 0}));
+        }
+        let rules = read(port, &format!("/api/runs/{run}/remembered")).json();
+        assert_eq!(rules["remembered"][0]["applied"], json!(applied + 2));
     });
 }

@@ -5,6 +5,7 @@
 
 use graphmind_protocol::control::{ForgetRequest, Remembered};
 use graphmind_protocol::{Message, ResumeAction};
+use serde_json::Value;
 
 use super::pauses::resume_payload;
 use super::{AppOut, HubState, InFlight, MAX_REMEMBERED, PauseKey, State};
@@ -58,6 +59,12 @@ impl HubState {
         let Some(app) = st.apps.get(&conn) else {
             return false;
         };
+        // Only where the gate takes it: a gate that lists its actions must list this one (a
+        // gate that lists none takes what its app announced, and a reject only where listed,
+        // as for a person's resume); elsewhere the gate stays held for a person.
+        if !takes(pause.actions.as_ref(), action, app.reject) {
+            return false;
+        }
         let request_id = random_id("req");
         let frame = self.frame(
             &pause.run_id,
@@ -83,6 +90,18 @@ impl HubState {
             remembered: true,
         });
         true
+    }
+}
+
+/// Whether a gate announcing `actions` (`None`: it did not say) takes a remembered `action`
+/// from an app that announced `reject` or not.
+fn takes(actions: Option<&Value>, action: ResumeAction, app_rejects: bool) -> bool {
+    if action == ResumeAction::Reject && !app_rejects {
+        return false;
+    }
+    match actions.and_then(Value::as_array) {
+        Some(listed) => listed.iter().any(|a| a.as_str() == Some(action.as_str())),
+        None => action != ResumeAction::Reject,
     }
 }
 
