@@ -1,5 +1,6 @@
-//! Clocks: the instant events are stamped with, durations as the protocol writes them,
-//! epoch milliseconds, and the hold clock of a hold-aware timeout.
+//! Clocks: the runtime's one monotonic clock ([`Instant`]: event stamps, node durations,
+//! holds, timeouts and timers), durations as the protocol writes them, epoch milliseconds,
+//! and the hold clock of a hold-aware timeout.
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -45,7 +46,7 @@ pub(crate) struct HoldClock {
 #[derive(Default)]
 struct ClockState {
     holding: usize,
-    since: Option<std::time::Instant>,
+    since: Option<Instant>,
     held: Duration,
 }
 
@@ -71,7 +72,7 @@ impl HoldClock {
     }
 
     /// A gate inside this clock (and its parents) started holding.
-    pub(crate) fn hold_started(self: &Arc<Self>, now: std::time::Instant) {
+    pub(crate) fn hold_started(self: &Arc<Self>, now: Instant) {
         self.each(|s| {
             if s.holding == 0 {
                 s.since = Some(now);
@@ -81,7 +82,7 @@ impl HoldClock {
     }
 
     /// A gate inside this clock (and its parents) stopped holding.
-    pub(crate) fn hold_ended(self: &Arc<Self>, now: std::time::Instant) {
+    pub(crate) fn hold_ended(self: &Arc<Self>, now: Instant) {
         self.each(|s| {
             s.holding = s.holding.saturating_sub(1);
             if s.holding == 0

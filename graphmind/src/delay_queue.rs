@@ -5,7 +5,13 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::sync::{Condvar, Mutex, OnceLock, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+// The runtime's one clock (see `clock`); compiled out, the standard one.
+#[cfg(feature = "enabled")]
+use crate::clock::Instant;
+#[cfg(not(feature = "enabled"))]
+use std::time::Instant;
 
 type Job = Box<dyn FnOnce() + Send>;
 

@@ -132,8 +132,8 @@ impl Drop for InitGuard {
 impl std::fmt::Debug for Session {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Session")
-            .field("app", &self.inner().shared.config.app)
-            .field("url", &self.inner().shared.url)
+            .field("app", &self.inner().shared.config().app)
+            .field("url", &self.inner().shared.url())
             .field("stats", &self.stats())
             .finish()
     }
@@ -187,13 +187,13 @@ impl Session {
     /// The config this session was built from.
     #[must_use]
     pub fn config(&self) -> &Config {
-        &self.inner().shared.config
+        self.inner().shared.config()
     }
 
     /// The endpoint this session dials.
     #[must_use]
     pub fn url(&self) -> &str {
-        &self.inner().shared.url
+        self.inner().shared.url()
     }
 
     /// The breakpoints armed by the debugger (from `hello.ack`, `breakpoint.set` and
@@ -298,7 +298,7 @@ impl Inner {
     /// Enabled and not closing: instrumentation should record and may gate.
     #[inline]
     pub(crate) fn is_enabled(&self) -> bool {
-        self.enabled && !self.shared.closing.load(Relaxed)
+        self.enabled && !self.shared.is_closing()
     }
 
     /// Stamps `message` with the next seq and the current time, records it in the replay
@@ -324,9 +324,9 @@ impl Inner {
         } else {
             record
         };
-        let seq = self.shared.ring().push(ts, run_id, record);
-        if self.shared.attached.load(Relaxed) {
-            self.shared.wake.notify_one();
+        let seq = self.shared.record(ts, run_id, record);
+        if self.shared.is_attached() {
+            self.shared.wake();
         } else {
             self.touch();
         }
@@ -366,7 +366,7 @@ impl Inner {
         if let Some(h) = self.transport.get() {
             return h.as_ref();
         }
-        if self.shared.closing.load(Relaxed) {
+        if self.shared.is_closing() {
             return None;
         }
         self.transport
@@ -386,7 +386,7 @@ impl Inner {
         if self.first_use_done.load(Relaxed) || !self.enabled {
             return;
         }
-        match self.shared.config.wait_for_attach {
+        match self.shared.config().wait_for_attach {
             Some(budget) => {
                 self.ready(budget).await;
             }
@@ -416,10 +416,7 @@ impl Inner {
         let mut link = handle.subscribe();
         let mut failures = handle.subscribe_failures();
         // Callers during an attempt share it; otherwise start one now.
-        if !self.shared.attempting.load(Relaxed) {
-            self.shared.kick.store(true, Relaxed);
-            self.shared.wake.notify_one();
-        }
+        self.shared.kick();
         // Attached → true; closed, or the shared attempt failed (refused, no ack, version
         // mismatch) → false at once, so a detached app never idles out the whole timeout.
         let attached = async move {
@@ -435,7 +432,7 @@ impl Inner {
             }
         };
         let attached = handle.deadline(timeout, attached).await.unwrap_or(false);
-        if !attached && !self.shared.closing.load(Relaxed) {
+        if !attached && !self.shared.is_closing() {
             // The app asked for a debugger and got none: say so (once), unless the reason
             // was said already (a bad URL, not a WebSocket, another protocol version).
             self.shared
@@ -465,28 +462,25 @@ impl Inner {
             dropped,
             recorded,
             lost,
-            held_gates: self.shared.gates.held_count(),
+            held_gates: self.shared.gates().held_count(),
             last_seq,
-            trusted: self.shared.is_attached() && self.shared.trusted.load(Relaxed),
-            ignored_controls: self.shared.ignored_controls.load(Relaxed),
+            trusted: self.shared.is_attached() && self.shared.is_trusted(),
+            ignored_controls: self.shared.ignored_controls(),
         }
     }
 
     /// Tells the transport to flush, close and stop; no further reconnects.
     fn signal_shutdown(&self) {
-        self.shared.closing.store(true, Relaxed);
-        self.shared.shutdown.store(true, Relaxed);
-        self.shared.stop.notify_one();
-        self.shared.wake.notify_one();
+        self.shared.signal_shutdown();
     }
 
     pub(crate) async fn dispose(&self) {
-        if !self.enabled || self.shared.closing.swap(true, Relaxed) {
+        if !self.enabled || self.shared.begin_closing() {
             return;
         }
         // New gates continue at once from here on; held ones continue now.
-        self.shared.attached.store(false, Relaxed);
-        self.shared.gates.release_all(ReleaseReason::Dispose);
+        self.shared.detach();
+        self.shared.gates().release_all(ReleaseReason::Dispose);
         self.flush_tokens();
         self.end_implicit_run();
         if let Some(Some(handle)) = self.transport.get() {
@@ -503,12 +497,12 @@ impl Inner {
     /// [`Inner::dispose`] without a runtime: blocks this thread (never a runtime's timer or
     /// IO) for at most `limit` while the transport thread flushes and closes.
     pub(crate) fn close_blocking(&self, limit: Duration) {
-        if !self.enabled || self.shared.closing.swap(true, Relaxed) {
+        if !self.enabled || self.shared.begin_closing() {
             self.signal_shutdown();
             return;
         }
-        self.shared.attached.store(false, Relaxed);
-        self.shared.gates.release_all(ReleaseReason::Dispose);
+        self.shared.detach();
+        self.shared.gates().release_all(ReleaseReason::Dispose);
         self.flush_tokens();
         self.end_implicit_run();
         if let Some(Some(handle)) = self.transport.get() {
@@ -527,12 +521,12 @@ impl Inner {
     /// Says once that the session closed before every event reached the debugger it was
     /// attached to (a session that never attached keeps its events by design, silently).
     fn warn_unsent(&self) {
-        if self.shared.ever_attached.load(Relaxed) && self.shared.ring().has_pending() {
+        if self.shared.ever_attached() && self.shared.ring().has_pending() {
             self.shared.warn_once(
                 "unsent",
                 &format!(
                     "the session closed before all its events reached the debugger at {}:                      the last run there is incomplete (keep the guard of graphmind::init                      alive to the end of main, or await dispose())",
-                    self.shared.url
+                    self.shared.url()
                 ),
             );
         }
@@ -668,7 +662,8 @@ pub fn init(config: Config) -> InitGuard {
                      session built from the environment (app \"{}\", {}), now closed with its \
                      implicit run finished; call graphmind::init before the first \
                      instrumented call",
-                    early.shared.config.app, early.shared.url
+                    early.shared.config().app,
+                    early.shared.url()
                 ),
             );
         }

@@ -4,7 +4,13 @@
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll, Waker};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+// The runtime's one clock (see `clock`); compiled out, the standard one.
+#[cfg(feature = "enabled")]
+use crate::clock::Instant;
+#[cfg(not(feature = "enabled"))]
+use std::time::Instant;
 
 #[cfg(feature = "enabled")]
 use crate::call::scope::Scope;

@@ -2,14 +2,14 @@
 //! waiting for the release, the pause timeout and the hold clocks.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use graphmind_protocol::{ExecPaused, Extra, Message, NodeKind, PausePoint};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
 use super::Host;
-use crate::clock::HoldClock;
+use crate::clock::{HoldClock, Instant};
 use crate::edit::EditGate;
 use crate::gate::{GateSink, HeldGate, Resume, Validator};
 

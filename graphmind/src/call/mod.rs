@@ -106,26 +106,26 @@ impl Host for crate::session::Inner {
         crate::session::Inner::gate_rule(self, kind, name, point)
     }
     fn gates(&self) -> &Registry {
-        &self.shared.gates
+        self.shared.gates()
     }
     fn pause_timeout(&self) -> Option<Duration> {
-        self.shared.config.pause_timeout
+        self.shared.config().pause_timeout
     }
     fn token_interval(&self) -> Duration {
-        self.shared.config.token_interval
+        self.shared.config().token_interval
     }
     fn app(&self) -> String {
-        self.shared.config.app.clone()
+        self.shared.config().app.clone()
     }
     fn sdk(&self) -> SdkInfo {
         SdkInfo {
-            name: self.shared.config.sdk_name.clone(),
-            version: self.shared.config.sdk_version.clone(),
+            name: self.shared.config().sdk_name.clone(),
+            version: self.shared.config().sdk_version.clone(),
             extra: Extra::new(),
         }
     }
     fn meta(&self) -> Extra {
-        self.shared.config.meta.clone()
+        self.shared.config().meta.clone()
     }
     fn implicit(&self) -> &crate::implicit_run::ImplicitRun {
         &self.implicit
@@ -134,7 +134,7 @@ impl Host for crate::session::Inner {
         &self.loop_guard
     }
     fn warn(&self, message: &str) {
-        self.shared.config.warn(message);
+        self.shared.config().warn(message);
     }
     fn track_tokens(&self, buf: std::sync::Weak<dyn crate::session::PendingTokens>) {
         crate::session::Inner::track_tokens(self, buf);

@@ -193,10 +193,7 @@ pub(crate) fn start(owner: Arc<dyn AsRef<Shared> + Send + Sync>) -> Option<Handl
     let finished = Arc::new((Mutex::new(false), std::sync::Condvar::new()));
     let thread_finished = Arc::clone(&finished);
     // The first attempt starts at once: `ready` calls from now on share it.
-    (*owner)
-        .as_ref()
-        .attempting
-        .store(true, std::sync::atomic::Ordering::Relaxed);
+    (*owner).as_ref().set_attempting(true);
     std::thread::Builder::new()
         .name(THREAD_NAME.into())
         .spawn(move || {
@@ -207,7 +204,7 @@ pub(crate) fn start(owner: Arc<dyn AsRef<Shared> + Send + Sync>) -> Option<Handl
             if outcome.is_err() {
                 // Fail open even if something in here panicked.
                 shared.set_attached(false);
-                shared.gates.release_all(ReleaseReason::Disconnect);
+                shared.gates().release_all(ReleaseReason::Disconnect);
             }
             thread_link.send_replace(Link::Closed);
             drop(rt);
@@ -240,7 +237,6 @@ enum End {
 }
 
 async fn run(shared: &Shared, link: &watch::Sender<Link>, failures: &watch::Sender<u64>) {
-    use std::sync::atomic::Ordering::Relaxed;
     let mut token: Option<String> = None;
     let mut delay = Duration::ZERO;
     let mut fast: Option<usize> = None;
@@ -248,15 +244,14 @@ async fn run(shared: &Shared, link: &watch::Sender<Link>, failures: &watch::Send
     loop {
         // A session disposed before its first attempt still makes that one (under the
         // shutdown grace): the events that started the transport are on their way out.
-        if shared.shutdown.load(Relaxed) && tried {
+        if shared.is_shutdown() && tried {
             break;
         }
         tried = true;
         if !delay.is_zero() && !wait_or_kick(shared, delay).await {
             break;
         }
-        shared.attempting.store(true, Relaxed);
-        shared.kick.store(false, Relaxed);
+        shared.set_attempting(true);
         let outcome = {
             let mut pending = std::pin::pin!(attempt(shared, &mut token));
             tokio::select! {
@@ -272,13 +267,13 @@ async fn run(shared: &Shared, link: &watch::Sender<Link>, failures: &watch::Send
                 }
             }
         };
-        shared.attempting.store(false, Relaxed);
+        shared.set_attempting(false);
         if !matches!(outcome, Attempt::Attached(_)) {
             failures.send_modify(|n| *n += 1);
         }
         match outcome {
             Attempt::Attached(ws) => {
-                if !shared.shutdown.load(Relaxed) {
+                if !shared.is_shutdown() {
                     // Attached only to flush on the way out is not attached for `ready`.
                     link.send_replace(Link::Attached);
                 }
@@ -286,7 +281,7 @@ async fn run(shared: &Shared, link: &watch::Sender<Link>, failures: &watch::Send
                 // Detach first so no new gate is registered behind release_all.
                 shared.set_attached(false);
                 link.send_replace(Link::Detached);
-                shared.gates.release_all(ReleaseReason::Disconnect);
+                shared.gates().release_all(ReleaseReason::Disconnect);
                 if matches!(end, End::Shutdown) {
                     break;
                 }
@@ -300,12 +295,12 @@ async fn run(shared: &Shared, link: &watch::Sender<Link>, failures: &watch::Send
                 }
                 _ => {
                     fast = None;
-                    delay = shared.config.retry_interval;
+                    delay = shared.config().retry_interval;
                 }
             },
             Attempt::VersionMismatch => {
                 fast = None;
-                delay = shared.config.retry_interval;
+                delay = shared.config().retry_interval;
             }
         }
     }
@@ -316,8 +311,8 @@ async fn run(shared: &Shared, link: &watch::Sender<Link>, failures: &watch::Send
 /// Resolves once the session shuts down (so `dispose` need not wait out a handshake).
 async fn until_shutdown(shared: &Shared) {
     loop {
-        let woken = shared.stop.notified();
-        if shared.shutdown.load(std::sync::atomic::Ordering::Relaxed) {
+        let woken = shared.stopped();
+        if shared.is_shutdown() {
             return;
         }
         woken.await;
@@ -326,25 +321,24 @@ async fn until_shutdown(shared: &Shared) {
 
 /// Sleeps `delay` unless `ready()` kicks first. False when the session shuts down.
 async fn wait_or_kick(shared: &Shared, delay: Duration) -> bool {
-    use std::sync::atomic::Ordering::Relaxed;
     let sleep = tokio::time::sleep(delay);
     let mut sleep = std::pin::pin!(sleep);
     loop {
-        if shared.shutdown.load(Relaxed) {
+        if shared.is_shutdown() {
             return false;
         }
-        if shared.kick.load(Relaxed) {
+        if shared.kicked() {
             return true;
         }
         tokio::select! {
-            () = &mut sleep => return !shared.shutdown.load(Relaxed),
-            () = shared.wake.notified() => {}
+            () = &mut sleep => return !shared.is_shutdown(),
+            () = shared.woken() => {}
         }
     }
 }
 
 fn hello_frame(shared: &Shared, token: Option<&String>, nonce: Option<&str>) -> String {
-    let cfg = &shared.config;
+    let cfg = shared.config();
     let mut extra = Extra::new();
     if let Some(nonce) = nonce {
         extra.insert(hub_auth::NONCE_FIELD.to_owned(), nonce.into());
@@ -358,7 +352,7 @@ fn hello_frame(shared: &Shared, token: Option<&String>, nonce: Option<&str>) -> 
         capabilities: CAPABILITIES
             .iter()
             .copied()
-            .chain((!shared.gates.edits_killed()).then_some(EDIT_INPUT))
+            .chain((!shared.gates().edits_killed()).then_some(EDIT_INPUT))
             .map(str::to_owned)
             .collect(),
         app: Some(cfg.app.clone()),
@@ -374,24 +368,23 @@ fn hello_frame(shared: &Shared, token: Option<&String>, nonce: Option<&str>) -> 
 }
 
 async fn attempt(shared: &Shared, token: &mut Option<String>) -> Attempt {
-    let cfg = &shared.config;
+    let cfg = shared.config();
     let ws_config = WebSocketConfig::default()
         .max_message_size(Some(MAX_FRAME))
         .max_frame_size(Some(MAX_FRAME));
-    if !is_websocket_url(&shared.url) {
+    if !is_websocket_url(shared.url()) {
         // Said before connecting: whether anything listens there is beside the point.
         shared.warn_once(
             "bad-url",
-            &bad_url_message(&shared.url, "not a ws:// or wss:// URL"),
+            &bad_url_message(shared.url(), "not a ws:// or wss:// URL"),
         );
         return Attempt::Failed;
     }
-    let connect =
-        tokio_tungstenite::connect_async_with_config(shared.url.as_str(), Some(ws_config), true);
+    let connect = tokio_tungstenite::connect_async_with_config(shared.url(), Some(ws_config), true);
     let mut ws = match timeout(cfg.connect_timeout, connect).await {
         Ok(Ok((ws, _))) => ws,
         Ok(Err(tokio_tungstenite::tungstenite::Error::Url(e))) => {
-            shared.warn_once("bad-url", &bad_url_message(&shared.url, &e.to_string()));
+            shared.warn_once("bad-url", &bad_url_message(shared.url(), &e.to_string()));
             return Attempt::Failed;
         }
         Ok(Err(tokio_tungstenite::tungstenite::Error::Http(answer))) => {
@@ -400,14 +393,14 @@ async fn attempt(shared: &Shared, token: &mut Option<String>) -> Attempt {
                 &format!(
                     "{} answered HTTP {} instead of a WebSocket upgrade: is it a GraphMind debugger, \
                      and is the path right (`graphmind serve` listens on ws://127.0.0.1:4747/ingest)?",
-                    shared.url,
+                    shared.url(),
                     answer.status()
                 ),
             );
             return Attempt::Failed;
         }
         _ => {
-            if shared.url_from_env {
+            if shared.url_from_env() {
                 shared.warn_no_debugger("GRAPHMIND_URL");
             }
             return Attempt::Failed;
@@ -442,7 +435,7 @@ async fn attempt(shared: &Shared, token: &mut Option<String>) -> Attempt {
                     "version-mismatch",
                     &format!(
                         "the debugger at {} speaks GraphMind protocol {seen}, this client speaks {PROTOCOL_VERSION}: staying detached",
-                        shared.url
+                        shared.url()
                     ),
                 );
                 let _ = timeout(
@@ -470,10 +463,11 @@ async fn attempt(shared: &Shared, token: &mut Option<String>) -> Attempt {
                     Err(reason) => {
                         shared.set_trusted(false);
                         shared.set_debug_state(DebugState::default());
-                        shared.warn_once("untrusted-hub", &untrusted_message(&shared.url, &reason));
+                        shared
+                            .warn_once("untrusted-hub", &untrusted_message(shared.url(), &reason));
                     }
                 }
-                shared.gates.set_hub_edits(ack.edit_input);
+                shared.gates().set_hub_edits(ack.edit_input);
                 {
                     let mut ring = shared.ring();
                     ring.set_acking(ack.acking);
@@ -481,9 +475,7 @@ async fn attempt(shared: &Shared, token: &mut Option<String>) -> Attempt {
                 }
                 shared.set_attached(true);
                 // Any pending `ready()` kick is satisfied by this attach.
-                shared
-                    .kick
-                    .store(false, std::sync::atomic::Ordering::Relaxed);
+                shared.clear_kick();
                 return Attempt::Attached(Box::new(ws));
             }
         }
@@ -504,14 +496,14 @@ fn fresh_nonce() -> Option<String> {
 /// Whether the debugger that sent `proof` for `nonce` may control the app; the error says
 /// why not.
 fn trust_verdict(shared: &Shared, nonce: Option<&str>, proof: Option<&str>) -> Result<(), String> {
-    let secret = match shared.config.resolved_trust() {
+    let secret = match shared.config().resolved_trust() {
         TrustHub::Any => return Ok(()),
         TrustHub::Secret(secret) => secret,
         TrustHub::SameUser => {
-            let Some(port) = loopback_port(&shared.url) else {
+            let Some(port) = loopback_port(shared.url()) else {
                 return Err("it is not on a loopback address".to_owned());
             };
-            let Some(home) = shared.config.resolved_hub_home() else {
+            let Some(home) = shared.config().resolved_hub_home() else {
                 return Err(
                     "no home to find its run file in (GRAPHMIND_HOME and HOME are unset)"
                         .to_owned(),
@@ -694,15 +686,14 @@ fn read_ack(text: &str) -> AckRead {
 }
 
 async fn connected(shared: &Shared, ws: Socket) -> End {
-    use std::sync::atomic::Ordering::Relaxed;
-    let cfg = &shared.config;
+    let cfg = shared.config();
     let (mut sink, mut stream) = ws.split();
     let mut ping = tokio::time::interval_at(Instant::now() + cfg.ping_interval, cfg.ping_interval);
     ping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut last_heard = Instant::now();
     let write_budget = cfg.pong_timeout.max(Duration::from_millis(200));
     loop {
-        if shared.shutdown.load(Relaxed) {
+        if shared.is_shutdown() {
             let _ = timeout(FLUSH_BUDGET, send_pending(shared, &mut sink)).await;
             let bye = Ws::Close(Some(CloseFrame {
                 code: CloseCode::Normal,
@@ -745,7 +736,7 @@ async fn connected(shared: &Shared, ws: Socket) -> End {
                 }
                 None | Some(Err(_)) => return End::Lost,
             },
-            () = shared.wake.notified() => {
+            () = shared.woken() => {
                 // Woken by the first of what is often a burst of events: let the burst gather
                 // for a moment and send it as one batch, instead of waking this thread (a
                 // syscall on the app's side) and writing to the socket once per event.
@@ -816,7 +807,7 @@ fn handle_control(shared: &Shared, text: &str) {
             return;
         }
         match env.message {
-            Message::ExecResume(resume) => shared.gates.resolve(resume, &env.run_id),
+            Message::ExecResume(resume) => shared.gates().resolve(resume, &env.run_id),
             Message::BreakpointSet(change) => {
                 shared.update_debug_state(|s| s.breakpoints.set(change.matcher));
             }

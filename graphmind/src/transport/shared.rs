@@ -11,45 +11,47 @@ use tokio::sync::Notify;
 use super::Ring;
 use crate::breakpoints::DebugState;
 use crate::config::Config;
+use crate::event::Record;
 use crate::gate::Registry;
 
-/// The state the session and its transport thread share.
+/// The state the session and its transport thread share. Its fields are private: both
+/// sides go through the methods below.
 pub(crate) struct Shared {
     /// The session's settings.
-    pub(crate) config: Config,
+    config: Config,
     /// The debugger's URL.
-    pub(crate) url: String,
+    url: String,
     /// The URL came from `GRAPHMIND_URL` (not from code): a debugger is expected there.
-    pub(crate) url_from_env: bool,
+    url_from_env: bool,
     /// A debugger is attached (hello.ack processed, not yet dropped).
-    pub(crate) attached: AtomicBool,
+    attached: AtomicBool,
     /// A debugger was attached at some point (so events left unsent at close are a loss
     /// worth saying, not the normal life of an app run without a debugger).
-    pub(crate) ever_attached: AtomicBool,
+    ever_attached: AtomicBool,
     /// The attached debugger proved itself (or is trusted explicitly): its gates may hold.
-    pub(crate) trusted: AtomicBool,
+    trusted: AtomicBool,
     /// Control frames ignored from a debugger that was not trusted.
-    pub(crate) ignored_controls: AtomicU64,
+    ignored_controls: AtomicU64,
     /// `dispose` began or the last handle was dropped: no new gates, no reconnects.
-    pub(crate) closing: AtomicBool,
+    closing: AtomicBool,
     /// The replay ring (every recorded event until the hub confirms it).
-    pub(crate) ring: Mutex<Ring>,
+    ring: Mutex<Ring>,
     /// Breakpoints and mode as last set by the debugger.
-    pub(crate) debug: RwLock<DebugState>,
+    debug: RwLock<DebugState>,
     /// Held gates (execution side).
-    pub(crate) gates: Registry,
+    gates: Registry,
     /// Wakes the transport: events to send, a `ready` kick, shutdown.
-    pub(crate) wake: Notify,
+    wake: Notify,
     /// A `ready` call wants an attempt now.
-    pub(crate) kick: AtomicBool,
+    kick: AtomicBool,
     /// The transport is connecting or waiting for `hello.ack`.
-    pub(crate) attempting: AtomicBool,
+    attempting: AtomicBool,
     /// The transport should flush, close and stop.
-    pub(crate) shutdown: AtomicBool,
+    shutdown: AtomicBool,
     /// Wakes whatever the transport is blocked on when `shutdown` is set.
-    pub(crate) stop: Notify,
+    stop: Notify,
     /// Warnings already said (each once).
-    pub(crate) warned: Mutex<Vec<&'static str>>,
+    warned: Mutex<Vec<&'static str>>,
 }
 
 impl Shared {
@@ -77,6 +79,117 @@ impl Shared {
             shutdown: AtomicBool::new(false),
             stop: Notify::new(),
             warned: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The session's settings.
+    #[inline]
+    pub(crate) fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The debugger's URL.
+    pub(crate) fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The URL came from `GRAPHMIND_URL` (not from code): a debugger is expected there.
+    pub(crate) fn url_from_env(&self) -> bool {
+        self.url_from_env
+    }
+
+    /// Held gates (execution side).
+    #[inline]
+    pub(crate) fn gates(&self) -> &Registry {
+        &self.gates
+    }
+
+    /// A debugger was attached at some point in this session.
+    pub(crate) fn ever_attached(&self) -> bool {
+        self.ever_attached.load(Relaxed)
+    }
+
+    /// The attached (or next) debugger may control the app.
+    pub(crate) fn is_trusted(&self) -> bool {
+        self.trusted.load(Relaxed)
+    }
+
+    /// Control frames ignored from untrusted debuggers so far.
+    pub(crate) fn ignored_controls(&self) -> u64 {
+        self.ignored_controls.load(Relaxed)
+    }
+
+    /// `dispose` began or the last handle was dropped.
+    #[inline]
+    pub(crate) fn is_closing(&self) -> bool {
+        self.closing.load(Relaxed)
+    }
+
+    /// Starts closing; `true` if it had started already.
+    pub(crate) fn begin_closing(&self) -> bool {
+        self.closing.swap(true, Relaxed)
+    }
+
+    /// Detaches for good (closing): new gates continue at once.
+    pub(crate) fn detach(&self) {
+        self.attached.store(false, Relaxed);
+    }
+
+    /// Tells the transport to flush, close and stop (closing too), and wakes it.
+    pub(crate) fn signal_shutdown(&self) {
+        self.closing.store(true, Relaxed);
+        self.shutdown.store(true, Relaxed);
+        self.stop.notify_one();
+        self.wake.notify_one();
+    }
+
+    /// The transport should flush, close and stop.
+    pub(crate) fn is_shutdown(&self) -> bool {
+        self.shutdown.load(Relaxed)
+    }
+
+    /// Resolves once [`Shared::signal_shutdown`] is called after this was created (check
+    /// [`Shared::is_shutdown`] after creating it, before awaiting).
+    pub(crate) fn stopped(&self) -> tokio::sync::futures::Notified<'_> {
+        self.stop.notified()
+    }
+
+    /// Wakes the transport (events to send, a kick, shutdown).
+    #[inline]
+    pub(crate) fn wake(&self) {
+        self.wake.notify_one();
+    }
+
+    /// Resolves when the transport is woken (a wake-up before this is awaited is kept).
+    pub(crate) fn woken(&self) -> tokio::sync::futures::Notified<'_> {
+        self.wake.notified()
+    }
+
+    /// Asks the transport for a connection attempt now, unless one is under way.
+    pub(crate) fn kick(&self) {
+        if !self.attempting.load(Relaxed) {
+            self.kick.store(true, Relaxed);
+            self.wake.notify_one();
+        }
+    }
+
+    /// Whether a `ready` call asked for an attempt now.
+    pub(crate) fn kicked(&self) -> bool {
+        self.kick.load(Relaxed)
+    }
+
+    /// A pending kick is satisfied (an attach happened).
+    pub(crate) fn clear_kick(&self) {
+        self.kick.store(false, Relaxed);
+    }
+
+    /// The transport is connecting (or stopped): clears a pending kick when it starts.
+    pub(crate) fn set_attempting(&self, on: bool) {
+        if on {
+            self.attempting.store(true, Relaxed);
+            self.kick.store(false, Relaxed);
+        } else {
+            self.attempting.store(false, Relaxed);
         }
     }
 
@@ -110,13 +223,20 @@ impl Shared {
         self.attached.store(on, Relaxed);
     }
 
+    /// The replay ring, locked.
     pub(crate) fn ring(&self) -> MutexGuard<'_, Ring> {
         // Nothing panics while holding the lock; recover anyway rather than poison the app.
         self.ring.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Stamps `record` with the next seq and stores it in the ring. Returns the seq.
+    #[inline]
+    pub(crate) fn record(&self, ts: u64, run_id: &str, record: Record) -> u64 {
+        self.ring().push(ts, run_id, record)
+    }
+
     /// Takes one seq from the session counter without recording an event (the transport
-    /// uses it for `hello`). Events get theirs from [`Inner::emit`].
+    /// uses it for `hello`). Events get theirs from [`Shared::record`].
     pub(crate) fn next_seq(&self) -> u64 {
         self.ring().take_seq()
     }
