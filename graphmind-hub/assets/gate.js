@@ -444,6 +444,8 @@ export class Gates {
    * while the view is panned.
    */
   position(canvas) {
+    // nothing to place: reading the sizes below would force a layout of the whole page
+    if (this.banners.size === 0) return;
     const vw = this.overlay.clientWidth || canvas.viewport.clientWidth;
     const vh = this.overlay.clientHeight || canvas.viewport.clientHeight;
     const rects = canvas.screenRects();

@@ -150,7 +150,8 @@ function onFrame(f) {
     case 'events':
       if (f.runId !== state.selectedRun || !state.model || !Array.isArray(f.events)) break;
       for (const env of f.events) state.model.apply(env);
-      if (state.replayed || performance.now() - state.subscribedAt > 400) scheduleCanvas();
+      if (state.replayed) scheduleCanvas();
+      else replayProgress();
       break;
     case 'replayed':
       if (f.runId !== state.selectedRun || !state.model) break;
@@ -226,7 +227,24 @@ function newestRun() {
   return best;
 }
 
+/**
+ * While a long replay streams in, the graph is drawn at most every REPLAY_DRAW_MS (the first
+ * time REPLAY_FIRST_DRAW_MS after subscribing): each draw lays out and restyles every card,
+ * and drawing on every frame of a 100,000-event replay took longer than the replay itself.
+ */
+const REPLAY_FIRST_DRAW_MS = 400;
+const REPLAY_DRAW_MS = 1000;
+let lastReplayDraw = 0;
+
+function replayProgress() {
+  const now = performance.now();
+  if (now - state.subscribedAt < REPLAY_FIRST_DRAW_MS || now - lastReplayDraw < REPLAY_DRAW_MS) return;
+  lastReplayDraw = now;
+  scheduleCanvas();
+}
+
 function subscribe(runId, fresh) {
+  lastReplayDraw = 0;
   state.model = new RunModel(runId);
   state.replayed = false;
   state.subscribedAt = performance.now();

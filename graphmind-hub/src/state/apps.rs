@@ -295,3 +295,86 @@ fn mark_abandoned(st: &mut State, which: impl Fn(&RunState) -> bool) -> Vec<RunR
     }
     rows
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::AllowControl;
+    use crate::state::Config;
+    use crate::storage::{Retention, Storage};
+    use crate::tokens::Token;
+
+    fn token() -> Token {
+        Token::generate().unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn session_tokens_beyond_the_hard_cap_go_oldest_first_and_are_counted() {
+        let dir = std::env::temp_dir().join(format!("gm-token-cap-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("dir");
+        let retention = Retention {
+            keep: 10,
+            max_age_days: 30,
+        };
+        let storage = Storage::open(&dir.join("t.db"), retention, now_ms()).expect("open");
+        let cfg = Config {
+            version: "test",
+            port: 0,
+            allow_control: AllowControl::Off,
+            viewer_token: token(),
+            agent_token: token(),
+            hub_secret: token(),
+            abandon_grace: Duration::from_secs(3600),
+            resume_wait: Duration::from_secs(5),
+            hello_timeout: Duration::from_secs(10),
+            memory_runs: 10,
+            ui_auth_timeout: Duration::from_secs(5),
+            edit_input: true,
+            operator: None,
+        };
+        let hub = HubState::new(
+            cfg,
+            storage.writer.clone(),
+            Arc::clone(&storage.reader),
+            Vec::new(),
+            Vec::new(),
+            Vec::new(),
+        );
+        // Apps that went away within the grace keep their tokens (one each, fewer than the
+        // per-app limit): only the hard cap trims them, the earliest issued first.
+        let over = 100;
+        let n = MAX_SESSION_TOKENS + over;
+        {
+            let mut st = hub.lock();
+            let now = Instant::now();
+            for i in 0..n as u64 {
+                st.gone.insert(i, now);
+                st.tokens.insert(
+                    format!("sess_{i:06}"),
+                    SessionToken {
+                        identity: i,
+                        issued: i,
+                    },
+                );
+            }
+        }
+        hub.sweep();
+        let st = hub.lock();
+        assert_eq!(st.tokens.len(), MAX_SESSION_TOKENS);
+        assert!(
+            st.tokens.values().all(|t| t.issued >= over as u64),
+            "the oldest went"
+        );
+        assert_eq!(
+            hub.stats.tokens_expired.load(Ordering::Relaxed),
+            over as u64,
+            "every evicted token is counted"
+        );
+        drop(st);
+        drop(storage);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
