@@ -12,8 +12,15 @@ paths, including grouped imports (`use crate::{a::X, b};`), and names the crate 
 (`crate::Config` when `lib.rs` has `pub use config::Config`). Comments, string literals and
 `#[cfg(test)]` items are not read: tests may reach anywhere. An edge between a module and one
 of its own ancestors or descendants does not count (a parent declares and re-exports its
-children). Every strongly connected group of two or more modules is printed; the exit status is
-1 when there is any.
+children). Every strongly connected group of two or more modules is printed.
+
+The layer order is checked too, for every crate that `ARCHITECTURE.md` (at ROOT) gives a table
+in a fenced block opened with ```` ```layers <crate>/src ````, one line per layer from the bottom
+up: `<number> <title>: <module> <module> …`. A module belongs to the layer that lists it or its
+nearest listed ancestor (`call` covers `call::hold`). Every module must be in the table, every
+listed module must exist, and a module may import only from its own layer or a lower one; each
+import from a higher layer is printed with both layers. The exit status is 1 when there is any
+cycle or layer fault.
 """
 import os
 import re
@@ -153,13 +160,15 @@ def module_tree(src):
             if f.endswith(".rs"):
                 roots.append(("bin::" + f[:-3], os.path.join(bins, f)))
     todo = [(name, path, True) for name, path in roots]
+    seen = set()
     while todo:
         name, path, owns_dir = todo.pop()
-        if name in files and name == "":
-            text = files[name] + "\n" + open(path, encoding="utf-8", errors="replace").read()
-        else:
-            text = open(path, encoding="utf-8", errors="replace").read()
-        files[name] = text
+        if (name, os.path.normpath(path)) in seen:
+            continue
+        seen.add((name, os.path.normpath(path)))
+        text = open(path, encoding="utf-8", errors="replace").read()
+        # The crate root of a lib + bin, or cfg twins (`#[cfg(…)] #[path = "…"] mod x;`) share a name.
+        files[name] = files[name] + "\n" + text if name in files else text
         here = os.path.dirname(path)
         stem = os.path.splitext(os.path.basename(path))[0]
         child_dir = here if owns_dir or stem == "mod" else os.path.join(here, stem)
@@ -174,10 +183,7 @@ def module_tree(src):
                 continue
             for cand, owns in ((os.path.join(child_dir, child + ".rs"), False), (os.path.join(child_dir, child, "mod.rs"), True)):
                 if os.path.isfile(cand):
-                    if full in files:  # a cfg twin mounted under the same name
-                        files[full] += "\n" + open(cand, encoding="utf-8", errors="replace").read()
-                    else:
-                        todo.append((full, cand, owns))
+                    todo.append((full, cand, owns))
                     break
     return files
 
@@ -293,6 +299,85 @@ def check(root, out=sys.stdout):
     return total
 
 
+LAYERS_FENCE = re.compile(r"^```layers[ \t]+(\S+)[ \t]*\n(.*?)^```", re.M | re.S)
+
+
+def layer_tables(root):
+    """{src dir relative to root: [(number, title, [module…])]} from `ARCHITECTURE.md`."""
+    path = os.path.join(root, "ARCHITECTURE.md")
+    if not os.path.isfile(path):
+        return {}
+    text = open(path, encoding="utf-8").read()
+    return {os.path.normpath(m.group(1)): layer_rows(m.group(2)) for m in LAYERS_FENCE.finditer(text)}
+
+
+def layer_rows(block):
+    """`1 leaves: a b` lines -> [(1, "leaves", ["a", "b"])]."""
+    rows = []
+    for line in block.splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        row = re.match(r"(\d+)\s+([^:]+):(.*)$", line)
+        if not row:
+            raise ValueError(f"ARCHITECTURE.md: bad layer line {line!r} (want `<number> <title>: <module> …`)")
+        rows.append((int(row.group(1)), row.group(2).strip(), row.group(3).split()))
+    return rows
+
+
+def layer_faults(edges, rows):
+    """Every fault of a crate's modules against its layer table, as text lines."""
+    layer_of, title, faults = {}, {}, []
+    for number, name, mods in rows:
+        title[number] = name
+        for mod in mods:
+            if mod in layer_of:
+                faults.append(f"`{mod}` is listed in two layers")
+            layer_of[mod] = number
+    mods = {m for m in edges if m != ""}
+    for listed in sorted(layer_of):
+        if listed not in mods:
+            faults.append(f"`{listed}` is in the layer table but is no module of the crate")
+
+    def layer(mod):
+        parts = mod.split("::")
+        for i in range(len(parts), 0, -1):
+            got = layer_of.get("::".join(parts[:i]))
+            if got is not None:
+                return got
+        return None
+
+    for mod in sorted(mods):
+        if layer(mod) is None:
+            faults.append(f"`{mod}` is in no layer: add it to the table in ARCHITECTURE.md")
+    for mod in sorted(mods):
+        here = layer(mod)
+        for target in sorted(edges[mod]):
+            there = layer(target) if target else None
+            if here is not None and there is not None and there > here:
+                faults.append(
+                    f"`{mod}` (layer {here}, {title[here]}) imports `{target}` "
+                    f"(layer {there}, {title[there]}): a module imports only from its own layer or below"
+                )
+    return faults
+
+
+def check_layers(root, out=sys.stdout):
+    total = 0
+    for rel, rows in sorted(layer_tables(root).items()):
+        src = os.path.join(root, rel)
+        if not os.path.isdir(src):
+            print(f"ARCHITECTURE.md: layer table for `{rel}`, which is no folder", file=out)
+            total += 1
+            continue
+        faults = layer_faults(edges_of(src), rows)
+        for fault in faults:
+            print(f"{rel}: {fault}", file=out)
+        total += len(faults)
+    print(f"module layer faults: {total}", file=out)
+    return total
+
+
 def self_test():
     import io
 
@@ -343,6 +428,43 @@ def self_test():
         expect(n == 1, f"check over both crates found {n} cycles:\n{buf.getvalue()}")
         expect("circular/src: 4 modules import each other: a, b, c, d" in buf.getvalue(), buf.getvalue())
         expect("  d -> a" in buf.getvalue(), "report names the edges")
+        # Layers: a table over a small crate, then the same crate with an upward import,
+        # a module missing from the table and a stale entry.
+        def layered(name, extra):
+            files = {
+                "lib.rs": 'mod ids;\nmod event;\nmod call;\npub mod api;\n#[cfg(not(feature = "on"))]\n#[path = "off/api.rs"]\npub mod api;\n',
+                "ids.rs": "pub struct Id;\n",
+                "event.rs": "use crate::ids::Id;\npub struct Ev(Id);\n",
+                "call/mod.rs": "mod hold;\npub struct Call;\n",
+                "call/hold.rs": "use crate::event::Ev;\nuse super::Call;\n",
+                "api.rs": "use crate::call::Call;\n",
+                "off/api.rs": "use crate::ids::Id;\n",
+            }
+            files.update(extra)
+            return crate(os.path.join(tmp, "layers"), name, files)
+
+        table = "1 leaves: ids\n2 event data: event\n3 call: call\n4 public api: api\n"
+        good = layered("good", {})
+        faults = layer_faults(edges_of(good), layer_rows(table))
+        expect(faults == [], f"layered crate has layer faults {faults}")
+        expect("ids" in edges_of(good)["api"], "a cfg twin mounted through #[path] is read too")
+        upward = layered("upward", {
+            "ids.rs": "pub struct Id;\nfn f(_: crate::event::Ev) {}\n",
+            "call/hold.rs": "use crate::{api, event::Ev};\nuse super::Call;\n",
+            "lib.rs": 'mod ids;\nmod event;\nmod call;\npub mod api;\nmod stray;\n',
+            "stray.rs": "\n",
+        })
+        arch = "# Architecture\n\n```layers good/src\n" + table + "```\n\n```layers upward/src\n" + table + "9 gone: missing\n```\n"
+        open(os.path.join(tmp, "layers", "ARCHITECTURE.md"), "w").write(arch)
+        buf = io.StringIO()
+        n = check_layers(os.path.join(tmp, "layers"), buf)
+        got = buf.getvalue()
+        expect(n == 4, f"layer check found {n} faults, want 4:\n{got}")
+        expect("upward/src: `ids` (layer 1, leaves) imports `event` (layer 2, event data)" in got, got)
+        expect("upward/src: `call::hold` (layer 3, call) imports `api` (layer 4, public api)" in got, got)
+        expect("upward/src: `stray` is in no layer" in got, got)
+        expect("upward/src: `missing` is in the layer table but is no module of the crate" in got, got)
+        expect("good/src" not in got, got)
     if failures:
         print("self-test failed:\n- " + "\n- ".join(failures))
         return 1
@@ -354,4 +476,5 @@ if __name__ == "__main__":
     if sys.argv[1:] == ["--self-test"]:
         sys.exit(self_test())
     root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-    sys.exit(1 if check(root) else 0)
+    faults = check(root) + check_layers(root)
+    sys.exit(1 if faults else 0)

@@ -152,6 +152,7 @@ mod redact;
 mod rejection;
 #[cfg(feature = "enabled")]
 mod replay;
+mod resume;
 mod roster;
 mod run;
 #[cfg(feature = "enabled")]

@@ -7,28 +7,7 @@ use serde_json::Value;
 
 pub use crate::extras::Extras;
 
-/// What the debugger decided at a gate of a [`Node`].
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub enum Resume {
-    /// Go on.
-    Continue,
-    /// Run the call again.
-    Retry,
-    /// Use this value instead.
-    Inject(Value),
-    /// The debugger aborted the run.
-    Abort,
-    /// Run with an edited input.
-    Edit {
-        /// The whole input that runs.
-        input: Value,
-        /// The keys sent.
-        changed: serde_json::Map<String, Value>,
-    },
-    /// A person rejected the call with this reason.
-    Reject(String),
-}
+pub use crate::resume::Resume;
 
 #[derive(Debug)]
 enum Never {}
