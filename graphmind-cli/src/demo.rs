@@ -11,6 +11,9 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::Args;
+use graphmind_protocol::PausePoint;
+use graphmind_protocol::control::{ResumeAnswer, ResumeRequest};
+use graphmind_protocol::feed::{PausesList, RunSummary, RunsList};
 use serde_json::{Value, json};
 
 use crate::hub_http;
@@ -271,48 +274,54 @@ async fn drive(
             None,
         )
         .await?;
-        let list = pauses.1["pauses"].as_array().cloned().unwrap_or_default();
-        for p in list {
-            let (Some(run_id), Some(pause_id)) = (p["runId"].as_str(), p["pauseId"].as_str())
-            else {
-                continue;
-            };
-            if handled.contains(pause_id) || !is_demo_run(port, token, run_id, started_ms).await {
+        let list = serde_json::from_value::<PausesList>(pauses.1)
+            .map_err(|e| format!("--auto: the hub's pauses list does not decode: {e}"))?;
+        for p in list.pauses {
+            if handled.contains(&p.pause_id)
+                || !is_demo_run(port, token, &p.run_id, started_ms).await
+            {
                 continue;
             }
-            let node = p["nodeId"].as_str().unwrap_or("");
-            let point = p["point"].as_str().unwrap_or("");
-            let body = if node == FAILING_NODE && point == "error" {
-                json!({"action": "inject", "output": fix()})
+            let (node, point) = (p.node_id.as_str(), p.point);
+            let body = if node == FAILING_NODE && point == PausePoint::Error {
+                ResumeRequest {
+                    action: "inject".to_owned(),
+                    output: Some(fix()),
+                    ..ResumeRequest::default()
+                }
             } else {
-                json!({"action": "continue"})
+                ResumeRequest {
+                    action: "continue".to_owned(),
+                    ..ResumeRequest::default()
+                }
             };
-            let path = format!("/api/runs/{run_id}/pauses/{pause_id}/resume");
+            let path = format!("/api/runs/{}/pauses/{}/resume", p.run_id, p.pause_id);
             let (status, answer) = blocking(
                 port,
                 "POST",
                 &path,
                 Some(token.to_owned()),
-                Some(body.clone()),
+                serde_json::to_value(&body).ok(),
             )
             .await?;
-            let outcome = answer["outcome"].as_str().unwrap_or("?");
+            let answer = serde_json::from_value::<ResumeAnswer>(answer).ok();
+            let outcome = answer.as_ref().map_or("?", |a| a.outcome.as_str());
             match outcome {
                 "resumed" | "sent" => {
-                    handled.insert(pause_id.to_owned());
                     say!(
                         json_out,
                         "graphmind demo --auto: {} at {node} ({point}) -> {outcome}",
-                        body["action"].as_str().unwrap_or("?")
+                        body.action
                     );
+                    handled.insert(p.pause_id);
                 }
                 "taken" | "gone" => {
-                    handled.insert(pause_id.to_owned());
+                    handled.insert(p.pause_id);
                 }
                 _ => {
-                    let why = answer["message"]
-                        .as_str()
-                        .or_else(|| answer["error"].as_str())
+                    let why = answer
+                        .as_ref()
+                        .and_then(|a| a.message.as_deref().or(a.error.as_deref()))
                         .unwrap_or("");
                     return Err(format!(
                         "--auto: the hub answered {status} {outcome} to the resume of {node}: {why}"
@@ -331,10 +340,11 @@ async fn run_status(port: u16, started_ms: u64) -> Option<String> {
     let token = read_token(port);
     loop {
         if let Ok((_, v)) = blocking(port, "GET", "/api/runs?limit=50", token.clone(), None).await {
-            let found = v["runs"].as_array().and_then(|runs| {
-                runs.iter()
+            let found = serde_json::from_value::<RunsList>(v).ok().and_then(|list| {
+                list.runs
+                    .iter()
                     .find(|r| is_demo_summary(r, started_ms))
-                    .and_then(|r| r["status"].as_str().map(str::to_owned))
+                    .map(|r| r.status.as_str().to_owned())
             });
             if let Some(s) = found.as_deref()
                 && (s != "running" || Instant::now() > until)
@@ -349,16 +359,18 @@ async fn run_status(port: u16, started_ms: u64) -> Option<String> {
     }
 }
 
-fn is_demo_summary(r: &Value, started_ms: u64) -> bool {
-    r["app"].as_str() == Some(APP)
-        && r["name"].as_str() == Some(RUN)
-        && r["startedAt"].as_u64().unwrap_or(0) + 1_000 >= started_ms
+fn is_demo_summary(r: &RunSummary, started_ms: u64) -> bool {
+    r.app.as_deref() == Some(APP)
+        && r.name.as_deref() == Some(RUN)
+        && r.started_at + 1_000 >= started_ms
 }
 
 async fn is_demo_run(port: u16, token: &str, run_id: &str, started_ms: u64) -> bool {
     let path = format!("/api/runs/{run_id}");
     match blocking(port, "GET", &path, Some(token.to_owned()), None).await {
-        Ok((200, r)) => is_demo_summary(&r, started_ms),
+        Ok((200, r)) => {
+            serde_json::from_value::<RunSummary>(r).is_ok_and(|r| is_demo_summary(&r, started_ms))
+        }
         _ => false,
     }
 }
@@ -454,12 +466,14 @@ mod tests {
 
     #[test]
     fn only_recent_runs_of_the_demo_agent_count() {
-        let r = json!({"app": APP, "name": RUN, "startedAt": 10_000});
-        assert!(is_demo_summary(&r, 10_500));
-        assert!(!is_demo_summary(&r, 20_000));
-        assert!(!is_demo_summary(
-            &json!({"app": "other", "name": RUN, "startedAt": 10_000}),
-            10_000
-        ));
+        let summary = |app: &str| -> RunSummary {
+            serde_json::from_value(json!({
+                "runId": "run_1", "app": app, "name": RUN, "status": "ok", "startedAt": 10_000
+            }))
+            .expect("a run summary")
+        };
+        assert!(is_demo_summary(&summary(APP), 10_500));
+        assert!(!is_demo_summary(&summary(APP), 20_000));
+        assert!(!is_demo_summary(&summary("other"), 10_000));
     }
 }

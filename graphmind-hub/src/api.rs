@@ -9,14 +9,18 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{Path, Query, State};
+use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request, State};
+use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use graphmind_protocol::control::{ForgetRequest, Principal, RememberedList, ResumeRequest};
+use graphmind_protocol::control::{
+    ApiError, ForgetRequest, Principal, RememberedList, ResumeRequest,
+};
 use graphmind_protocol::{BreakpointMatcher, Mode, ResumeAction};
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value, json};
 
 use super::security::{bearer, is_json};
 use super::state::{HubState, MAX_BREAKPOINTS, Need, Outcome};
@@ -40,13 +44,44 @@ pub fn routes() -> Router<Arc<HubState>> {
 }
 
 fn error(status: StatusCode, msg: impl Into<String>) -> Response {
-    (status, axum::Json(json!({"error": msg.into()}))).into_response()
+    (status, axum::Json(ApiError::new(msg))).into_response()
 }
 
-/// Reads expose every tool input and output: they take the viewer or the agent token.
-fn reader(hub: &HubState, headers: &HeaderMap) -> Result<(), Response> {
-    hub.authorize_reader(bearer(headers))
-        .map_err(|o| error(StatusCode::UNAUTHORIZED, o.message().unwrap_or_default()))
+/// A read's preamble, as an extractor: reads expose every tool input and output, so they
+/// take the viewer or the agent token (`401` otherwise).
+struct Reader;
+
+impl FromRequestParts<Arc<HubState>> for Reader {
+    type Rejection = Response;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        hub: &Arc<HubState>,
+    ) -> Result<Self, Self::Rejection> {
+        hub.authorize_reader(bearer(&parts.headers))
+            .map(|()| Reader)
+            .map_err(|o| error(StatusCode::UNAUTHORIZED, o.message().unwrap_or_default()))
+    }
+}
+
+/// A debug mutation's preamble, as an extractor: `Content-Type: application/json` first (a
+/// cross-site form cannot send JSON, `415`), then the agent token with the right to debug
+/// (`401` / `403`), then the body, a JSON object (`400`), read as `T`.
+struct Debugging<T = Map<String, Value>>(T);
+
+impl<T: DeserializeOwned> FromRequest<Arc<HubState>> for Debugging<T> {
+    type Rejection = Response;
+
+    async fn from_request(req: Request, hub: &Arc<HubState>) -> Result<Self, Self::Rejection> {
+        gate(hub, req.headers(), Need::Debug)?;
+        let body = Bytes::from_request(req, hub)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        let object = body_json(&body)?;
+        serde_json::from_value(Value::Object(object))
+            .map(Debugging)
+            .map_err(|e| error(StatusCode::BAD_REQUEST, format!("bad request: {e}")))
+    }
 }
 
 async fn health(State(hub): State<Arc<HubState>>) -> Response {
@@ -60,12 +95,9 @@ struct LimitQuery {
 
 async fn runs(
     State(hub): State<Arc<HubState>>,
-    headers: HeaderMap,
+    _: Reader,
     Query(q): Query<LimitQuery>,
 ) -> Response {
-    if let Err(r) = reader(&hub, &headers) {
-        return r;
-    }
     let limit = q.limit.unwrap_or(200).min(1000);
     // Runs evicted from memory are listed from storage.
     let stored = match hub.stored_runs(limit).await {
@@ -75,14 +107,7 @@ async fn runs(
     axum::Json(json!({"runs": hub.runs(limit, &stored)})).into_response()
 }
 
-async fn run(
-    State(hub): State<Arc<HubState>>,
-    headers: HeaderMap,
-    Path(run_id): Path<String>,
-) -> Response {
-    if let Err(r) = reader(&hub, &headers) {
-        return r;
-    }
+async fn run(State(hub): State<Arc<HubState>>, _: Reader, Path(run_id): Path<String>) -> Response {
     match hub.run_anywhere(&run_id).await {
         Ok(Some(r)) => axum::Json(r).into_response(),
         Ok(None) => error(StatusCode::NOT_FOUND, format!("no run {run_id}")),
@@ -107,13 +132,10 @@ const BODY_CHUNK: usize = 64 * 1024;
 
 async fn events(
     State(hub): State<Arc<HubState>>,
-    headers: HeaderMap,
+    _: Reader,
     Path(run_id): Path<String>,
     Query(q): Query<EventsQuery>,
 ) -> Response {
-    if let Err(r) = reader(&hub, &headers) {
-        return r;
-    }
     match hub.run_anywhere(&run_id).await {
         Ok(Some(_)) => {}
         Ok(None) => return error(StatusCode::NOT_FOUND, format!("no run {run_id}")),
@@ -192,12 +214,9 @@ struct PausesQuery {
 
 async fn pauses(
     State(hub): State<Arc<HubState>>,
-    headers: HeaderMap,
+    _: Reader,
     Query(q): Query<PausesQuery>,
 ) -> Response {
-    if let Err(r) = reader(&hub, &headers) {
-        return r;
-    }
     let list = match q.wait.filter(|w| w.is_finite() && *w > 0.0) {
         Some(w) => {
             hub.wait_pauses(q.run_id.as_deref(), Duration::from_secs_f64(w.min(600.0)))
@@ -210,12 +229,9 @@ async fn pauses(
 
 async fn pause(
     State(hub): State<Arc<HubState>>,
-    headers: HeaderMap,
+    _: Reader,
     Path((run_id, pause_id)): Path<(String, String)>,
 ) -> Response {
-    if let Err(r) = reader(&hub, &headers) {
-        return r;
-    }
     match hub.pause(&run_id, &pause_id) {
         Some(p) => axum::Json(p).into_response(),
         None => error(
@@ -270,7 +286,7 @@ fn gate(hub: &HubState, headers: &HeaderMap, need: Need) -> Result<(), Response>
     })
 }
 
-fn body_json(body: &Bytes) -> Result<serde_json::Map<String, Value>, Response> {
+fn body_json(body: &Bytes) -> Result<Map<String, Value>, Response> {
     match serde_json::from_slice::<Value>(body) {
         Ok(Value::Object(o)) => Ok(o),
         Ok(_) => Err(error(
@@ -328,12 +344,9 @@ async fn resume(
 
 async fn remembered(
     State(hub): State<Arc<HubState>>,
-    headers: HeaderMap,
+    _: Reader,
     Path(run_id): Path<String>,
 ) -> Response {
-    if let Err(r) = reader(&hub, &headers) {
-        return r;
-    }
     axum::Json(RememberedList {
         remembered: hub.remembered(Some(&run_id)),
     })
@@ -342,17 +355,9 @@ async fn remembered(
 
 async fn forget(
     State(hub): State<Arc<HubState>>,
-    headers: HeaderMap,
     Path(run_id): Path<String>,
-    body: Bytes,
+    Debugging(which): Debugging<ForgetRequest>,
 ) -> Response {
-    if let Err(r) = gate(&hub, &headers, Need::Debug) {
-        return r;
-    }
-    let which = match serde_json::from_slice::<ForgetRequest>(&body) {
-        Ok(w) => w,
-        Err(e) => return error(StatusCode::BAD_REQUEST, format!("bad request: {e}")),
-    };
     hub.forget(&run_id, &which);
     axum::Json(RememberedList {
         remembered: hub.remembered(Some(&run_id)),
@@ -372,18 +377,7 @@ fn matcher_of(v: Option<&Value>) -> Result<BreakpointMatcher, Response> {
         .map_err(|e| error(StatusCode::BAD_REQUEST, format!("bad matcher: {e}")))
 }
 
-async fn debug_replace(
-    State(hub): State<Arc<HubState>>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    if let Err(r) = gate(&hub, &headers, Need::Debug) {
-        return r;
-    }
-    let body = match body_json(&body) {
-        Ok(b) => b,
-        Err(r) => return r,
-    };
+async fn debug_replace(State(hub): State<Arc<HubState>>, Debugging(body): Debugging) -> Response {
     let bps = match body.get("breakpoints") {
         None => None,
         Some(v) => match serde_json::from_value::<Vec<BreakpointMatcher>>(v.clone()) {
@@ -408,23 +402,15 @@ async fn debug_replace(
 fn too_many_breakpoints(msg: String) -> Response {
     (
         StatusCode::CONFLICT,
-        axum::Json(json!({"error": msg, "maxBreakpoints": MAX_BREAKPOINTS})),
+        axum::Json(ApiError {
+            max_breakpoints: Some(MAX_BREAKPOINTS),
+            ..ApiError::new(msg)
+        }),
     )
         .into_response()
 }
 
-async fn breakpoint_set(
-    State(hub): State<Arc<HubState>>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    if let Err(r) = gate(&hub, &headers, Need::Debug) {
-        return r;
-    }
-    let body = match body_json(&body) {
-        Ok(b) => b,
-        Err(r) => return r,
-    };
+async fn breakpoint_set(State(hub): State<Arc<HubState>>, Debugging(body): Debugging) -> Response {
     match matcher_of(body.get("matcher")) {
         Ok(m) => match hub.set_breakpoint(m) {
             Ok(d) => axum::Json(d).into_response(),
@@ -436,16 +422,8 @@ async fn breakpoint_set(
 
 async fn breakpoint_clear(
     State(hub): State<Arc<HubState>>,
-    headers: HeaderMap,
-    body: Bytes,
+    Debugging(body): Debugging,
 ) -> Response {
-    if let Err(r) = gate(&hub, &headers, Need::Debug) {
-        return r;
-    }
-    let body = match body_json(&body) {
-        Ok(b) => b,
-        Err(r) => return r,
-    };
     if body.get("all").and_then(Value::as_bool) == Some(true) {
         return axum::Json(hub.clear_breakpoints(None)).into_response();
     }
@@ -455,14 +433,7 @@ async fn breakpoint_clear(
     }
 }
 
-async fn mode_set(State(hub): State<Arc<HubState>>, headers: HeaderMap, body: Bytes) -> Response {
-    if let Err(r) = gate(&hub, &headers, Need::Debug) {
-        return r;
-    }
-    let body = match body_json(&body) {
-        Ok(b) => b,
-        Err(r) => return r,
-    };
+async fn mode_set(State(hub): State<Arc<HubState>>, Debugging(body): Debugging) -> Response {
     match body
         .get("mode")
         .and_then(Value::as_str)

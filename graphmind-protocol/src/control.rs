@@ -165,6 +165,29 @@ pub struct ForgetRequest {
     pub point: Option<PausePoint>,
 }
 
+/// The body of a failed HTTP API request (`docs/http-api.md`): `{"error": "…"}`, and the cap
+/// when a breakpoint list is full (`409`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ApiError {
+    /// What went wrong, readable.
+    pub error: String,
+    /// The most breakpoints the hub keeps (a `409` for a full list only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_breakpoints: Option<usize>,
+}
+
+impl ApiError {
+    /// An error body with this message.
+    #[must_use]
+    pub fn new(error: impl Into<String>) -> Self {
+        Self {
+            error: error.into(),
+            max_breakpoints: None,
+        }
+    }
+}
+
 /// The answer of a `/ws/ui` control frame (`type: "result"`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -217,6 +240,24 @@ mod tests {
     fn an_operator_label_is_cut_and_has_no_control_characters() {
         assert_eq!(operator_label(" ops\n\u{7}bot "), "opsbot");
         assert_eq!(operator_label(&"x".repeat(100)).len(), MAX_OPERATOR_CHARS);
+    }
+
+    #[test]
+    fn an_api_error_body_is_unchanged() {
+        assert_eq!(
+            serde_json::to_value(ApiError::new("no run r")).unwrap(),
+            json!({"error": "no run r"})
+        );
+        let full = ApiError {
+            max_breakpoints: Some(256),
+            ..ApiError::new("too many breakpoints")
+        };
+        assert_eq!(
+            serde_json::to_value(&full).unwrap(),
+            json!({"error": "too many breakpoints", "maxBreakpoints": 256})
+        );
+        let read: ApiError = serde_json::from_value(json!({"error": "x"})).unwrap();
+        assert_eq!(read, ApiError::new("x"));
     }
 
     #[test]

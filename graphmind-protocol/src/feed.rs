@@ -69,10 +69,13 @@ impl std::fmt::Display for RunStatus {
 }
 
 /// One run as listed (`GET /api/runs`, `GET /api/runs/{id}`, `hello` and `run` frames).
+/// It also reads a GraphMind 0.6 hub's listing: the id as `id`, and `live`, `startedAt`,
+/// `eventCount` and `incomplete` as absent (false or 0).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RunSummary {
     /// The run's id.
+    #[serde(alias = "id")]
     pub run_id: String,
     /// The app that made it.
     pub app: Option<String>,
@@ -81,16 +84,20 @@ pub struct RunSummary {
     /// Where it is.
     pub status: RunStatus,
     /// Running and its app connected.
+    #[serde(default)]
     pub live: bool,
     /// Epoch ms it started (first sight when no `run.started` came).
+    #[serde(default)]
     pub started_at: u64,
     /// Epoch ms it ended.
     pub ended_at: Option<u64>,
     /// `endedAt - startedAt`.
     pub duration_ms: Option<u64>,
     /// Events stored.
+    #[serde(default)]
     pub event_count: u64,
     /// Its app announced events of it lost.
+    #[serde(default)]
     pub incomplete: bool,
     /// The `sdk` of its `run.started`.
     pub sdk: Option<Value>,
@@ -336,6 +343,25 @@ mod tests {
             run.starts_with(r#"{"type":"run","run":{"runId":"run_1","#),
             "{run}"
         );
+    }
+
+    #[test]
+    fn a_graphmind_0_6_run_listing_decodes() {
+        let list: RunsList = serde_json::from_value(json!({"runs": [
+            {"id": "run_06", "app": "support", "status": "error", "eventCount": 4,
+             "startedAt": 1000, "source": "live"}
+        ]}))
+        .unwrap();
+        let r = &list.runs[0];
+        assert_eq!(r.run_id, "run_06");
+        assert_eq!(r.status, RunStatus::Error);
+        assert_eq!((r.event_count, r.started_at, r.live), (4, 1000, false));
+        assert_eq!(r.name, None);
+        let bare: RunSummary =
+            serde_json::from_value(json!({"id": "r", "status": "running"})).unwrap();
+        assert_eq!((bare.started_at, bare.event_count), (0, 0));
+        // Written, the id is always `runId`.
+        assert_eq!(serde_json::to_value(&bare).unwrap()["runId"], "r");
     }
 
     #[test]

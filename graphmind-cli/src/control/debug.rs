@@ -1,16 +1,21 @@
 //! `graphmind break` and `graphmind mode`: the hub's breakpoints and step mode.
 
+use graphmind_protocol::BreakpointMatcher;
+use graphmind_protocol::feed::DebugState;
+
 use super::*;
 
-fn matcher_text(m: &Value) -> String {
+fn matcher_text(m: &BreakpointMatcher) -> String {
     let mut parts = Vec::new();
-    for k in ["kind", "name", "point"] {
-        if let Some(v) = m.get(k).and_then(Value::as_str) {
-            parts.push(format!("{k}={v}"));
-        }
+    if let Some(kind) = m.kind {
+        parts.push(format!("kind={kind}"));
     }
-    if m.get("point").is_none() {
-        parts.push("(point before)".into());
+    if let Some(name) = &m.name {
+        parts.push(format!("name={name}"));
+    }
+    match m.point {
+        Some(point) => parts.push(format!("point={point}")),
+        None => parts.push("(point before)".into()),
     }
     parts.join(" ")
 }
@@ -32,18 +37,14 @@ pub(super) fn print_debug(state: &Value, as_json: bool) -> Result<(), Fail> {
     if as_json {
         return print_json(state);
     }
+    let state: DebugState = typed(state, "the debug state")?;
     let mut out = String::new();
-    let _ = writeln!(out, "mode: {}", s(state, "mode"));
-    let bps = state
-        .get("breakpoints")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    if bps.is_empty() {
+    let _ = writeln!(out, "mode: {}", state.mode);
+    if state.breakpoints.is_empty() {
         out.push_str("breakpoints: none\n");
     } else {
         out.push_str("breakpoints:\n");
-        for b in &bps {
+        for b in &state.breakpoints {
             let _ = writeln!(out, "  {}", matcher_text(b));
         }
     }

@@ -373,6 +373,17 @@ fn expect_ok(a: Answer) -> Result<Value, Fail> {
     }
 }
 
+/// A hub's answer read as one of the typed bodies of `graphmind_protocol` (`what` names it
+/// in the error).
+fn typed<T: serde::de::DeserializeOwned>(v: &Value, what: &str) -> Result<T, Fail> {
+    T::deserialize(v).map_err(|e| {
+        Fail::new(
+            Exit::Unreachable,
+            format!("the debugger's answer is not {what}: {e}"),
+        )
+    })
+}
+
 /// Percent-encodes a path segment or query value.
 fn enc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());

@@ -1,6 +1,8 @@
 //! `graphmind runs` and `graphmind record`: the runs the hub knows, and one run's stored
 //! envelopes.
 
+use graphmind_protocol::feed::RunsList;
+
 use super::*;
 
 pub(super) fn runs(h: &TargetHub, as_json: bool) -> Result<(), Fail> {
@@ -8,13 +10,9 @@ pub(super) fn runs(h: &TargetHub, as_json: bool) -> Result<(), Fail> {
     if as_json {
         return print_json(&v);
     }
-    let runs = v
-        .get("runs")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
+    let list: RunsList = typed(&v, "a runs list")?;
     let mut out = String::new();
-    if runs.is_empty() {
+    if list.runs.is_empty() {
         out.push_str("no runs yet\n");
     } else {
         let _ = writeln!(
@@ -22,22 +20,18 @@ pub(super) fn runs(h: &TargetHub, as_json: bool) -> Result<(), Fail> {
             "{:<20} {:<10} {:<4} {:>7} {:<19} {:<16} NAME",
             "RUN", "STATUS", "LIVE", "EVENTS", "STARTED (UTC)", "APP"
         );
-        for r in &runs {
+        for r in &list.runs {
             let _ = writeln!(
                 out,
                 "{:<20} {:<10} {:<4} {:>7} {:<19} {:<16} {}",
-                // A GraphMind 0.6 hub lists `id` and no name.
-                run_id_of(r),
-                s(r, "status"),
-                if r["live"] == json!(true) {
-                    "yes"
-                } else {
-                    "no"
-                },
-                r["eventCount"].as_u64().unwrap_or(0),
-                time_of(r["startedAt"].as_u64()),
-                s(r, "app"),
-                s(r, "name"),
+                // A GraphMind 0.6 hub lists `id` (read as `runId`) and no name.
+                r.run_id,
+                r.status.as_str(),
+                if r.live { "yes" } else { "no" },
+                r.event_count,
+                time_of((r.started_at > 0).then_some(r.started_at)),
+                r.app.as_deref().unwrap_or("-"),
+                r.name.as_deref().unwrap_or("-"),
             );
         }
     }
@@ -45,14 +39,6 @@ pub(super) fn runs(h: &TargetHub, as_json: bool) -> Result<(), Fail> {
         .lock()
         .write_all(out.as_bytes())
         .map_err(io_fail)
-}
-
-/// A listed run's id: `runId` (graphmind) or `id` (GraphMind 0.6).
-fn run_id_of(r: &Value) -> &str {
-    ["runId", "id"]
-        .iter()
-        .find_map(|k| r.get(*k).and_then(Value::as_str))
-        .unwrap_or("-")
 }
 
 /// Page size of `record`.
