@@ -15,21 +15,38 @@ use serde_json::Value;
 
 use crate::Frame;
 
-/// One expected frame: its `type` and payload fields that must equal given values.
+/// One expected frame: its `type` and payload fields that must equal given values, and
+/// optionally the connection it came on, its run and its `seq`.
 #[derive(Debug, Clone)]
 pub struct Expect {
-    kind: String,
+    /// `None`: any type.
+    kind: Option<String>,
     fields: Vec<(String, Value)>,
     absent: Vec<String>,
+    conn: Option<usize>,
+    run: Option<String>,
+    seq: Option<u64>,
 }
 
 /// Expects a frame of type `kind` (`"node.finished"`, …).
 #[must_use]
 pub fn frame(kind: &str) -> Expect {
     Expect {
-        kind: kind.to_owned(),
+        kind: Some(kind.to_owned()),
         fields: Vec::new(),
         absent: Vec::new(),
+        conn: None,
+        run: None,
+        seq: None,
+    }
+}
+
+/// Expects a frame of any type (narrowed with [`Expect::seq`], [`Expect::on_conn`], …).
+#[must_use]
+pub fn any_frame() -> Expect {
+    Expect {
+        kind: None,
+        ..frame("")
     }
 }
 
@@ -59,18 +76,56 @@ impl Expect {
         self
     }
 
-    /// The expected `type`.
+    /// The frame must have come on the `conn`-th connection (1-based, as [`Frame::conn`]).
+    #[must_use]
+    pub fn on_conn(mut self, conn: usize) -> Self {
+        self.conn = Some(conn);
+        self
+    }
+
+    /// The frame's `runId` must be `run_id`.
+    #[must_use]
+    pub fn run(mut self, run_id: &str) -> Self {
+        self.run = Some(run_id.to_owned());
+        self
+    }
+
+    /// The frame's `seq` must be `seq`.
+    #[must_use]
+    pub fn seq(mut self, seq: u64) -> Self {
+        self.seq = Some(seq);
+        self
+    }
+
+    /// The expected `type` (`*` for any).
     #[must_use]
     pub fn kind(&self) -> &str {
-        &self.kind
+        self.kind.as_deref().unwrap_or("*")
+    }
+
+    fn takes_kind(&self, kind: &str) -> bool {
+        self.kind.as_deref().is_none_or(|k| k == kind)
     }
 
     /// Where `f` differs from this expectation (`None` if it matches): the type, or the first
     /// field that differs, with both values.
     #[must_use]
     pub fn divergence(&self, f: &Frame) -> Option<String> {
-        if f.kind() != self.kind {
-            return Some(format!("type is {:?}, expected {:?}", f.kind(), self.kind));
+        if !self.takes_kind(f.kind()) {
+            return Some(format!(
+                "type is {:?}, expected {:?}",
+                f.kind(),
+                self.kind()
+            ));
+        }
+        if let Some(conn) = self.conn.filter(|c| *c != f.conn) {
+            return Some(format!("came on connection {}, expected {conn}", f.conn));
+        }
+        if let Some(run) = self.run.as_deref().filter(|r| *r != f.run_id()) {
+            return Some(format!("runId is {:?}, expected {run:?}", f.run_id()));
+        }
+        if let Some(seq) = self.seq.filter(|s| *s != f.seq()) {
+            return Some(format!("seq is {}, expected {seq}", f.seq()));
         }
         for (path, want) in &self.fields {
             match f.payload().pointer(path) {
@@ -133,7 +188,7 @@ pub fn assert_frames(frames: &[Frame], expected: &[Expect]) {
 pub fn of_expected_kinds(frames: &[Frame], expected: &[Expect]) -> Vec<Frame> {
     frames
         .iter()
-        .filter(|f| expected.iter().any(|e| e.kind == f.kind()))
+        .filter(|f| expected.iter().any(|e| e.takes_kind(f.kind())))
         .cloned()
         .collect()
 }
@@ -199,6 +254,29 @@ mod tests {
                 .expect("diverges")
                 .contains("frame 0 (node.started seq 3): type is \"node.started\", expected \"node.error\"")
         );
+        let on = |conn| Frame {
+            conn,
+            ..f(json!({"type": "run.finished", "seq": 9, "runId": "run_a", "payload": {}}))
+        };
+        let finished = frame("run.finished").on_conn(2).run("run_a").seq(9);
+        assert!(finished.matches(&on(2)));
+        assert_eq!(
+            finished.divergence(&on(1)).as_deref(),
+            Some("came on connection 1, expected 2")
+        );
+        assert_eq!(
+            frame("run.finished")
+                .run("run_b")
+                .divergence(&on(1))
+                .as_deref(),
+            Some("runId is \"run_a\", expected \"run_b\"")
+        );
+        assert_eq!(
+            frame("run.finished").seq(3).divergence(&on(1)).as_deref(),
+            Some("seq is 9, expected 3")
+        );
+        assert!(any_frame().seq(9).matches(&on(1)));
+        assert!(!any_frame().seq(8).matches(&on(1)));
         let fewer = [frame("node.started")];
         assert!(
             first_divergence(&frames, &fewer)

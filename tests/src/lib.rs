@@ -58,7 +58,7 @@ use tokio::time::Instant;
 use tokio_tungstenite::tungstenite::Message as Ws;
 
 mod expect;
-pub use expect::{Expect, assert_frames, first_divergence, frame, of_expected_kinds};
+pub use expect::{Expect, any_frame, assert_frames, first_divergence, frame, of_expected_kinds};
 
 const SCHEMA: &str = include_str!("../../graphmind-protocol/fixtures/wire-v1.schema.json");
 
@@ -436,6 +436,17 @@ impl FakeDebugger {
             .into_iter()
             .find(|f| expected.matches(f))
             .expect("present")
+    }
+
+    /// Waits until at least `n` frames match `expected`; returns every frame received so far
+    /// (a snapshot taken when the `n`-th matched), so the caller can look at the rest too.
+    pub async fn wait_matches(&self, expected: &Expect, n: usize, timeout: Duration) -> Vec<Frame> {
+        self.wait_for(
+            &format!("{n} frame(s) matching {expected:?}"),
+            timeout,
+            |fs| fs.iter().filter(|f| expected.matches(f)).count() >= n,
+        )
+        .await
     }
 
     /// Waits until as many frames of the expected types arrived as are expected, then asserts

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use graphmind_tests::{FakeDebugger, Frame};
+use graphmind_tests::{FakeDebugger, Frame, frame};
 use serde_json::json;
 
 const WORKERS: u64 = 8;
@@ -258,12 +258,11 @@ async fn a_debugger_that_misbehaves_in_every_way_never_wedges_or_corrupts_a_run(
     hub.restart().await;
     hub.wait_connections(conn, Duration::from_secs(5)).await;
     let replay = hub
-        .wait_for("the full replay", Duration::from_secs(5), |fs| {
-            fs.iter()
-                .filter(|f| f.conn == conn && f.kind() == "run.finished")
-                .count()
-                == usize::try_from(WORKERS).unwrap_or(8)
-        })
+        .wait_matches(
+            &frame("run.finished").on_conn(conn),
+            usize::try_from(WORKERS).unwrap_or(8),
+            Duration::from_secs(5),
+        )
         .await;
     let replay: Vec<&Frame> = replay.iter().filter(|f| f.conn == conn).collect();
     let ids = |kind: &str, key: &str| -> HashSet<String> {

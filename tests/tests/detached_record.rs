@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use graphmind_tests::{FakeDebugger, Frame, Handshake};
+use graphmind_tests::{FakeDebugger, Frame, Handshake, any_frame, frame};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -121,9 +121,7 @@ async fn detached_calls_of_every_shape_are_recorded_and_replayed_like_gated_ones
         "attaches once the hub acks"
     );
     let frames = hub
-        .wait_for("the replay", 3 * SECOND, |fs| {
-            fs.iter().any(|f| f.seq() == recorded)
-        })
+        .wait_matches(&any_frame().seq(recorded), 1, 3 * SECOND)
         .await;
     let seqs: Vec<u64> = frames
         .iter()
@@ -211,10 +209,7 @@ async fn detached_calls_of_every_shape_are_recorded_and_replayed_like_gated_ones
 
     gm.dispose().await;
     let finished = hub
-        .wait_for("the implicit run.finished", 2 * SECOND, |fs| {
-            fs.iter()
-                .any(|f| f.kind() == "run.finished" && f.run_id() == implicit_run)
-        })
+        .wait_matches(&frame("run.finished").run(&implicit_run), 1, 2 * SECOND)
         .await;
     assert_eq!(
         finished

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use graphmind::TrustHub;
-use graphmind_tests::{FakeDebugger, Frame, Proof};
+use graphmind_tests::{FakeDebugger, Frame, Proof, frame};
 use serde_json::{Value, json};
 
 const SECOND: Duration = Duration::from_secs(1);
@@ -112,11 +112,10 @@ async fn squatted(hub: &FakeDebugger, gm: &graphmind::Session, warnings: &Warnin
     }
     attack(hub);
     // Every event is still reported to the squatter (observe mode).
-    let frames = hub
-        .wait_for("ten node.finished of tools", 5 * SECOND, |fs| {
-            tool_outputs(fs).len() >= 10
-        })
+    let finished = |tool: &str| frame("node.finished").with("nodeId", format!("tool:{tool}"));
+    hub.wait_matches(&finished("authorize_payment"), 5, 5 * SECOND)
         .await;
+    let frames = hub.wait_matches(&finished("is_admin"), 5, 5 * SECOND).await;
     assert!(
         !frames.iter().any(|f| f.kind() == "exec.paused"),
         "a gate held for an untrusted hub"
@@ -230,15 +229,8 @@ async fn controls(hub: &FakeDebugger, gm: &graphmind::Session) {
         let gm = gm.clone();
         async move { gm.run("held", held_lookup(1)).await }
     });
-    let frames = hub
-        .wait_for("exec.paused", 5 * SECOND, |fs| {
-            fs.iter().filter(|f| f.kind() == "exec.paused").count() > before
-        })
-        .await;
-    let p = frames
-        .iter()
-        .rfind(|f| f.kind() == "exec.paused")
-        .expect("present");
+    let paused = hub.wait_count("exec.paused", before + 1, 5 * SECOND).await;
+    let p = paused.last().expect("present");
     let id = p.payload()["pauseId"].as_str().expect("pauseId");
     assert!(hub.inject(p.run_id(), id, json!(41)));
     let out = tokio::time::timeout(5 * SECOND, task)

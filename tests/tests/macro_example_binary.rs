@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use graphmind_tests::FakeDebugger;
+use graphmind_tests::{FakeDebugger, frame};
 use macro_support::{SECOND, pause_id, paused};
 use serde_json::json;
 
@@ -118,12 +118,8 @@ async fn with_a_debugger_it_holds_from_the_first_gate_and_exits_zero_on_abort_an
         .expect("status");
     assert!(status.success(), "exit 0 after an abort: {status:?}");
     // The child flushed it before exiting; the fake debugger may still be reading it.
-    hub.wait_for("run.finished aborted", 5 * SECOND, |frames| {
-        frames
-            .iter()
-            .any(|f| f.kind() == "run.finished" && f.payload()["status"] == "aborted")
-    })
-    .await;
+    hub.wait_match(&frame("run.finished").with("status", "aborted"), 5 * SECOND)
+        .await;
 
     // The debugger dies while the first gate is held: the agent finishes on its own.
     let child = command(&hub.url())

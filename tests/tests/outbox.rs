@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use graphmind_tests::{FakeDebugger, token_event};
+use graphmind_tests::{FakeDebugger, frame, token_event};
 
 const SECOND: Duration = Duration::from_secs(1);
 
@@ -48,12 +48,7 @@ async fn the_ring_drops_oldest_counts_and_announces_the_loss() {
     hub.drop_connections();
     hub.wait_connections(2, 2 * SECOND).await;
     let frames = hub
-        .wait_for("the second replay", 2 * SECOND, |fs| {
-            fs.iter()
-                .filter(|f| f.conn == 2 && f.kind() == "node.token")
-                .count()
-                == 10
-        })
+        .wait_matches(&frame("node.token").on_conn(2), 10, 2 * SECOND)
         .await;
     let again: Vec<_> = frames
         .iter()

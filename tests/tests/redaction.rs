@@ -116,14 +116,11 @@ async fn events_recorded_while_detached_are_redacted_in_the_replay() {
     hub.set_handshake(Handshake::Ack);
     assert!(graphmind_tests::attach(&gm, 2 * SECOND).await);
     let frames = hub
-        .wait_for("both calls replayed", 2 * SECOND, |fs| {
-            fs.iter()
-                .filter(|f| {
-                    f.kind() == "node.finished" && f.payload()["nodeId"] == "tool:lookup_card"
-                })
-                .count()
-                == 2
-        })
+        .wait_matches(
+            &frame("node.finished").with("nodeId", "tool:lookup_card"),
+            2,
+            2 * SECOND,
+        )
         .await;
     let started = of(&frames, "node.started", "tool:lookup_card");
     assert_eq!(started.len(), 2);

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use graphmind_tests::{FakeDebugger, Frame, token_event};
+use graphmind_tests::{FakeDebugger, Frame, frame, token_event};
 
 const SECOND: Duration = Duration::from_secs(1);
 
@@ -32,7 +32,7 @@ async fn events_recorded_while_detached_are_replayed_on_attach_with_their_seqs()
     hub.restart().await;
     assert!(gm.ready(2 * SECOND).await);
     let frames = hub
-        .wait_for("5 replayed events", SECOND, |fs| events(fs, 1).len() == 5)
+        .wait_matches(&frame("node.token").on_conn(1), 5, SECOND)
         .await;
     let hello = frames.iter().find(|f| f.kind() == "hello").expect("hello");
     assert!(
@@ -60,7 +60,7 @@ async fn a_reconnect_replays_everything_again_with_the_same_seqs_and_resume_toke
     for i in 0..3 {
         gm.emit("run_a", token_event("llm:step", &format!("a{i}")));
     }
-    hub.wait_for("3 live events", SECOND, |fs| events(fs, 1).len() == 3)
+    hub.wait_matches(&frame("node.token").on_conn(1), 3, SECOND)
         .await;
 
     hub.kill();
@@ -70,9 +70,7 @@ async fn a_reconnect_replays_everything_again_with_the_same_seqs_and_resume_toke
     hub.restart().await;
     hub.wait_connections(2, 3 * SECOND).await;
     let frames = hub
-        .wait_for("4 replayed events on connection 2", 3 * SECOND, |fs| {
-            events(fs, 2).len() == 4
-        })
+        .wait_matches(&frame("node.token").on_conn(2), 4, 3 * SECOND)
         .await;
 
     let first = events(&frames, 1);

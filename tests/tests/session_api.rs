@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use graphmind_tests::{FakeDebugger, eventually, token_event};
+use graphmind_tests::{FakeDebugger, eventually, frame, token_event};
 
 const SECOND: Duration = Duration::from_secs(1);
 
@@ -29,8 +29,7 @@ async fn stats_count_buffered_events_seqs_and_attachment() {
     assert_eq!(s.buffered, 3, "sent events stay in the ring for replay");
     assert_eq!(s.last_seq, Some(3), "hello took seq 3");
     assert_eq!(gm.emit("run_s", token_event("llm:step", "y")), Some(4));
-    hub.wait_for("seq 4", SECOND, |fs| fs.iter().any(|f| f.seq() == 4))
-        .await;
+    hub.wait_match(&frame("node.token").seq(4), SECOND).await;
     gm.dispose().await;
     let s = gm.stats();
     assert!(!s.enabled && !s.attached);

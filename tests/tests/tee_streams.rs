@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use futures_util::{Stream, StreamExt, stream};
-use graphmind_tests::FakeDebugger;
+use graphmind_tests::{FakeDebugger, frame};
 use serde_json::Value;
 
 const SECOND: Duration = Duration::from_secs(1);
@@ -283,14 +283,8 @@ async fn a_hand_made_node_tees_model_chunks_like_a_model_step() {
         .expect("ok");
     assert_eq!(got.len(), 2, "the caller gets every chunk");
     let fin = hub
-        .wait_for("the node's finish", SECOND, |fs| {
-            fs.iter()
-                .any(|f| f.kind() == "node.finished" && f.payload()["nodeId"] == "llm:bridge")
-        })
-        .await
-        .into_iter()
-        .find(|f| f.kind() == "node.finished" && f.payload()["nodeId"] == "llm:bridge")
-        .expect("finished");
+        .wait_match(&frame("node.finished").with("nodeId", "llm:bridge"), SECOND)
+        .await;
     let fin = fin.payload();
     assert_eq!(fin["status"], "ok");
     assert_eq!(fin["chunks"], 2);
