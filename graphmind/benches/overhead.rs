@@ -5,6 +5,11 @@
 //! non-inlined call), and `#[tracing::instrument]` with a `fmt` subscriber writing to a sink;
 //! and one `Instant::now()` for reference.
 //!
+//! After the criterion cases of each session (with `--bench` only: not under
+//! `cargo test --benches`) it prints ratios measured by interleaving the case and its
+//! baseline in seven rounds of 100,000 calls each (the median of the rounds, and every
+//! round's figure): detached / `tracing`, attached / `tracing` and the attached call in ns.
+//!
 //! Run: `cargo bench -p graphmind --bench overhead`.
 
 use std::hint::black_box;
@@ -123,7 +128,56 @@ fn gated_out_of_line(a: u64, b: u64) -> u64 {
     ready(gated_shared(a, b))
 }
 
+/// Nanoseconds per call of `f` over `n` calls.
+fn per_call(n: u32, mut f: impl FnMut()) -> f64 {
+    let start = std::time::Instant::now();
+    for _ in 0..n {
+        f();
+    }
+    start.elapsed().as_secs_f64() * 1e9 / f64::from(n)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Whether criterion runs for measurement (`--bench`), not as a test.
+fn measuring() -> bool {
+    std::env::args().any(|a| a == "--bench")
+}
+
+/// Interleaves `case` and the `tracing` baseline (with `dispatch` as the subscriber) for
+/// seven rounds and prints the median ratio and the case's median time per call.
+fn print_ratio(label: &str, dispatch: &tracing::Dispatch, mut case: impl FnMut()) {
+    const ROUNDS: usize = 7;
+    const CALLS: u32 = 100_000;
+    let (mut ratios, mut times) = (Vec::new(), Vec::new());
+    for _ in 0..ROUNDS {
+        let t = per_call(CALLS, &mut case);
+        let base = tracing::dispatcher::with_default(dispatch, || {
+            per_call(CALLS, || {
+                black_box(ready(traced(black_box(1), black_box(2))));
+            })
+        });
+        ratios.push(t / base);
+        times.push(t);
+    }
+    let rounds: Vec<String> = ratios.iter().map(|r| format!("{r:.2}")).collect();
+    println!(
+        "ratio {label} / tracing::instrument+fmt: median {:.3} (rounds {}); {label}: median {:.1} ns per call",
+        median(ratios),
+        rounds.join(" "),
+        median(times),
+    );
+}
+
 fn overhead(c: &mut Criterion) {
+    let dispatch = tracing::Dispatch::new(
+        tracing_subscriber::fmt()
+            .with_writer(std::io::sink)
+            .finish(),
+    );
     let mut g = c.benchmark_group("call");
     g.measurement_time(Duration::from_secs(3));
     g.warm_up_time(Duration::from_secs(1));
@@ -162,6 +216,11 @@ fn overhead(c: &mut Criterion) {
         });
     });
     assert!(!detached.is_attached());
+    if measuring() {
+        print_ratio("detached", &dispatch, || {
+            black_box(ready(gated(black_box(1), black_box(2))));
+        });
+    }
 
     // Attached to a debugger that sets no breakpoint: each call checks its gates (they pass)
     // and its two events are sent by the transport thread.
@@ -184,6 +243,11 @@ fn overhead(c: &mut Criterion) {
     g.bench_function("tool, attached, no breakpoint", |b| {
         b.iter(|| ready(gated_attached(black_box(1), black_box(2))));
     });
+    if measuring() {
+        print_ratio("attached", &dispatch, || {
+            black_box(ready(gated_attached(black_box(1), black_box(2))));
+        });
+    }
     assert!(attached.is_attached(), "stayed attached");
     rt.block_on(attached.dispose());
 
@@ -208,10 +272,7 @@ fn overhead(c: &mut Criterion) {
         b.iter(std::time::Instant::now);
     });
 
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(std::io::sink)
-        .finish();
-    tracing::subscriber::with_default(subscriber, || {
+    tracing::dispatcher::with_default(&dispatch, || {
         g.bench_function("tracing::instrument + fmt to sink", |b| {
             b.iter(|| ready(traced(black_box(1), black_box(2))));
         });
