@@ -269,6 +269,14 @@ impl fmt::Display for ToolError {
 
 impl std::error::Error for ToolError {}
 
+/// A replay hands a tool's recorded error back as this error (the tools opt in with
+/// `replay_errors`), so the misread order id fails in a replay as it did when recorded.
+impl From<graphmind::RecordedError> for ToolError {
+    fn from(e: graphmind::RecordedError) -> Self {
+        ToolError(e.message)
+    }
+}
+
 /// The model failed (the scripted one never does, but the signature is a real model's).
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct ModelError(pub String);
@@ -303,7 +311,7 @@ impl std::error::Error for AgentError {}
 
 /// Looks an order up. Fails on an id that is not `ORD-` and four digits (the scripted model
 /// misreads `ORD-1042` as `ORD-1O42` once).
-#[graphmind::tool(call_id = call_id)]
+#[graphmind::tool(call_id = call_id, replay_errors)]
 pub async fn lookup_order(call_id: String, order_id: String) -> Result<Order, ToolError> {
     let _ = call_id;
     LOOKUP_CALLS.fetch_add(1, Ordering::SeqCst);
@@ -322,7 +330,7 @@ pub async fn lookup_order(call_id: String, order_id: String) -> Result<Order, To
 }
 
 /// Asks the carrier where a parcel is.
-#[graphmind::tool(call_id = call_id)]
+#[graphmind::tool(call_id = call_id, replay_errors)]
 pub async fn shipping_status(call_id: String, tracking: String) -> Result<Shipment, ToolError> {
     let _ = call_id;
     SHIPPING_CALLS.fetch_add(1, Ordering::SeqCst);
@@ -334,7 +342,7 @@ pub async fn shipping_status(call_id: String, tracking: String) -> Result<Shipme
 }
 
 /// Refunds an order.
-#[graphmind::tool(call_id = call_id)]
+#[graphmind::tool(call_id = call_id, replay_errors)]
 pub async fn issue_refund(
     call_id: String,
     order_id: String,

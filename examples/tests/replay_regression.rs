@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use graphmind::testing::{LiveReason, Replay};
+use graphmind::testing::Replay;
 use graphmind_examples::{TICKET, calls, support_agent, support_agent_with};
 
 const RECORDING: &str = concat!(
@@ -66,22 +66,31 @@ async fn the_recorded_support_run_replays_with_no_hub_no_network_and_no_model_ca
             "I'm sorry your parcel went missing. I have refunded order ORD-1042 in full (reference RF-1042); the money is back on your card within 3 working days."
         )
     );
-    // Every model step and tool call was answered from the recording but the one whose
-    // recorded outcome is an error (error values are not rebuilt): that one ran live.
+    // Every model step and tool call was answered from the recording, the one whose
+    // recorded outcome is an error included: the tools are `replay_errors`, so the misread
+    // order id fails as `Err(ToolError)` rebuilt from the recording, without running.
     let ran = calls().since(before);
-    assert_eq!(
-        (ran.model, ran.shipping_status, ran.issue_refund),
-        (0, 0, 0),
-        "{ran:?}"
-    );
+    assert_eq!(ran.total(), 0, "{ran:?}");
     let live: Vec<_> = report.live().collect();
+    assert!(live.is_empty(), "{:?}", report.outcomes());
+    assert_eq!(report.served(), 9, "{:?}", report.outcomes());
+    let error = report
+        .events()
+        .iter()
+        .find(|e| e["type"] == "node.error")
+        .expect("the replayed error is reported");
     assert_eq!(
-        live,
-        vec![(Some(2), "tool:lookup_order", LiveReason::RecordedError)],
-        "{:?}",
-        report.outcomes()
+        (
+            &error["payload"]["nodeId"],
+            &error["payload"]["error"]["name"],
+            &error["payload"]["error"]["message"]
+        ),
+        (
+            &serde_json::json!("tool:lookup_order"),
+            &serde_json::json!("ToolError"),
+            &serde_json::json!("no order ORD-1O42: ids are ORD- and four digits")
+        )
     );
-    assert_eq!(report.served(), 8, "{:?}", report.outcomes());
     // Outputs, statuses, and (streamed steps) chunk counts and text are those recorded.
     let recorded: Vec<serde_json::Value> = std::fs::read_to_string(RECORDING)
         .expect("recording")
@@ -133,4 +142,85 @@ async fn a_one_word_prompt_change_is_reported_as_a_divergence_naming_step_node_a
         "{message}"
     );
     assert!(message.contains("GRAPHMIND_RECORD=1"), "{message}");
+}
+
+static DELIVERY_CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// A streaming tool: the parcel's tracking events, one item each.
+#[graphmind::tool]
+async fn tracking_events(
+    tracking: String,
+) -> impl futures_util::Stream<Item = serde_json::Value> + Send {
+    DELIVERY_CALLS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    futures_util::stream::iter(
+        ["picked up", "in transit", "lost"]
+            .map(|status| serde_json::json!({"tracking": tracking, "status": status})),
+    )
+}
+
+/// Two lookups at once, the one started second finishing first.
+#[graphmind::tool(replay_errors)]
+async fn parcel(tracking: String, delay_ms: u64) -> Result<String, graphmind_examples::ToolError> {
+    DELIVERY_CALLS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_millis(delay_ms)).await;
+    match tracking.as_str() {
+        "TRK-1" => Ok("delivered".into()),
+        other => Err(graphmind_examples::ToolError(format!(
+            "unknown parcel {other}"
+        ))),
+    }
+}
+
+async fn deliveries(swap: bool) -> (Vec<serde_json::Value>, Vec<Result<String, String>>) {
+    use futures_util::StreamExt;
+    let items = tracking_events("TRK-1042".into()).await.collect().await;
+    let (a, b) = (parcel("TRK-1".into(), 30), parcel("TRK-2".into(), 1));
+    let (a, b) = if swap {
+        let (b, a) = tokio::join!(b, a);
+        (a, b)
+    } else {
+        tokio::join!(a, b)
+    };
+    let show = |r: Result<String, graphmind_examples::ToolError>| r.map_err(|e| e.0);
+    (items, vec![show(a), show(b)])
+}
+
+#[tokio::test]
+async fn a_streaming_tool_replays_its_recorded_items_and_parallel_calls_pair_by_input() {
+    let dir = std::env::temp_dir().join(format!("gm-replay-stream-{}", std::process::id()));
+    let path = dir.join("deliveries.ndjson");
+    let recorded = Replay::new(&path)
+        .record(true)
+        .run("deliveries", deliveries(false))
+        .await;
+    let want = recorded.output().cloned().expect("recorded");
+    assert_eq!(want.0.len(), 3);
+    assert_eq!(
+        want.1,
+        vec![Ok("delivered".into()), Err("unknown parcel TRK-2".into())]
+    );
+    let before = DELIVERY_CALLS.load(std::sync::atomic::Ordering::SeqCst);
+    // Replayed with the two parallel lookups started in the other order: each is paired with
+    // its own recorded call by input (not reported as a divergence), the error included.
+    let report = Replay::new(&path)
+        .record(false)
+        .run("deliveries", deliveries(true))
+        .await;
+    report.assert_replayed();
+    assert_eq!(
+        DELIVERY_CALLS.load(std::sync::atomic::Ordering::SeqCst),
+        before,
+        "no body ran: {:?}",
+        report.outcomes()
+    );
+    assert_eq!(report.served(), 3, "{:?}", report.outcomes());
+    assert_eq!(report.output(), Some(&want));
+    let stream = report
+        .events()
+        .iter()
+        .find(|e| e["type"] == "node.finished" && e["payload"]["nodeId"] == "tool:tracking_events")
+        .expect("the stream finished");
+    assert_eq!(stream["payload"]["chunks"], 3);
+    assert_eq!(stream["payload"]["replayed"], true);
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -44,6 +44,17 @@ fn step_nodes(events: &[Value]) -> Vec<String> {
         .collect()
 }
 
+/// `graphmind diff`'s "they differ": exit 1, the difference on stdout.
+fn differ(out: support::Out) -> support::Out {
+    assert_eq!(
+        out.code, 1,
+        "stdout: {}\nstderr: {}",
+        out.stdout, out.stderr
+    );
+    assert!(!out.stdout.is_empty(), "{}", out.stderr);
+    out
+}
+
 fn meta_of(events: &[Value]) -> Value {
     events
         .iter()
@@ -130,13 +141,13 @@ fn the_support_run_replayed_to_every_step_runs_nothing_before_it_and_the_rest_li
     for k in (1..=nodes.len()).map(Some).chain([None]) {
         let (ok, ran) = replay(k, graphmind_examples::SYSTEM_PROMPT);
         assert!(ok, "k = {k:?}");
-        // What must have run: every step from k on, and the recorded error (step 2, not
-        // rebuilt from a recording) wherever it falls.
+        // What must have run: every step from k on, and nothing before it — the recorded
+        // error of step 2 included (the tools are `replay_errors`: it is replayed as an `Err`).
         let live = |node: &str| {
             nodes
                 .iter()
                 .enumerate()
-                .filter(|(i, n)| *n == node && (k.is_some_and(|k| i + 1 >= k) || *i == 1))
+                .filter(|(i, n)| *n == node && k.is_some_and(|k| i + 1 >= k))
                 .count()
         };
         assert_eq!(ran.model, live("llm:step"), "model calls, k = {k:?}");
@@ -155,7 +166,7 @@ fn the_support_run_replayed_to_every_step_runs_nothing_before_it_and_the_rest_li
             .filter(|e| e["type"] == "node.finished" && e["payload"]["replayed"] == json!(true))
             .count();
         let expected_served = (0..nodes.len())
-            .filter(|i| *i != 1 && k.is_none_or(|k| i + 1 < k))
+            .filter(|i| k.is_none_or(|k| i + 1 < k))
             .count();
         assert_eq!(served, expected_served, "k = {k:?}");
     }
@@ -189,21 +200,30 @@ fn the_support_run_replayed_to_every_step_runs_nothing_before_it_and_the_rest_li
     );
     assert_eq!(diverged.1["payload"]["nodeId"], json!("llm:step"));
 
-    // `graphmind diff`: the diverged run differs at step 1's prompt.
-    let out = gm(
+    // `graphmind diff`: the diverged run differs at step 1's prompt (exit 1: they differ).
+    let out = differ(gm(
         &h.home,
         &["diff", &source, &diverged.0, "--port", &p, "--json"],
-    )
-    .expect(0);
+    ));
     let d = out.json();
     let first = d["firstDivergence"].as_str().unwrap_or("");
     assert!(
         first.starts_with("step 1 (llm:step `step`): input $.request.messages[0].content is \"You are a support agent."),
         "{d}"
     );
-    // A replay that went live nowhere matches its source.
+    // A replay that went live nowhere matches its source (exit 0).
     let out = gm(&h.home, &["diff", &source, &same, "--port", &p, "--json"]).expect(0);
     assert_eq!(out.json()["firstDivergence"], Value::Null, "{}", out.stdout);
+    // A run the hub does not have is trouble, not a difference (exit 2).
+    let out = gm(&h.home, &["diff", &source, "run_nope", "--port", &p]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stdout.is_empty(), "{}", out.stdout);
+    assert_eq!(
+        out.stderr.lines().last(),
+        Some("graphmind: no run run_nope"),
+        "{}",
+        out.stderr
+    );
 
     // `graphmind replay <run> -- cmd` fetches the recording and hands it to the command.
     let out = gm(
@@ -262,8 +282,8 @@ fn the_support_run_replayed_to_every_step_runs_nothing_before_it_and_the_rest_li
         let held = calls().since(before);
         assert_eq!(
             (held.model, held.lookup_order),
-            (0, 1),
-            "only the recorded error ran: {held:?}"
+            (0, 0),
+            "nothing before the fork point ran, the recorded error included: {held:?}"
         );
         let (pause, run) = (
             paused["pauseId"].as_str().expect("pauseId"),
@@ -284,4 +304,55 @@ fn the_support_run_replayed_to_every_step_runs_nothing_before_it_and_the_rest_li
         );
         gm.dispose().await;
     });
+}
+
+/// `graphmind diff` exits like diff(1), on recording files with no hub: 0 the same, 1 they
+/// differ (the first divergence printed), 2 trouble (a file that is not a recording, a run id
+/// with no hub to fetch it from) with one line on stderr and nothing on stdout.
+#[test]
+fn diff_exits_0_when_runs_match_1_when_they_differ_and_2_when_they_cannot_be_compared() {
+    let dir = support::TempDir::new("diff-exit");
+    let home = dir.0.join("home");
+    std::fs::create_dir_all(&home).expect("home");
+    let write = |name: &str, run: &str, q: &str| {
+        let path = dir.0.join(name);
+        std::fs::write(
+            &path,
+            format!(
+                r#"{{"type":"node.started","runId":"{run}","payload":{{"nodeId":"tool:a","kind":"tool","name":"a","instanceId":"1","input":{{"q":"{q}"}}}}}}
+{{"type":"node.finished","runId":"{run}","payload":{{"nodeId":"tool:a","instanceId":"1","status":"ok","output":1}}}}
+"#
+            ),
+        )
+        .expect("write");
+        path.to_string_lossy().into_owned()
+    };
+    let (a, same, other) = (
+        write("a.ndjson", "run_a", "x"),
+        write("b.ndjson", "run_b", "x"),
+        write("c.ndjson", "run_c", "y"),
+    );
+    let out = gm(&home, &["diff", &a, &same]).expect(0);
+    assert!(out.stdout.starts_with("no difference"), "{}", out.stdout);
+    let out = differ(gm(&home, &["diff", &a, &other]));
+    assert!(
+        out.stdout
+            .starts_with("first divergence: step 1 (tool:a `a`): input $.q"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stderr.is_empty(), "{}", out.stderr);
+    let out = differ(gm(&home, &["diff", &a, &other, "--json"]));
+    assert_ne!(out.json()["firstDivergence"], Value::Null);
+    let not_a_recording = dir.0.join("empty.ndjson");
+    std::fs::write(&not_a_recording, "{\"type\":\"run.started\"}\n").expect("write");
+    let port = support::free_port().to_string();
+    for args in [
+        vec!["diff", a.as_str(), not_a_recording.to_str().expect("utf-8")],
+        vec!["diff", a.as_str(), "run_not_a_file", "--port", &port],
+    ] {
+        let out = gm(&home, &args).expect(2);
+        assert!(out.stdout.is_empty(), "{args:?}: {}", out.stdout);
+        assert_eq!(out.stderr.lines().count(), 1, "{args:?}: {}", out.stderr);
+    }
 }

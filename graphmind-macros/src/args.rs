@@ -131,6 +131,13 @@ pub(crate) const KEYS: &[Key] = &[
         parse: reject,
     },
     Key {
+        name: "replay_errors",
+        tool: true,
+        step: false,
+        usage: "`replay_errors`",
+        parse: replay_errors,
+    },
+    Key {
         name: "edit",
         tool: true,
         step: true,
@@ -191,6 +198,9 @@ pub(crate) struct Args {
     /// `reject` (or `reject = true`): a person may reject the call at its `before` gate; the
     /// tool returns `Err(E::from(graphmind::Rejection))`.
     pub(crate) reject: Option<LitBool>,
+    /// `replay_errors` (or `replay_errors = true`): a replay answers a call whose recorded
+    /// outcome is an error with `Err(E::from(graphmind::RecordedError))`.
+    pub(crate) replay_errors: Option<LitBool>,
     /// `edit = false`: the arguments are never offered for editing.
     pub(crate) edit: Option<LitBool>,
 }
@@ -288,6 +298,18 @@ fn skip(args: &mut Args, input: ParseStream<'_>) -> syn::Result<()> {
 fn call_id(args: &mut Args, input: ParseStream<'_>) -> syn::Result<()> {
     let expected = "expected the name of an argument that holds the tool-call id: `call_id = id`";
     args.call_id = Some(value(input, expected)?);
+    Ok(())
+}
+
+fn replay_errors(args: &mut Args, input: ParseStream<'_>) -> syn::Result<()> {
+    args.replay_errors = Some(if input.peek(Token![=]) {
+        value(
+            input,
+            "expected `replay_errors`, `replay_errors = true` or `replay_errors = false`",
+        )?
+    } else {
+        LitBool::new(true, input.span())
+    });
     Ok(())
 }
 

@@ -56,7 +56,10 @@ use crate::args::{Args, Kind};
 /// `stream = false` returns a type that looks like a stream as one value),
 /// `reject` (a person may reject the call at its before gate with a reason: the tool must
 /// return `Result<T, E>` with `E: From<graphmind::Rejection>` and then returns
-/// `Err(E::from(rejection))` without running), `edit = false` (never offer the arguments for
+/// `Err(E::from(rejection))` without running), `replay_errors` (a replay answers a call whose
+/// recorded outcome is an error with `Err(E::from(graphmind::RecordedError))` without running
+/// it: the tool must return `Result<T, E>` with `E: From<graphmind::RecordedError>`; without it
+/// such a call runs live), `edit = false` (never offer the arguments for
 /// editing; by default a tool whose recorded arguments are all owned — no `&`, lifetime or
 /// `impl Trait` — and deserialize is editable at its before gate).
 /// With feature `enabled` off, the arguments are checked and the fn is returned untouched.
@@ -397,7 +400,7 @@ mod tests {
                 }
             };
             let kind = match key.name {
-                "name" | "call_id" | "reject" => Kind::Tool,
+                "name" | "call_id" | "reject" | "replay_errors" => Kind::Tool,
                 _ => Kind::ModelStep,
             };
             let out = expand(

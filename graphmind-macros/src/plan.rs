@@ -43,6 +43,10 @@ pub(crate) struct Plan {
     pub(crate) edit: Option<Vec<EditArg>>,
     /// `reject`: the `Result` entry point that builds an `Err` from a rejection.
     pub(crate) reject: bool,
+    /// `replay_errors`: the `Result` entry point that builds an `Err` from a recorded error.
+    pub(crate) replay_errors: bool,
+    /// A streaming tool's item type as written, for its replay decoder.
+    pub(crate) stream_item: Option<syn::Type>,
     /// Parameters declared `mut` that are neither cloned per attempt nor edited: an
     /// editable run-once body binds them `mut` again.
     pub(crate) mut_others: Vec<Ident>,
@@ -116,6 +120,7 @@ pub(crate) fn plan(kind: Kind, args: &Args, mut item: Item, an: &Analysis) -> Pl
     Plan {
         edit,
         reject: args.reject.as_ref().is_some_and(syn::LitBool::value),
+        replay_errors: args.replay_errors.as_ref().is_some_and(syn::LitBool::value),
         mut_others,
         site: site(kind, args, &item),
         retry: an.retry,
@@ -127,6 +132,7 @@ pub(crate) fn plan(kind: Kind, args: &Args, mut item: Item, an: &Analysis) -> Pl
         shape: an.shape,
         ret: an.ret,
         restream: an.restream,
+        stream_item: an.stream_item.clone(),
         fresh: fresh(an),
         ret_span,
         tool_paths: tool_paths(&args.tools),

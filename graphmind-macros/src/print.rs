@@ -240,6 +240,19 @@ fn call(plan: &Plan) -> TokenStream {
     let pr = quote_spanned!(ret=> ::graphmind::__private);
     let (entry, body) = (entry(plan), body(plan));
     let call = match plan.kind {
+        Kind::Tool if matches!(plan.ret, Ret::Stream | Ret::StreamResult) => {
+            // The decoder of recorded items, picked by whether the written item type
+            // deserializes (autoref: `ViaDecode` when it does, else `ViaNoDecode`).
+            let decode = match &plan.stream_item {
+                Some(item) => quote_spanned!(ret=> {
+                    #[allow(unused_imports)]
+                    use #pr::{ViaDecode as _, ViaNoDecode as _};
+                    (&&#pr::ItemDecoder::<#item>::new()).gm_decoder()
+                }),
+                None => quote_spanned!(ret=> ::core::option::Option::None),
+            };
+            quote_spanned!(ret=> #pr::#entry(&__GRAPHMIND_SITE, __graphmind_input, #body, #decode))
+        }
         Kind::Tool => {
             quote_spanned!(ret=> #pr::#entry(&__GRAPHMIND_SITE, __graphmind_input, #body))
         }
@@ -294,7 +307,9 @@ fn entry(plan: &Plan) -> proc_macro2::Ident {
     };
     let ret = match plan.ret {
         Ret::Value => "",
+        Ret::Result if plan.reject && plan.replay_errors => "_result_reject_replay",
         Ret::Result if plan.reject => "_result_reject",
+        Ret::Result if plan.replay_errors => "_result_replay",
         Ret::Result => "_result",
         Ret::Stream => "_stream",
         Ret::StreamResult => "_stream_result",

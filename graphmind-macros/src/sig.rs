@@ -50,6 +50,10 @@ pub(crate) struct Analysis {
     pub(crate) restream: bool,
     /// Retry allowed: not switched off, no `&mut` argument, no `self` by value.
     pub(crate) retry: bool,
+    /// The item type written in a streaming return (`impl Stream<Item = X>`, `BoxStream<'_,
+    /// X>`, …), for the decoder a replay rebuilds recorded items with; `None` when the return
+    /// does not stream, does not write it (an alias) or writes it with `impl Trait`.
+    pub(crate) stream_item: Option<Type>,
 }
 
 /// A `&mut` argument or a `self` taken by value, which a retry cannot give afresh: its name
@@ -83,11 +87,31 @@ pub(crate) fn analyze(kind: Kind, sig: &Signature, args: &Args) -> syn::Result<A
             ),
         );
     }
+    if let Some(replay) = &args.replay_errors
+        && replay.value()
+        && ret != Ret::Result
+    {
+        let at = match &sig.output {
+            ReturnType::Type(_, ty) => ty.span(),
+            ReturnType::Default => sig.ident.span(),
+        };
+        errors.push(
+            at,
+            format!(
+                "`replay_errors` needs a tool returning `Result<T, E>` with `E: From<graphmind::RecordedError>`, \
+                 so that a recorded error can be replayed as an `Err`; {attr} here does not return one"
+            ),
+        );
+    }
     errors.into_result().map(|()| Analysis {
         shape,
         ret,
         restream: matches!(ret, Ret::Stream | Ret::StreamResult)
             && output.as_ref().is_some_and(|ty| !has_impl_trait(ty)),
+        stream_item: match ret {
+            Ret::Stream | Ret::StreamResult => output.as_ref().and_then(stream_item),
+            Ret::Value | Ret::Result => None,
+        },
         output: output.map(erase_impl_trait),
         params,
         retry,
@@ -365,6 +389,51 @@ fn classify(ty: &Type) -> Ret {
         }
         _ => Ret::Value,
     }
+}
+
+/// The item type written in a stream type: `Item = X` of `impl Stream` / `dyn Stream`
+/// (through `Pin`, `Box` and a `Result`'s `Ok`), or `X` of `BoxStream<'_, X>`; `None` when it is
+/// not written there or holds `impl Trait` (which an expression cannot name).
+fn stream_item(ty: &Type) -> Option<Type> {
+    let item = match ty {
+        Type::ImplTrait(imp) => item_in(&imp.bounds),
+        Type::TraitObject(object) => item_in(&object.bounds),
+        Type::Paren(paren) => return stream_item(&paren.elem),
+        Type::Group(group) => return stream_item(&group.elem),
+        _ => {
+            let seg = last_segment(ty)?;
+            if seg.ident == "BoxStream" || seg.ident == "LocalBoxStream" {
+                type_args(seg).next().cloned()
+            } else if seg.ident == "Pin" || seg.ident == "Box" || seg.ident == "Result" {
+                return stream_item(type_args(seg).next()?);
+            } else {
+                None
+            }
+        }
+    }?;
+    (!has_impl_trait(&item)).then_some(item)
+}
+
+/// `X` of a `Stream<Item = X>` bound.
+fn item_in(bounds: &syn::punctuated::Punctuated<TypeParamBound, syn::Token![+]>) -> Option<Type> {
+    bounds.iter().find_map(|bound| match bound {
+        TypeParamBound::Trait(tr) => {
+            let seg = tr.path.segments.last()?;
+            if seg.ident != "Stream" {
+                return None;
+            }
+            let PathArguments::AngleBracketed(args) = &seg.arguments else {
+                return None;
+            };
+            args.args.iter().find_map(|arg| match arg {
+                GenericArgument::AssocType(assoc) if assoc.ident == "Item" => {
+                    Some(assoc.ty.clone())
+                }
+                _ => None,
+            })
+        }
+        _ => None,
+    })
 }
 
 fn has_impl_trait(ty: &Type) -> bool {

@@ -147,6 +147,7 @@ pub mod node;
 #[cfg(not(feature = "enabled"))]
 #[path = "disabled/node.rs"]
 pub mod node;
+mod recorded_error;
 #[cfg(feature = "enabled")]
 mod redact;
 mod rejection;
@@ -163,6 +164,7 @@ pub mod tee;
 #[cfg(all(feature = "enabled", feature = "testing"))]
 pub mod testing;
 pub mod time;
+pub use recorded_error::RecordedError;
 pub use rejection::Rejection;
 pub use roster::tools as tool_roster;
 pub use run::{Aborted, current_run_id, in_current_run, run, run_result};

@@ -12,16 +12,18 @@ pub use serde_json::Value;
 
 pub use crate::call::expansion::{
     Arg, ArgCheck, ArgChecks, Body, CallFuture, CallId, Ed, EditArgs, EditOnce, EditRepeat, Fields,
-    Input, Once, Rejectable, Repeat, Req, Restream, RetryArg, StepInput, StepOutput, StreamItem,
-    ToolError, ToolOutput, ViaAuto, ViaEdit, ViaNoEdit, ViaStepRequest, arg, arg_checks,
-    assert_call_id, capture, capture_step, object, restream, restream_result, retry_clone,
+    Input, ItemDecode, ItemDecoder, Once, Rejectable, Repeat, Replayable, Req, Restream, RetryArg,
+    StepInput, StepOutput, StreamItem, ToolError, ToolOutput, ViaAuto, ViaDecode, ViaEdit,
+    ViaNoDecode, ViaNoEdit, ViaStepRequest, arg, arg_checks, assert_call_id, capture, capture_step,
+    object, restream, restream_result, retry_clone,
 };
 pub use crate::call::step::{
     model_step, model_step_result, model_step_stream, model_step_stream_result,
 };
 pub use crate::call::tee::Tee;
 pub use crate::call::tool::{
-    tool, tool_result, tool_result_reject, tool_stream, tool_stream_result,
+    tool, tool_result, tool_result_reject, tool_result_reject_replay, tool_result_replay,
+    tool_stream, tool_stream_result,
 };
 pub use crate::captured::Val as Captured;
 pub use crate::model::{

@@ -28,7 +28,8 @@
 //! serves as well.
 //!
 //! A call the recording cannot answer runs live and is reported: after the fork point
-//! ([`Replay::until`]), a recorded error (error values are not rebuilt), a stream whose
+//! ([`Replay::until`]), a recorded error of a tool that does not opt in with
+//! `#[graphmind::tool(replay_errors)]` (see [`RecordedError`](crate::RecordedError)), a stream whose
 //! codec records no chunks ([`ChunkCodec::to_recorded`](crate::model::ChunkCodec::to_recorded)),
 //! or a call the recording does not have ([`OnMissing`] decides whether that fails the
 //! test).

@@ -85,7 +85,8 @@ pub enum ControlCommand {
         command: Vec<String>,
     },
     /// Compare two runs (run ids or `graphmind record` files): the first divergence and the
-    /// differences per node, executions paired by node and order.
+    /// differences per node, executions paired by node and order. Exits like diff(1): 0 when
+    /// the runs match, 1 when they differ, 2 when they cannot be compared.
     Diff {
         #[command(flatten)]
         hub: HubArgs,
@@ -278,6 +279,24 @@ pub fn main(cmd: ControlCommand) -> ExitCode {
             hold,
             command: &command,
         }),
+        ControlCommand::Diff {
+            hub,
+            run_a,
+            run_b,
+            json,
+        } => {
+            return match replay::diff(hub.port, &run_a, &run_b, json) {
+                Ok(differ) => ExitCode::from(if differ {
+                    replay::diff_exit::DIFFER
+                } else {
+                    replay::diff_exit::SAME
+                }),
+                Err(f) => {
+                    eprintln!("graphmind: {}", one_line(&f.msg));
+                    ExitCode::from(replay::diff_exit::TROUBLE)
+                }
+            };
+        }
         cmd => run(cmd).map(|()| ExitCode::SUCCESS),
     };
     match out {
@@ -298,12 +317,7 @@ fn run(cmd: ControlCommand) -> Result<(), Fail> {
     match cmd {
         ControlCommand::Runs { hub, json } => runs(&TargetHub::locate(hub.port)?, json),
         ControlCommand::Replay { .. } => Err(Fail::new(Exit::Usage, "replay runs from main")),
-        ControlCommand::Diff {
-            hub,
-            run_a,
-            run_b,
-            json,
-        } => replay::diff(hub.port, &run_a, &run_b, json),
+        ControlCommand::Diff { .. } => Err(Fail::new(Exit::Usage, "diff runs from main")),
         ControlCommand::Record { hub, run_id, out } => {
             record(&TargetHub::locate(hub.port)?, &run_id, out.as_deref())
         }

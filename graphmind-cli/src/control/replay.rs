@@ -134,7 +134,9 @@ pub(super) struct NodeDiff {
 }
 
 /// What differs between runs `a` and `b`: the first divergence (in `a`'s order) and the
-/// differences per node. Executions are paired by node and order, as a replay pairs them.
+/// differences per node. Executions are paired as a replay pairs them: by node, each with the
+/// first execution of `b` not yet paired whose input equals its own (concurrent calls that
+/// started in another order), else with the first not yet paired.
 pub(super) fn compare(
     a: &Recording,
     b: &Recording,
@@ -145,14 +147,33 @@ pub(super) fn compare(
         by_node.entry(&s.node_id).or_default().push(s);
         nodes.entry(s.node_id.clone()).or_default().count_b += 1;
     }
-    let mut taken: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut taken: BTreeMap<&str, Vec<bool>> = BTreeMap::new();
     let mut first: Option<String> = None;
     for s in &a.steps {
         let n = nodes.entry(s.node_id.clone()).or_default();
         n.count_a += 1;
-        let nth = taken.entry(&s.node_id).or_insert(0);
-        let other = by_node.get(s.node_id.as_str()).and_then(|v| v.get(*nth));
-        *nth += 1;
+        let candidates = by_node
+            .get(s.node_id.as_str())
+            .map_or(&[][..], Vec::as_slice);
+        let used = taken
+            .entry(&s.node_id)
+            .or_insert_with(|| vec![false; candidates.len()]);
+        let null = Value::Null;
+        let same_input = |o: &Step| {
+            first_diff(
+                s.input.as_ref().unwrap_or(&null),
+                o.input.as_ref().unwrap_or(&null),
+            )
+            .is_none()
+        };
+        let pick = (0..candidates.len())
+            .filter(|&i| !used[i])
+            .find(|&i| same_input(candidates[i]))
+            .or_else(|| (0..candidates.len()).find(|&i| !used[i]));
+        let other = pick.map(|i| {
+            used[i] = true;
+            candidates[i]
+        });
         let line = match other {
             None => Some(format!(
                 "step {} ({} `{}`) is only in {}",
@@ -217,10 +238,22 @@ pub(super) fn compare(
     (first, nodes)
 }
 
-/// `graphmind diff <runA> <runB>`.
-pub(super) fn diff(port: Option<u16>, a: &str, b: &str, as_json: bool) -> Result<(), Fail> {
+/// What `graphmind diff` exits with, like `diff(1)`: 0 when the runs match, 1 when they
+/// differ, 2 when they could not be compared (a run not found, no hub, an unreadable file).
+pub(super) mod diff_exit {
+    /// The runs match.
+    pub(in super::super) const SAME: u8 = 0;
+    /// The runs differ.
+    pub(in super::super) const DIFFER: u8 = 1;
+    /// They could not be compared.
+    pub(in super::super) const TROUBLE: u8 = 2;
+}
+
+/// `graphmind diff <runA> <runB>`: `Ok(true)` when the runs differ.
+pub(super) fn diff(port: Option<u16>, a: &str, b: &str, as_json: bool) -> Result<bool, Fail> {
     let (ra, rb) = (load(&fetch(port, a)?)?, load(&fetch(port, b)?)?);
     let (first, nodes) = compare(&ra, &rb);
+    let differ = first.is_some();
     if as_json {
         let nodes: Vec<Value> = nodes
             .iter()
@@ -231,7 +264,8 @@ pub(super) fn diff(port: Option<u16>, a: &str, b: &str, as_json: bool) -> Result
             .collect();
         return print_json(
             &json!({"runA": ra.run_id, "runB": rb.run_id, "firstDivergence": first, "nodes": nodes}),
-        );
+        )
+        .map(|()| differ);
     }
     let mut out = String::new();
     match &first {
@@ -261,7 +295,8 @@ pub(super) fn diff(port: Option<u16>, a: &str, b: &str, as_json: bool) -> Result
     std::io::stdout()
         .lock()
         .write_all(out.as_bytes())
-        .map_err(io_fail)
+        .map_err(io_fail)?;
+    Ok(differ)
 }
 
 #[cfg(test)]
@@ -289,5 +324,41 @@ mod tests {
         assert_eq!((n.count_a, n.count_b, n.inputs, n.outputs), (2, 2, 1, 0));
         let (first, _) = compare(&rec("run_a", "y"), &rec("run_b", "y"));
         assert_eq!(first, None);
+    }
+
+    #[test]
+    fn concurrent_calls_in_another_order_are_paired_by_input_not_reported_as_differing() {
+        let text = |run: &str, order: [(&str, i32); 2]| {
+            order
+                .iter()
+                .enumerate()
+                .map(|(i, (q, out))| {
+                    format!(
+                        r#"{{"type":"node.started","runId":"{run}","payload":{{"nodeId":"tool:a","kind":"tool","name":"a","instanceId":"{i}","input":{{"q":"{q}"}}}}}}
+{{"type":"node.finished","runId":"{run}","payload":{{"nodeId":"tool:a","instanceId":"{i}","status":"ok","output":{out}}}}}
+"#
+                    )
+                })
+                .collect::<String>()
+        };
+        let a = Recording::parse(&text("run_a", [("x", 1), ("y", 2)]), None).expect("parses");
+        let b = Recording::parse(&text("run_b", [("y", 2), ("x", 1)]), None).expect("parses");
+        let (first, nodes) = compare(&a, &b);
+        assert_eq!(first, None);
+        assert_eq!(
+            nodes["tool:a"],
+            NodeDiff {
+                count_a: 2,
+                count_b: 2,
+                ..NodeDiff::default()
+            }
+        );
+        // Swapped inputs with swapped outputs still differ, at the output.
+        let c = Recording::parse(&text("run_c", [("y", 1), ("x", 2)]), None).expect("parses");
+        let (first, _) = compare(&a, &c);
+        assert_eq!(
+            first.as_deref(),
+            Some("step 1 (tool:a `a`): output $ is 1 in run_a but 2 in run_c (its step 2)")
+        );
     }
 }

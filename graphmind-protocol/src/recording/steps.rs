@@ -28,6 +28,8 @@ pub struct Step {
     pub chunks: Option<Vec<Value>>,
     /// Whether the execution was streamed.
     pub streaming: bool,
+    /// The last `node.error` of the execution (a retried call reports one per attempt).
+    pub error: Option<crate::ErrorInfo>,
 }
 
 /// One recorded run.
@@ -98,6 +100,7 @@ impl Recording {
                         output: None,
                         chunks: None,
                         streaming: false,
+                        error: None,
                     });
                 }
                 "node.finished" => {
@@ -118,6 +121,20 @@ impl Recording {
                         .get(CHUNKS_KEY)
                         .and_then(Value::as_array)
                         .map(|a| a.to_vec());
+                }
+                "node.error" => {
+                    let instance = text_of("instanceId");
+                    let node = text_of("nodeId");
+                    let error = p
+                        .get("error")
+                        .and_then(|e| serde_json::from_value::<crate::ErrorInfo>(e.clone()).ok());
+                    if let Some(&(_, at)) = open
+                        .iter()
+                        .find(|(i, s)| *i == instance && rec.steps[*s].node_id == node)
+                        && error.is_some()
+                    {
+                        rec.steps[at].error = error;
+                    }
                 }
                 _ => {}
             }
@@ -144,13 +161,24 @@ mod tests {
 {"gm":1,"seq":3,"ts":1,"runId":"run_a","type":"node.started","payload":{"nodeId":"tool:a","kind":"tool","name":"a","instanceId":"c1","input":{"x":1}}}
 {"gm":1,"seq":4,"ts":1,"runId":"run_a","type":"node.started","payload":{"nodeId":"tool:b","kind":"tool","name":"b","instanceId":"c2","input":{"y":2}}}
 {"gm":1,"seq":5,"ts":1,"runId":"run_a","type":"node.finished","payload":{"nodeId":"tool:b","instanceId":"c2","durationMs":1,"status":"ok","output":7}}
-{"gm":1,"seq":6,"ts":1,"runId":"run_a","type":"node.finished","payload":{"nodeId":"tool:a","instanceId":"c1","durationMs":1,"status":"error"}}
+{"gm":1,"seq":6,"ts":1,"runId":"run_a","type":"node.error","payload":{"nodeId":"tool:a","instanceId":"c1","error":{"name":"LookupError","message":"first"}}}
+{"gm":1,"seq":7,"ts":1,"runId":"run_a","type":"node.error","payload":{"nodeId":"tool:a","instanceId":"c1","error":{"name":"LookupError","message":"no order ORD-1"}}}
+{"gm":1,"seq":8,"ts":1,"runId":"run_a","type":"node.finished","payload":{"nodeId":"tool:a","instanceId":"c1","durationMs":1,"status":"error"}}
 "#;
         let rec = Recording::parse(text, None).expect("parses");
         assert_eq!(rec.run_id, "run_a");
         assert_eq!(rec.steps.len(), 2);
         assert_eq!(rec.steps[0].node_id, "tool:a");
         assert_eq!(rec.steps[0].status, "error");
+        let error = rec.steps[0]
+            .error
+            .as_ref()
+            .expect("the step's last node.error");
+        assert_eq!(
+            (error.name.as_str(), error.message.as_str()),
+            ("LookupError", "no order ORD-1")
+        );
+        assert_eq!(rec.steps[1].error, None);
         assert_eq!(rec.steps[1].output, Some(serde_json::json!(7)));
         assert_eq!(rec.steps[1].index, 2);
         assert!(Recording::parse("{\"type\":\"run.started\"}", None).is_err());

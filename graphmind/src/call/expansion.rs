@@ -168,6 +168,17 @@ pub trait Rejectable: From<crate::Rejection> {}
 
 impl<T: From<crate::Rejection>> Rejectable for T {}
 
+/// The error type of a `#[graphmind::tool(replay_errors)]`: a replay answers a call whose
+/// recorded outcome is an error with `Err(E::from(RecordedError))`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot carry a recorded error of a #[graphmind::tool(replay_errors)]",
+    label = "the error type must implement `From<graphmind::RecordedError>`",
+    note = "implement `From<graphmind::RecordedError>` for it (the recorded error carries the type name and message), or drop `replay_errors` from the attribute"
+)]
+pub trait Replayable: From<crate::RecordedError> {}
+
+impl<T: From<crate::RecordedError>> Replayable for T {}
+
 /// An item of a streaming tool: previewed as a token delta.
 #[diagnostic::on_unimplemented(
     message = "items of a streaming #[graphmind::tool] must implement `serde::Serialize`",
@@ -502,6 +513,53 @@ impl<T> ViaNoEdit<T> for &&Ed<T> {
         None
     }
     fn gm_apply(&self, _edit: &EditArgs, _key: &str, _slot: &mut T) {}
+}
+
+/// How a replay rebuilds a streaming tool's recorded item from its JSON; `None`: it cannot
+/// (the call runs live).
+pub type ItemDecode<T> = Option<fn(Value) -> Option<T>>;
+
+/// The item type of a streaming tool, for [`ViaDecode`] / [`ViaNoDecode`]: the expansion
+/// asks it for the decoder a replay rebuilds recorded items with.
+pub struct ItemDecoder<T>(std::marker::PhantomData<fn() -> T>);
+
+impl<T> ItemDecoder<T> {
+    /// The marker of item type `T`.
+    #[inline]
+    #[must_use]
+    pub const fn new() -> Self {
+        Self(std::marker::PhantomData)
+    }
+}
+
+impl<T> Default for ItemDecoder<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Picked for an item type that deserializes: a replay rebuilds recorded items.
+pub trait ViaDecode<T> {
+    /// The decoder of a recorded item.
+    fn gm_decoder(&self) -> ItemDecode<T>;
+}
+
+impl<T: DeserializeOwned> ViaDecode<T> for &ItemDecoder<T> {
+    fn gm_decoder(&self) -> ItemDecode<T> {
+        Some(|v| serde_json::from_value(v).ok())
+    }
+}
+
+/// The fallback: items that do not deserialize; a replay runs the stream live.
+pub trait ViaNoDecode<T> {
+    /// No decoder.
+    fn gm_decoder(&self) -> ItemDecode<T>;
+}
+
+impl<T> ViaNoDecode<T> for &&ItemDecoder<T> {
+    fn gm_decoder(&self) -> ItemDecode<T> {
+        None
+    }
 }
 
 /// A retryable body whose arguments can be edited at its `before` gate: `F` gets the edit

@@ -69,6 +69,7 @@ pub(crate) async fn gated<B: Body>(
                     None => unserved(&node, served.step),
                 }
             }
+            Decision::ServeError(served) => super::replayed::unserved_error(&node, &served),
             Decision::Fork { hold } => hold_fork = hold,
             Decision::Stop(d) => node = super::replayed::stop(call, node, &d).await,
             Decision::Live => {}

@@ -475,6 +475,7 @@ async fn a_streaming_call_has_no_after_gate_and_refuses_inject() {
                 &RETRYABLE,
                 input(),
                 Repeat(|| async { futures_util::stream::iter([1u32, 2, 3]) }),
+                None,
             )
             .await;
             tee.collect::<Vec<u32>>().await

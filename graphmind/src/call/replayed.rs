@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::context::Call;
 use super::node_run::{Finish, NodeRun};
-use crate::replay::{Decision, Divergence, Served};
+use crate::replay::{Decision, Divergence, LiveReason, Served, ServedError};
 
 /// `node.finished` extras of a call answered from the recording.
 pub(crate) fn served_extra(step: usize) -> Extra {
@@ -16,6 +16,99 @@ pub(crate) fn served_extra(step: usize) -> Extra {
     extra.insert("replayed".into(), true.into());
     extra.insert("replayStep".into(), step.into());
     extra
+}
+
+/// The recorded error of a call whose error type is built from one (`#[tool(replay_errors)]`):
+/// `Some` when the replayer answers this call with its recorded error — `node.error` with the
+/// recorded name and message, `node.finished` `error` with the served extras (the node is
+/// finished), the body does not run — else `None`, the decision untouched, for the gates.
+pub(crate) fn served_error(node: &mut NodeRun) -> Option<crate::RecordedError> {
+    let decision = node.replay.take()?;
+    let Decision::ServeError(ServedError { step, error }) = *decision else {
+        node.replay = Some(decision);
+        return None;
+    };
+    node.error(crate::errors::error_info(
+        error.name.as_str(),
+        error.message.clone(),
+    ));
+    node.finish_ref(
+        Status::Error,
+        Finish {
+            extra: served_extra(step),
+            ..Finish::default()
+        },
+    );
+    Some(error)
+}
+
+/// A recorded error the call's type is not built from: the call runs live, and the report
+/// says why.
+pub(crate) fn unserved_error(node: &NodeRun, served: &ServedError) {
+    if let Some(r) = node.host.replayer() {
+        r.unserved(served.step, LiveReason::RecordedError);
+    }
+}
+
+/// The replayer's decision for a call that cannot be answered from a recording (a streaming
+/// tool whose stream is created by its body): it runs live, and the report says so; a
+/// divergence with `stop` aborts there. `Some(reason)` when its `before` gate must hold first
+/// (a fork point with hold).
+pub(crate) async fn unanswerable(call: &Call, mut node: NodeRun) -> (NodeRun, Option<PauseReason>) {
+    let Some(decision) = node.replay.take() else {
+        return (node, None);
+    };
+    match *decision {
+        Decision::Serve(served) => {
+            if let Some(r) = node.host.replayer() {
+                r.unserved(served.step, LiveReason::NoOutput);
+            }
+            (node, None)
+        }
+        Decision::ServeError(served) => {
+            unserved_error(&node, &served);
+            (node, None)
+        }
+        Decision::Stop(d) => (stop(call, node, &d).await, None),
+        Decision::Fork { hold: true } => (node, Some(PauseReason::Breakpoint)),
+        Decision::Fork { hold: false } | Decision::Live => (node, None),
+    }
+}
+
+/// The recorded items of a streaming tool the replayer served, rebuilt with `decode`, and the
+/// recorded step (build the tee's observer with [`served_observer`]); otherwise `None`, and the
+/// call runs live (the decision left for its `before` gate when it is not a served answer: a
+/// fork may hold there, a divergence stops there).
+pub(crate) fn stream_items<I>(
+    node: &mut NodeRun,
+    decode: crate::call::expansion::ItemDecode<I>,
+) -> Option<(Vec<I>, usize)> {
+    let decision = node.replay.take()?;
+    let served = match *decision {
+        Decision::Serve(served) => served,
+        other => {
+            node.replay = Some(Box::new(other));
+            return None;
+        }
+    };
+    let items: Option<Vec<I>> = match (decode, served.chunks) {
+        (Some(decode), Some(chunks)) => chunks.into_iter().map(decode).collect(),
+        _ => None,
+    };
+    if items.is_none()
+        && let Some(r) = node.host.replayer()
+    {
+        r.unserved(served.step, LiveReason::NoOutput);
+    }
+    items.map(|items| (items, served.step))
+}
+
+/// The observer of a stream answered from recorded step `step`: it finishes the node as
+/// replayed.
+pub(crate) fn served_observer(node: NodeRun, step: usize) -> super::tee::Observer {
+    let mut observer = super::tee::Observer::new(node);
+    observer.extra = served_extra(step);
+    observer
 }
 
 /// A divergence with `stop`: `node.error` `ReplayDiverged` naming step, node and field, a
@@ -56,6 +149,10 @@ pub(crate) fn by_hand(
 ) -> Result<crate::gate::Resume, Option<PauseReason>> {
     match decision {
         Decision::Serve(served) => Ok(crate::gate::Resume::Inject(answer(served))),
+        Decision::ServeError(served) => {
+            unserved_error(node, &served);
+            Err(None)
+        }
         Decision::Stop(d) => {
             report(node, &d);
             Ok(crate::gate::Resume::Abort)

@@ -14,7 +14,7 @@ use super::detached::{DetachedNode, Ending, RunRef};
 use super::policy::{Policy, gated};
 use super::scope::Scope;
 use crate::call::expansion::{
-    Body, CallFuture, Input, Rejectable, StreamItem, ToolError, ToolOutput,
+    Body, CallFuture, Input, ItemDecode, Rejectable, Replayable, StreamItem, ToolError, ToolOutput,
 };
 use crate::call::node_run::{Finish, NodeRun, StartSpec};
 use crate::call::tee::{Observer, Tee};
@@ -268,6 +268,81 @@ where
     gated(&call, node, body, &policy, false).await.0
 }
 
+/// [`tool_result`] for a `#[graphmind::tool(replay_errors)]`: a replay answers a call whose
+/// recorded outcome is an error with `Err(E::from(RecordedError))`, without running it.
+pub fn tool_result_replay<B, T, E>(
+    site: &'static ToolSite,
+    input: Input,
+    mut body: B,
+) -> CallFuture<B::Fut, impl Future<Output = Result<T, E>>>
+where
+    B: Body<Output = Result<T, E>>,
+    T: ToolOutput,
+    E: ToolError + Replayable,
+{
+    match input.0 {
+        None => CallFuture::direct(&mut body),
+        Some(input) => recorded(
+            site,
+            input,
+            body,
+            finish_tool_result::<T, E>,
+            move |i, b, c, h, r| tool_result_replay_full(site, i, b, c, h, r, None),
+        ),
+    }
+}
+
+/// [`tool_result_reject`] and [`tool_result_replay`] at once: `#[graphmind::tool(reject,
+/// replay_errors)]`.
+pub fn tool_result_reject_replay<B, T, E>(
+    site: &'static ToolSite,
+    input: Input,
+    mut body: B,
+) -> CallFuture<B::Fut, impl Future<Output = Result<T, E>>>
+where
+    B: Body<Output = Result<T, E>>,
+    T: ToolOutput,
+    E: ToolError + Rejectable + Replayable,
+{
+    match input.0 {
+        None => CallFuture::direct(&mut body),
+        Some(input) => recorded(
+            site,
+            input,
+            body,
+            finish_tool_result::<T, E>,
+            move |i, b, c, h, r| {
+                tool_result_replay_full(site, i, b, c, h, r, Some(|r| Err(E::from(r))))
+            },
+        ),
+    }
+}
+
+/// The policy of a `replay_errors` tool: a recorded error is served as `Err`; the rest as
+/// [`tool_result`] (with reject support when `reject` and `E` has it).
+async fn tool_result_replay_full<B, T, E>(
+    site: &'static ToolSite,
+    input: Payload,
+    body: B,
+    call: Call,
+    host: Arc<dyn Host>,
+    run_id: crate::ids::RunId,
+    reject: Option<fn(crate::Rejection) -> Result<T, E>>,
+) -> Result<T, E>
+where
+    B: Body<Output = Result<T, E>>,
+    T: ToolOutput,
+    E: ToolError + Replayable,
+{
+    let mut node = start_tool(call.parent(), host, run_id, site, input, B::EDIT);
+    if let Some(recorded) = super::replayed::served_error(&mut node) {
+        return Err(E::from(recorded));
+    }
+    let mut policy = result_policy::<T, E>();
+    policy.reject = reject;
+    gated(&call, node, body, &policy, false).await.0
+}
+
 fn result_policy<T: ToolOutput, E: ToolError>() -> Policy<Result<T, E>> {
     Policy::<Result<T, E>> {
         error: result_error::<T, E>,
@@ -301,8 +376,16 @@ where
 }
 
 /// A streaming tool: gated before start only; items are observed as token previews and
-/// counted; `node.finished` (`streaming: true`, `chunks`) when the stream ends or is dropped.
-pub async fn tool_stream<B, S>(site: &'static ToolSite, input: Input, body: B) -> Tee<S>
+/// counted; `node.finished` (`streaming: true`, `chunks`, the items as JSON in
+/// `recordedChunks`) when the stream ends or is dropped. `decode` rebuilds an item from its
+/// JSON (the expansion passes one when the item type deserializes): a replay then hands the
+/// caller the recorded items, in order, without running the body.
+pub async fn tool_stream<B, S>(
+    site: &'static ToolSite,
+    input: Input,
+    body: B,
+    decode: ItemDecode<S::Item>,
+) -> Tee<S>
 where
     B: Body<Output = S>,
     S: Stream,
@@ -316,7 +399,11 @@ where
         Cow::Borrowed(site.name),
         site.retry && B::RETRY,
     );
-    let node = start_tool(call.parent(), host, run_id, site, input, B::EDIT);
+    let mut node = start_tool(call.parent(), host, run_id, site, input, B::EDIT);
+    if let Some((items, step)) = super::replayed::stream_items(&mut node, decode) {
+        let observer = super::replayed::served_observer(node, step);
+        return Tee::replayed(items, observer, observe_item::<S::Item>);
+    }
     let policy = Policy::<S> {
         error: |_| None,
         encode: |_| None,
@@ -334,11 +421,13 @@ where
 }
 
 /// A streaming tool returning `Result<impl Stream, E>`: an `Err` at creation is recorded
-/// (node.error, finished `error`) without an error gate.
+/// (node.error, finished `error`) without an error gate. `decode` as for [`tool_stream`]: a
+/// replay of a stream created `Ok` hands back the recorded items.
 pub async fn tool_stream_result<B, S, E>(
     site: &'static ToolSite,
     input: Input,
     body: B,
+    decode: ItemDecode<S::Item>,
 ) -> Result<Tee<S>, E>
 where
     B: Body<Output = Result<S, E>>,
@@ -355,12 +444,17 @@ where
         site.retry && B::RETRY,
     );
     let mut node = start_tool(call.parent(), host, run_id, site, input, false);
+    if let Some((items, step)) = super::replayed::stream_items(&mut node, decode) {
+        let observer = super::replayed::served_observer(node, step);
+        return Ok(Tee::replayed(items, observer, observe_item::<S::Item>));
+    }
+    let (mut node, forced) = super::replayed::unanswerable(&call, node).await;
     if node.host.needs_first_use() {
         node.host.first_use().await;
     }
     // Only a before gate: an error at creation is recorded, not gated.
     match call
-        .gate(&mut node, PausePoint::Before, None, Extra::new(), None)
+        .gate(&mut node, PausePoint::Before, None, Extra::new(), forced)
         .await
     {
         Resume::Abort => {
@@ -388,10 +482,13 @@ where
 }
 
 /// Previews one streamed tool item: strings as they are, other values as compact JSON;
-/// an item serialized as `{"Err": …}` is recorded as an error.
+/// an item serialized as `{"Err": …}` is recorded as an error. The item's JSON is kept for
+/// replay (`recordedChunks`).
 pub(crate) fn observe_item<I: StreamItem>(obs: &mut Observer, item: &I) {
     obs.chunks += 1;
-    match to_value(item) {
+    let value = to_value(item);
+    obs.recorded.get_or_insert_default().push(value.clone());
+    match value {
         Value::String(s) => obs.node.push_token(graphmind_protocol::DeltaKind::Text, &s),
         Value::Object(map) if map.len() == 1 && map.contains_key("Err") => {
             let msg = match &map["Err"] {

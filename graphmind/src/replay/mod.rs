@@ -4,6 +4,12 @@
 //! one, and, up to the fork point, its recorded output is injected at its `before` gate (the
 //! body does not run). From the fork point on — a step number or a node — the run is live.
 //!
+//! Concurrent calls of one node may start in another order than they were recorded in: a
+//! call takes the first recorded call of its node not yet taken whose input equals its own,
+//! and only when there is none the first not yet taken (whose input is then checked, and
+//! reported as a divergence when it differs). So two parallel `lookup_order` calls that swap
+//! places are each answered with their own recorded output, not reported as diverged.
+//!
 //! Configured by the environment of a session (`GRAPHMIND_REPLAY=<recording.ndjson>`,
 //! `GRAPHMIND_REPLAY_UNTIL=<step N | node>`, `GRAPHMIND_REPLAY_ON_DIVERGE=stop|live`,
 //! `GRAPHMIND_REPLAY_HOLD=1`), or by `graphmind::testing` (no hub, no socket).
@@ -34,6 +40,9 @@ pub(crate) fn any() -> bool {
 pub(crate) enum Decision {
     /// Answer with the recorded output (and chunks, for a stream); the body does not run.
     Serve(Served),
+    /// Answer with the recorded error, when the call's error type is built from one (a
+    /// `#[tool(replay_errors)]`); other calls run live.
+    ServeError(ServedError),
     /// Run the body.
     Live,
     /// The fork point: run the body, holding at the `before` gate first when asked to.
@@ -54,6 +63,13 @@ pub(crate) struct Served {
     pub(crate) chunks: Option<Vec<Value>>,
 }
 
+/// A recorded error.
+#[derive(Debug)]
+pub(crate) struct ServedError {
+    pub(crate) step: usize,
+    pub(crate) error: crate::RecordedError,
+}
+
 /// One recording being replayed.
 #[derive(Debug)]
 pub(crate) struct Replayer {
@@ -68,7 +84,8 @@ pub(crate) struct Replayer {
 
 #[derive(Debug, Default)]
 struct State {
-    taken: HashMap<String, usize>,
+    /// Per recorded step (by position): whether a live call took it.
+    taken: Vec<bool>,
     /// The step the live part began at (fork point or divergence).
     forked: Option<usize>,
     outcomes: Vec<Outcome>,
@@ -87,13 +104,17 @@ impl Replayer {
         for (i, s) in recording.steps.iter().enumerate() {
             by_node.entry(s.node_id.clone()).or_default().push(i);
         }
+        let taken = vec![false; recording.steps.len()];
         Self {
             recording,
             by_node,
             until,
             on_diverge,
             hold,
-            state: Mutex::new(State::default()),
+            state: Mutex::new(State {
+                taken,
+                ..State::default()
+            }),
         }
     }
 
@@ -152,9 +173,10 @@ impl Replayer {
     /// Decides one live call of node `node_id` (`name`) whose input is `input`.
     pub(crate) fn take(&self, node_id: &str, name: &str, input: Option<&Value>) -> Decision {
         let mut st = self.lock();
-        let nth = st.taken.entry(node_id.to_owned()).or_insert(0);
-        let at = self.by_node.get(node_id).and_then(|v| v.get(*nth)).copied();
-        *nth += 1;
+        let at = self.pick(&st, node_id, name, input);
+        if let Some(i) = at {
+            st.taken[i] = true;
+        }
         let live = |st: &mut State, step: Option<usize>, reason: LiveReason| {
             st.outcomes.push(Outcome::Live {
                 step,
@@ -196,6 +218,20 @@ impl Replayer {
                     chunks: step.chunks.clone(),
                 })
             }
+            None if step.status == "error" && step.error.is_some() => {
+                let e = step.error.as_ref().map_or_else(
+                    || crate::RecordedError::new("", ""),
+                    |e| crate::RecordedError::new(e.name.clone(), e.message.clone()),
+                );
+                st.outcomes.push(Outcome::Served {
+                    step: step.index,
+                    node_id: node_id.to_owned(),
+                });
+                Decision::ServeError(ServedError {
+                    step: step.index,
+                    error: e,
+                })
+            }
             None => {
                 let reason = if step.status == "ok" {
                     LiveReason::NoOutput
@@ -208,8 +244,29 @@ impl Replayer {
         }
     }
 
-    /// A served answer could not be used after all (it does not fit the call's type, or a
-    /// stream step recorded no chunks): the call runs live, and the report says so.
+    /// The recorded step (by position) a live call of `node_id` takes: the first not yet
+    /// taken whose input equals `input` (before the fork point), else the first not yet taken.
+    fn pick(&self, st: &State, node_id: &str, name: &str, input: Option<&Value>) -> Option<usize> {
+        let mut free = self
+            .by_node
+            .get(node_id)
+            .into_iter()
+            .flatten()
+            .copied()
+            .filter(|&i| !st.taken[i]);
+        let first = free.next()?;
+        if st.forked.is_some() || divergence(&self.recording.steps[first], name, input).is_none() {
+            return Some(first);
+        }
+        Some(
+            free.find(|&i| divergence(&self.recording.steps[i], name, input).is_none())
+                .unwrap_or(first),
+        )
+    }
+
+    /// A served answer could not be used after all (it does not fit the call's type, a
+    /// stream step recorded no chunks, or a recorded error the call's error type is not
+    /// built from): the call runs live, and the report says so.
     pub(crate) fn unserved(&self, step: usize, reason: LiveReason) {
         let mut st = self.lock();
         if let Some(o) = st

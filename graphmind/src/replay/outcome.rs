@@ -103,7 +103,9 @@ pub enum LiveReason {
     AfterFork,
     /// The recording has no such call (more calls of the node than recorded).
     NotRecorded,
-    /// The recorded call ended in an error, and errors are not rebuilt from a recording.
+    /// The recorded call ended in an error, and the call's error type is not built from a
+    /// [`RecordedError`](crate::RecordedError) (a `#[tool(replay_errors)]` opts in), or the
+    /// recording has no `node.error` for it.
     RecordedError,
     /// The recorded call has no usable output (hidden, cut to the payload budget, a stream
     /// without recorded chunks, or a value that does not fit the call's type).

@@ -12,6 +12,7 @@ fn rec() -> Recording {
         output: Some(output),
         chunks: None,
         streaming: false,
+        error: None,
     };
     Recording {
         run_id: "run_a".into(),
@@ -102,4 +103,66 @@ fn the_fork_point_goes_live_and_stays_live() {
         Decision::Fork { hold: false }
     ));
     assert_eq!(Until::parse("step 4"), Until::Step(4));
+}
+
+#[test]
+fn a_recorded_error_with_its_node_error_is_served_as_that_error() {
+    let mut recording = rec();
+    recording.steps[1].error = Some(graphmind_protocol::ErrorInfo {
+        name: "ToolError".into(),
+        message: "no order ORD-1O42".into(),
+        stack: None,
+        extra: graphmind_protocol::Extra::new(),
+    });
+    let r = Replayer::new(recording, Until::End, OnDiverge::Stop, false);
+    let _ = r.take("tool:a", "a", Some(&json!({"x": 1})));
+    let Decision::ServeError(served) = r.take("tool:b", "b", Some(&json!({"y": 1}))) else {
+        panic!("expected the recorded error");
+    };
+    assert_eq!(served.step, 2);
+    assert_eq!(
+        served.error,
+        crate::RecordedError::new("ToolError", "no order ORD-1O42")
+    );
+    assert_eq!(
+        r.outcomes()[1],
+        Outcome::Served {
+            step: 2,
+            node_id: "tool:b".into()
+        }
+    );
+    // A call whose error type is not built from it runs live, and the report says why.
+    r.unserved(2, LiveReason::RecordedError);
+    assert!(matches!(
+        r.outcomes()[1],
+        Outcome::Live {
+            step: Some(2),
+            reason: LiveReason::RecordedError,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn concurrent_calls_in_another_order_are_paired_by_input_not_reported_as_diverged() {
+    let r = Replayer::new(rec(), Until::End, OnDiverge::Stop, false);
+    // The second recorded call of tool:a starts first, then the first one.
+    assert!(
+        matches!(r.take("tool:a", "a", Some(&json!({"x": 2}))), Decision::Serve(s) if s.step == 3 && s.output == json!(20))
+    );
+    assert!(
+        matches!(r.take("tool:a", "a", Some(&json!({"x": 1}))), Decision::Serve(s) if s.step == 1 && s.output == json!(10))
+    );
+    assert!(
+        r.outcomes()
+            .iter()
+            .all(|o| matches!(o, Outcome::Served { .. }))
+    );
+    // An input no recorded call has is checked against the first one not yet taken.
+    let r = Replayer::new(rec(), Until::End, OnDiverge::Stop, false);
+    let _ = r.take("tool:a", "a", Some(&json!({"x": 1})));
+    let Decision::Stop(d) = r.take("tool:a", "a", Some(&json!({"x": 9}))) else {
+        panic!("expected a divergence");
+    };
+    assert_eq!((d.step, d.path.as_str()), (3, "$.x"));
 }
