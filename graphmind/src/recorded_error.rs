@@ -11,6 +11,12 @@
 /// #[derive(Debug)]
 /// struct LookupError(String);
 ///
+/// impl std::fmt::Display for LookupError {
+///     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+///         f.write_str(&self.0)
+///     }
+/// }
+///
 /// impl From<graphmind::RecordedError> for LookupError {
 ///     fn from(e: graphmind::RecordedError) -> Self {
 ///         LookupError(e.message)
