@@ -1,0 +1,86 @@
+// `graphmind replay` against a real hub, looked at in Chromium: the support agent's run,
+// replayed with the real CLI to step 5, is a new run whose title says "replay of <source> ·
+// live from step 5"; the link opens the source run, which is not a replay. The replayed run's
+// answered cards finished `ok`/`error` as recorded, and nothing of the first four steps ran.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import {
+  withHubAndBrowser,
+  shot,
+  api,
+  until,
+  exitedOk,
+  assertNoPageErrors,
+  GRAPHMIND_BIN,
+  AGENT_BIN,
+} from '../lib/harness.mjs';
+
+/** Runs `graphmind <args>` against the hub's home; resolves with { code, stdout, stderr }. */
+function graphmind(hub, args, ms = 30_000) {
+  const proc = spawn(GRAPHMIND_BIN, args, {
+    env: { ...process.env, GRAPHMIND_HOME: hub.home, NO_PROXY: '127.0.0.1,localhost' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const out = { stdout: '', stderr: '' };
+  proc.stdout.setEncoding('utf8');
+  proc.stderr.setEncoding('utf8');
+  proc.stdout.on('data', (d) => (out.stdout += d));
+  proc.stderr.on('data', (d) => (out.stderr += d));
+  const timer = setTimeout(() => proc.kill('SIGKILL'), ms);
+  timer.unref();
+  return new Promise((resolve) =>
+    proc.on('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, ...out });
+    }),
+  );
+}
+
+const finishedRuns = async (hub) => (await api(hub, '/api/runs')).runs.filter((r) => r.status !== 'running');
+
+test('a replayed run links its source run and says where its live part begins', () =>
+  withHubAndBrowser({ pauseOnError: false, agent: true }, async ({ hub, page, agent }) => {
+    await exitedOk(agent);
+    const source = await until(async () => (await finishedRuns(hub)).find((r) => r.name === 'handle-ticket'), 10_000, 'the recorded run');
+
+    // the real CLI fetches the recording and starts the agent with GRAPHMIND_REPLAY set
+    const replay = await graphmind(hub, [
+      'replay', source.runId, '--port', String(hub.port), '--until', '5', '--', AGENT_BIN, '--attach-wait-ms', '10000',
+    ]);
+    assert.equal(replay.code, 0, replay.stderr);
+    assert.match(replay.stderr, new RegExp(`replaying ${source.runId} \\(9 steps, live from 5\\)`));
+    assert.match(replay.stdout, /RF-1042/, 'the replayed agent answered as recorded');
+    const replayed = await until(
+      async () => (await finishedRuns(hub)).find((r) => r.runId !== source.runId && r.name === 'handle-ticket'),
+      10_000,
+      'the replayed run',
+    );
+
+    // the viewer follows the newest run: the replayed one, titled with its source
+    await page.locator(`[data-testid="canvas"][data-run-id="${replayed.runId}"][data-replayed="true"]`).waitFor({ timeout: 10_000 });
+    const link = page.locator('[data-testid="run-title"] [data-testid="replay-of"]');
+    await link.waitFor({ timeout: 10_000 });
+    assert.equal(await link.textContent(), `replay of ${source.runId} · live from step 5`);
+    assert.equal(await link.locator('a').getAttribute('href'), `#run=${encodeURIComponent(source.runId)}`);
+    // shown whole, not clipped by the title's edge (the title wraps it onto a line of its own)
+    const [box, titleBox] = [await link.boundingBox(), await page.locator('[data-testid="run-title"]').boundingBox()];
+    assert.ok(box && titleBox && box.x + box.width <= titleBox.x + titleBox.width + 0.5 && box.y + box.height <= titleBox.y + titleBox.height + 0.5, `link ${JSON.stringify(box)} inside title ${JSON.stringify(titleBox)}`);
+    // steps 1-4 were answered from the recording, the planted lookup error included
+    const events = (await api(hub, `/api/runs/${replayed.runId}/events`)).events;
+    const served = events.filter((e) => e.type === 'node.finished' && e.payload.replayed === true).map((e) => [e.payload.replayStep, e.payload.nodeId, e.payload.status]);
+    assert.deepEqual(served, [
+      [1, 'llm:step', 'ok'],
+      [2, 'tool:lookup_order', 'error'],
+      [3, 'llm:step', 'ok'],
+      [4, 'tool:lookup_order', 'ok'],
+    ]);
+    await shot(page, 'replay-link');
+
+    // the link opens the source run, which is no replay
+    await link.locator('a').click();
+    await page.locator(`[data-testid="canvas"][data-run-id="${source.runId}"][data-replayed="true"]`).waitFor({ timeout: 10_000 });
+    assert.equal(await page.locator('[data-testid="run-title"] [data-testid="replay-of"]').count(), 0);
+    await shot(page, 'replay-link-source');
+    assertNoPageErrors(page);
+  }));
