@@ -756,8 +756,11 @@ impl std::fmt::Display for FinishReason {
 /// `{text, finishReason, rawFinishReason, toolCalls}`, with the full response kept under
 /// `response` when given. `finishReason` is normalized ([`FinishReason`]); the provider's
 /// spelling is `rawFinishReason`; each tool call is `{id, name, arguments}` (the arguments
-/// parsed when they are JSON). A `#[graphmind::model_step]` whose codec reads the text
-/// records exactly this; an adapter that finishes its node by hand builds it the same way.
+/// parsed when they are JSON). An answer that ended normally (`stop`, `end_turn`,
+/// `completed`, …) with tool calls in it stopped for them: its `finishReason` is
+/// `tool-calls` (providers such as the Responses API report `completed` then). A
+/// `#[graphmind::model_step]` whose codec reads the text records exactly this; an adapter
+/// that finishes its node by hand builds it the same way.
 ///
 /// ```
 /// use graphmind::model::{Reply, ToolCall};
@@ -769,6 +772,13 @@ impl std::fmt::Display for FinishReason {
 /// assert_eq!(out["finishReason"], "tool-calls");
 /// assert_eq!(out["rawFinishReason"], "tool_calls");
 /// assert_eq!(out["toolCalls"][0]["arguments"]["id"], "A1");
+///
+/// let ended = Reply::new("")
+///     .finish_reason("completed")
+///     .tool_call(ToolCall::new("lookup_order", "{}"))
+///     .into_value();
+/// assert_eq!(ended["finishReason"], "tool-calls");
+/// assert_eq!(ended["rawFinishReason"], "completed");
 /// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct Reply {
@@ -854,10 +864,11 @@ impl Reply {
         let mut out = serde_json::Map::new();
         out.insert("text".into(), self.text.into());
         if let Some(raw) = self.raw_finish {
-            out.insert(
-                "finishReason".into(),
-                FinishReason::from_raw(&raw).as_str().into(),
-            );
+            let reason = match FinishReason::from_raw(&raw) {
+                FinishReason::Stop if !self.tool_calls.is_empty() => FinishReason::ToolCalls,
+                reason => reason,
+            };
+            out.insert("finishReason".into(), reason.as_str().into());
             out.insert("rawFinishReason".into(), raw.into());
         }
         out.insert("toolCalls".into(), self.tool_calls.into());

@@ -52,7 +52,9 @@ use crate::output::{StepOut, chat_usage, event_delta, from_chat, from_response, 
 
 /// Reads the Chat Completions types: `CreateChatCompletionRequest`,
 /// `CreateChatCompletionResponse` and the stream's `CreateChatCompletionStreamResponse`
-/// (also as `Result<_, OpenAIError>`, the SDK's stream item).
+/// (also as `Result<_, OpenAIError>`, the SDK's stream item), and a stream chunk as raw
+/// `serde_json::Value` (also in a `Result`), which keeps `delta.reasoning_content`: see the
+/// README's "Reasoning of OpenAI-compatible servers".
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Chat;
 
@@ -104,45 +106,51 @@ impl ResponseCodec<CreateChatCompletionResponse> for Chat {
     }
 }
 
-impl ChunkCodec<CreateChatCompletionStreamResponse> for Chat {
-    fn call_deltas(c: &CreateChatCompletionStreamResponse, emit: &mut dyn FnMut(Delta<'_>)) {
-        let v = json(c);
-        for choice in v
-            .get("choices")
+/// The deltas of one chat chunk, as JSON: `content` and `refusal` (text),
+/// `reasoning_content` (reasoning; kept only in a raw JSON chunk, see [`Chat`]), and each
+/// tool call's `function.arguments` by index, with its id and name when the chunk has them.
+fn chat_deltas(v: &Value, emit: &mut dyn FnMut(Delta<'_>)) {
+    for choice in v
+        .get("choices")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let delta = choice.get("delta").unwrap_or(&Value::Null);
+        for (key, kind) in [
+            ("content", DeltaKind::Text),
+            ("refusal", DeltaKind::Text),
+            ("reasoning_content", DeltaKind::Reasoning),
+        ] {
+            if let Some(t) = delta.get(key).and_then(Value::as_str) {
+                emit(Delta::new(kind, t));
+            }
+        }
+        for call in delta
+            .get("tool_calls")
             .and_then(Value::as_array)
             .into_iter()
             .flatten()
         {
-            let delta = choice.get("delta").unwrap_or(&Value::Null);
-            for (key, kind) in [
-                ("content", DeltaKind::Text),
-                ("refusal", DeltaKind::Text),
-                ("reasoning_content", DeltaKind::Reasoning),
-            ] {
-                if let Some(t) = delta.get(key).and_then(Value::as_str) {
-                    emit(Delta::new(kind, t));
-                }
+            let index = call.get("index").and_then(Value::as_u64).unwrap_or(0);
+            let Some(args) = call.pointer("/function/arguments").and_then(Value::as_str) else {
+                continue;
+            };
+            let mut d = Delta::tool_args(index, args);
+            if let Some(id) = call.get("id").and_then(Value::as_str) {
+                d = d.with_call_id(id);
             }
-            for call in delta
-                .get("tool_calls")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                let index = call.get("index").and_then(Value::as_u64).unwrap_or(0);
-                let Some(args) = call.pointer("/function/arguments").and_then(Value::as_str) else {
-                    continue;
-                };
-                let mut d = Delta::tool_args(index, args);
-                if let Some(id) = call.get("id").and_then(Value::as_str) {
-                    d = d.with_call_id(id);
-                }
-                if let Some(name) = call.pointer("/function/name").and_then(Value::as_str) {
-                    d = d.with_tool_name(name);
-                }
-                emit(d);
+            if let Some(name) = call.pointer("/function/name").and_then(Value::as_str) {
+                d = d.with_tool_name(name);
             }
+            emit(d);
         }
+    }
+}
+
+impl ChunkCodec<CreateChatCompletionStreamResponse> for Chat {
+    fn call_deltas(c: &CreateChatCompletionStreamResponse, emit: &mut dyn FnMut(Delta<'_>)) {
+        chat_deltas(&json(c), emit);
     }
     fn usage(c: &CreateChatCompletionStreamResponse) -> Option<Usage> {
         json(c).get("usage").and_then(chat_usage)
@@ -195,12 +203,72 @@ impl ChunkCodec<Result<CreateChatCompletionStreamResponse, OpenAIError>> for Cha
     }
 }
 
+/// A chat chunk as raw JSON, as async-openai's `byot` calls
+/// (`create_stream_byot::<_, serde_json::Value>`) yield it: the same reading as the typed
+/// chunk, plus `delta.reasoning_content`, which the typed chunk has no field for.
+impl ChunkCodec<Value> for Chat {
+    fn call_deltas(c: &Value, emit: &mut dyn FnMut(Delta<'_>)) {
+        chat_deltas(c, emit);
+    }
+    fn usage(c: &Value) -> Option<Usage> {
+        c.get("usage").and_then(chat_usage)
+    }
+    fn finish_reason(c: &Value) -> Option<Cow<'_, str>> {
+        c.pointer("/choices/0/finish_reason")
+            .and_then(Value::as_str)
+            .map(Cow::Borrowed)
+    }
+    fn to_recorded(c: &Value) -> Option<Value> {
+        Some(c.clone())
+    }
+    fn from_recorded(v: Value) -> Option<Value> {
+        Some(v)
+    }
+}
+
+impl ChunkCodec<Result<Value, OpenAIError>> for Chat {
+    fn call_deltas(c: &Result<Value, OpenAIError>, emit: &mut dyn FnMut(Delta<'_>)) {
+        if let Ok(c) = c {
+            chat_deltas(c, emit);
+        }
+    }
+    fn usage(c: &Result<Value, OpenAIError>) -> Option<Usage> {
+        c.as_ref().ok().and_then(<Self as ChunkCodec<Value>>::usage)
+    }
+    fn finish_reason(c: &Result<Value, OpenAIError>) -> Option<Cow<'_, str>> {
+        c.as_ref()
+            .ok()
+            .and_then(<Self as ChunkCodec<Value>>::finish_reason)
+    }
+    fn error(c: &Result<Value, OpenAIError>) -> Option<String> {
+        c.as_ref().err().map(ToString::to_string)
+    }
+    fn to_recorded(c: &Result<Value, OpenAIError>) -> Option<Value> {
+        c.as_ref().ok().cloned()
+    }
+    fn from_recorded(v: Value) -> Option<Result<Value, OpenAIError>> {
+        Some(Ok(v))
+    }
+}
+
 impl RequestCodec<CreateChatCompletionRequest> for Chat {
     fn first_message(q: &CreateChatCompletionRequest) -> Option<Cow<'_, str>> {
         q.messages.first().map(|m| Cow::Owned(json(m).to_string()))
     }
     fn message_count(q: &CreateChatCompletionRequest) -> usize {
         q.messages.len()
+    }
+}
+
+/// A chat request as raw JSON (a `byot` call's): grouped by its `messages` as the typed one.
+impl RequestCodec<Value> for Chat {
+    fn first_message(q: &Value) -> Option<Cow<'_, str>> {
+        q.pointer("/messages/0").map(|m| Cow::Owned(m.to_string()))
+    }
+    fn message_count(q: &Value) -> usize {
+        q.get("messages")
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len)
     }
 }
 
@@ -226,6 +294,11 @@ impl ResponseCodec<Response> for Responses {
 }
 
 impl ChunkCodec<ResponseStreamEvent> for Responses {
+    /// Text, reasoning and tool-argument deltas. An argument delta event names its call by
+    /// output index only; the call's id and tool name come once, in the
+    /// `response.output_item.added` event of a function (or custom tool) call, reported as
+    /// an empty tool-argument delta at that index that names them, so that the recorded
+    /// `toolCalls` carry the `call_id` and name as the wrapped client's do.
     fn call_deltas(e: &ResponseStreamEvent, emit: &mut dyn FnMut(Delta<'_>)) {
         let v = json(e);
         if let Some((kind, text, index, _)) = event_delta(&v) {
@@ -234,6 +307,15 @@ impl ChunkCodec<ResponseStreamEvent> for Responses {
             } else {
                 Delta::new(kind, text)
             });
+        } else if let Some((index, call_id, name)) = added_call(&v) {
+            let mut d = Delta::tool_args(index, "");
+            if let Some(id) = call_id {
+                d = d.with_call_id(id);
+            }
+            if let Some(name) = name {
+                d = d.with_tool_name(name);
+            }
+            emit(d);
         }
     }
     fn usage(e: &ResponseStreamEvent) -> Option<Usage> {
@@ -260,6 +342,23 @@ impl ChunkCodec<ResponseStreamEvent> for Responses {
     }
     fn from_recorded(v: Value) -> Option<ResponseStreamEvent> {
         serde_json::from_value(v).ok()
+    }
+}
+
+/// A `response.output_item.added` event of a function or custom tool call: (output index,
+/// `call_id`, tool name).
+fn added_call(v: &Value) -> Option<(u64, Option<&str>, Option<&str>)> {
+    if v.get("type")?.as_str()? != "response.output_item.added" {
+        return None;
+    }
+    let item = v.get("item")?;
+    match item.get("type")?.as_str()? {
+        "function_call" | "custom_tool_call" => Some((
+            v.get("output_index").and_then(Value::as_u64).unwrap_or(0),
+            item.get("call_id").and_then(Value::as_str),
+            item.get("name").and_then(Value::as_str),
+        )),
+        _ => None,
     }
 }
 
@@ -299,5 +398,97 @@ impl ChunkCodec<Result<ResponseStreamEvent, OpenAIError>> for Responses {
 impl RequestCodec<CreateResponse> for Responses {
     fn previous_response_id(q: &CreateResponse) -> Option<Cow<'_, str>> {
         q.previous_response_id.as_deref().map(Cow::Borrowed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// One delta as (kind, text, index, call id, tool name).
+    type Seen = (
+        DeltaKind,
+        String,
+        Option<u64>,
+        Option<String>,
+        Option<String>,
+    );
+
+    fn deltas(event: Value) -> Vec<Seen> {
+        let e: ResponseStreamEvent = serde_json::from_value(event).expect("an SDK event");
+        let mut out = Vec::new();
+        <Responses as ChunkCodec<ResponseStreamEvent>>::call_deltas(&e, &mut |d| {
+            out.push((
+                d.kind,
+                d.text.to_owned(),
+                d.index,
+                d.call_id.map(str::to_owned),
+                d.tool_name.map(str::to_owned),
+            ));
+        });
+        out
+    }
+
+    #[test]
+    fn a_raw_json_chat_chunk_streams_its_reasoning_content() {
+        let chunk = json!({
+            "id": "chatcmpl-r1", "object": "chat.completion.chunk", "created": 1764547200,
+            "model": "deepseek-reasoner",
+            "choices": [{"index": 0, "delta": {"reasoning_content": "First, convert."}, "finish_reason": null}]
+        });
+        let mut got = Vec::new();
+        <Chat as ChunkCodec<Value>>::call_deltas(&chunk, &mut |d| {
+            got.push((d.kind, d.text.to_owned()));
+        });
+        assert_eq!(got, [(DeltaKind::Reasoning, "First, convert.".to_owned())]);
+        let last = json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+                          "usage": {"prompt_tokens": 5, "completion_tokens": 7}});
+        assert_eq!(
+            <Chat as ChunkCodec<Value>>::finish_reason(&last).as_deref(),
+            Some("stop")
+        );
+        assert_eq!(
+            <Chat as ChunkCodec<Value>>::usage(&last),
+            Some(Usage::inclusive(5, 7))
+        );
+    }
+
+    #[test]
+    fn a_responses_function_call_names_its_call_id_and_tool_at_its_output_index() {
+        let added = deltas(json!({
+            "type": "response.output_item.added", "sequence_number": 3, "output_index": 1,
+            "item": {"type": "function_call", "id": "fc_0002", "call_id": "call_convert_2",
+                     "name": "convert", "arguments": "", "status": "in_progress"}
+        }));
+        assert_eq!(
+            added,
+            [(
+                DeltaKind::ToolArgs,
+                String::new(),
+                Some(1),
+                Some("call_convert_2".to_owned()),
+                Some("convert".to_owned())
+            )]
+        );
+        let piece = deltas(json!({
+            "type": "response.function_call_arguments.delta", "sequence_number": 4,
+            "item_id": "fc_0002", "output_index": 1, "delta": "{\"amount\""
+        }));
+        assert_eq!(
+            piece,
+            [(
+                DeltaKind::ToolArgs,
+                "{\"amount\"".to_owned(),
+                Some(1),
+                None,
+                None
+            )]
+        );
+        let message = deltas(json!({
+            "type": "response.output_item.added", "sequence_number": 5, "output_index": 2,
+            "item": {"type": "message", "id": "msg_1", "status": "in_progress", "role": "assistant", "content": []}
+        }));
+        assert!(message.is_empty(), "{message:?}");
     }
 }

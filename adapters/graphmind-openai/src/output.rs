@@ -3,7 +3,7 @@
 //! response id. Read by field name from the serialized value, so that the adapter follows the
 //! API's wire names rather than one async-openai minor's Rust types.
 
-use graphmind::model::{DeltaKind, FinishReason, Reply, Usage};
+use graphmind::model::{DeltaKind, Reply, Usage};
 use serde_json::{Map, Value};
 
 /// One tool call the model asked for.
@@ -28,8 +28,8 @@ pub(crate) struct StepOut {
 impl StepOut {
     /// `{text, finishReason, rawFinishReason, toolCalls: [{id, name, arguments}], response}`,
     /// built by graphmind's [`Reply`] exactly as a `#[graphmind::model_step]` read through
-    /// a codec records it. One rule on top: an answer that ended normally (`stop`, or a
-    /// Responses answer `completed`) with tool calls in it stopped for them, `tool-calls`.
+    /// a codec records it (so an answer that ended normally, `stop` or a Responses answer
+    /// `completed`, with tool calls in it is `tool-calls` on both paths).
     pub(crate) fn to_json(&self, response: Option<Value>) -> Value {
         let mut reply = Reply::new(self.text.as_str());
         if let Some(raw) = &self.raw_finish {
@@ -46,11 +46,7 @@ impl StepOut {
         if let Some(r) = response {
             reply = reply.response(r);
         }
-        let mut out = reply.into_value();
-        if !self.tool_calls.is_empty() && out["finishReason"] == "stop" {
-            out["finishReason"] = FinishReason::ToolCalls.as_str().into();
-        }
-        out
+        reply.into_value()
     }
 }
 

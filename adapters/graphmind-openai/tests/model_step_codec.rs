@@ -44,6 +44,15 @@ async fn respond(req: CreateResponse) -> Result<Response, OpenAIError> {
     client().responses().create(req).await
 }
 
+/// The same step over a client of its own (the test's mock), not the shared one.
+#[graphmind::model_step(codec = graphmind_openai::codec::Responses, skip(client))]
+async fn respond_with(
+    client: &async_openai::Client<OpenAIConfig>,
+    req: CreateResponse,
+) -> Result<Response, OpenAIError> {
+    client.responses().create(req).await
+}
+
 fn request(stream: bool) -> CreateChatCompletionRequest {
     sdk(json!({
         "model": "tools",
@@ -116,6 +125,43 @@ async fn a_codec_step_records_what_the_wrapped_client_records() {
         ids[4].ends_with(":s2"),
         "previous_response_id continued: {ids:?}"
     );
+    hub.assert_valid();
+    gm.dispose().await;
+}
+
+/// Regression: a Responses answer ends `completed` even when it stops for tool calls; the
+/// codec path recorded `finishReason: "stop"` there while the wrapped client said
+/// `tool-calls`. Both now go through `Reply`, which maps a normal end with tool calls.
+#[tokio::test]
+async fn a_codec_step_ending_completed_with_tool_calls_is_tool_calls_like_the_wrapper() {
+    let mock = Mock::start().await;
+    let hub = FakeDebugger::start().await;
+    let gm = attached(&hub, vec![]).await;
+    let wrapped = mock.client().graphmind();
+    gm.run("tools", async {
+        respond_with(
+            &mock.client(),
+            sdk(json!({"model": "tools", "input": "weather?"})),
+        )
+        .await
+        .expect("ok");
+        wrapped
+            .responses()
+            .create(sdk(json!({"model": "tools", "input": "weather?"})))
+            .await
+            .expect("ok");
+    })
+    .await
+    .expect("not aborted");
+    runs_finished(&hub, 1).await;
+    let fins = finished(&hub, "llm:step");
+    assert_eq!(fins.len(), 2);
+    for (path, fin) in ["codec", "wrapper"].iter().zip(&fins) {
+        assert_eq!(fin["output"]["finishReason"], "tool-calls", "{path}");
+        assert_eq!(fin["output"]["rawFinishReason"], "completed", "{path}");
+        assert_eq!(fin["output"]["toolCalls"][1]["name"], "convert", "{path}");
+    }
+    assert_eq!(fins[0]["output"], fins[1]["output"]);
     hub.assert_valid();
     gm.dispose().await;
 }
