@@ -466,8 +466,8 @@ impl<'a> ToolCall<'a> {
 /// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a codec for the response of this #[graphmind::model_step]",
-    label = "`{Self}` must implement `graphmind::model::ResponseCodec<Response>` for the response type returned here",
-    note = "implement `graphmind::model::ResponseCodec<Response>` for `{Self}` (it reads usage, finish reason, text and tool calls), or leave `codec = …` out to read a response of your own crate that implements `graphmind::model::StepResponse`",
+    label = "`{Self}` must implement `graphmind::model::ResponseCodec<{R}>`, for the response type `{R}` returned here",
+    note = "write `impl graphmind::model::ResponseCodec<{R}> for {Self}` (it reads usage, finish reason, text and tool calls), or leave `codec = …` out to read a response of your own crate that implements `graphmind::model::StepResponse`",
     note = "if it is a stream under another name (a type alias such as an SDK's `ChatCompletionResponseStream`), write `stream = true` on the attribute: `#[graphmind::model_step(codec = …, stream = true)]`"
 )]
 pub trait ResponseCodec<R: ?Sized> {
@@ -527,8 +527,8 @@ pub trait ResponseCodec<R: ?Sized> {
 /// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a codec for the chunks streamed by this #[graphmind::model_step]",
-    label = "`{Self}` must implement `graphmind::model::ChunkCodec<Item>` for the stream's item type returned here",
-    note = "implement `graphmind::model::ChunkCodec<Item>` for `{Self}` (it reads each chunk's deltas, usage, finish reason and error), or leave `codec = …` out to read chunks of your own crate that implement `graphmind::model::StepChunk`"
+    label = "`{Self}` must implement `graphmind::model::ChunkCodec<C>`, where `C` is the item type of the stream returned here",
+    note = "write `impl graphmind::model::ChunkCodec<C> for {Self}`, `C` being the stream's item type (it reads each chunk's deltas, usage, finish reason and error), or leave `codec = …` out to read chunks of your own crate that implement `graphmind::model::StepChunk`"
 )]
 pub trait ChunkCodec<C: ?Sized> {
     /// Reports the chunk's deltas (text, reasoning, tool-call arguments naming their call).
