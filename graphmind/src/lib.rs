@@ -137,6 +137,7 @@ mod edit;
 #[cfg(feature = "enabled")]
 mod event;
 mod extras;
+mod fail_open;
 #[cfg(feature = "enabled")]
 mod gate;
 #[cfg(feature = "enabled")]

@@ -13,6 +13,7 @@ use crate::call::node_run::{Finish, NodeRun, StartSpec};
 use crate::errors::error_info;
 use crate::event::{InstanceId, Payload};
 pub use crate::extras::Extras;
+pub use crate::fail_open::fail_open;
 
 pub use crate::gate::Resume;
 

@@ -57,6 +57,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_tungstenite::tungstenite::Message as Ws;
 
+pub mod adapter;
 mod expect;
 pub use expect::{Expect, any_frame, assert_frames, first_divergence, frame, of_expected_kinds};
 

@@ -56,7 +56,6 @@
 
 mod client;
 mod codec;
-mod failopen;
 mod output;
 mod step;
 mod stream;
@@ -69,3 +68,9 @@ pub use stream::{ChatStream, ChatStreamResponse};
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
+
+/// Runs adapter bookkeeping fail-open ([`graphmind::node::fail_open`] under this crate's name):
+/// `None` after a rate-limited warning when it panicked, and the call goes on uninstrumented.
+fn guard<T>(what: &str, f: impl FnOnce() -> T) -> Option<T> {
+    graphmind::node::fail_open(env!("CARGO_PKG_NAME"), what, f)
+}

@@ -10,7 +10,7 @@ use graphmind::node::{Extras, Node, Resume};
 use graphmind::protocol::{Extra, GraphHint, GraphNodeHint, Message, NodeKind, PausePoint, Status};
 use serde::de::DeserializeOwned;
 
-use crate::failopen::guard;
+use crate::guard;
 use crate::output::{StepOut, from_response, request_tools};
 
 /// The `api` extra of every step.

@@ -20,7 +20,7 @@ use graphmind::model::{Delta, DeltaKind};
 use graphmind::node::Node;
 use graphmind::protocol::{Extra, PausePoint, Status};
 
-use crate::failopen::guard;
+use crate::guard;
 use crate::output::{Call, StepOut, arguments_text, call_of, raw_finish, usage_of};
 use crate::step::{Gate, Step, aborted, error_name, extras, gate};
 

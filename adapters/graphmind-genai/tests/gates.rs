@@ -11,7 +11,10 @@ use graphmind_genai::Instrument;
 use graphmind_tests::FakeDebugger;
 use serde_json::{Value, json};
 use support::mock::{Mock, TEXT};
-use support::{attached, events, finished, pause_id, paused, runs_finished};
+use support::{
+    abort_at, attached, continue_at, events, finished, inject_at, pause_id, paused, retry_at,
+    runs_finished,
+};
 
 fn request() -> ChatRequest {
     ChatRequest::new(vec![ChatMessage::user("Weather in Lisbon?")])
@@ -132,8 +135,7 @@ async fn before_inject_skips_the_request_and_records_the_injected_response() {
     let hub = FakeDebugger::start().await;
     let gm = attached(&hub, vec![json!({"kind": "llm", "point": "before"})]).await;
     let task = spawn_chat(&gm, mock.client().graphmind(), "claude-text");
-    let p = paused(&hub, 1).await;
-    assert!(hub.inject(p.run_id(), &pause_id(&p), canned("From the debugger.")));
+    inject_at(&hub, 1, canned("From the debugger.")).await;
     let res = join(task).await.expect("not aborted").expect("ok");
     assert_eq!(res.first_text(), Some("From the debugger."));
     assert_eq!(mock.count(), 0, "an inject at before sends nothing");
@@ -197,10 +199,8 @@ async fn after_retry_sends_the_request_again_as_one_execution() {
     let hub = FakeDebugger::start().await;
     let gm = attached(&hub, vec![json!({"kind": "llm", "point": "after"})]).await;
     let task = spawn_chat(&gm, mock.client().graphmind(), "gpt-text");
-    let p = paused(&hub, 1).await;
-    assert!(hub.resume(p.run_id(), &pause_id(&p), "retry"));
-    let p2 = paused(&hub, 2).await;
-    assert!(hub.resume(p2.run_id(), &pause_id(&p2), "continue"));
+    retry_at(&hub, 1).await;
+    continue_at(&hub, 2).await;
     join(task).await.expect("not aborted").expect("ok");
     assert_eq!(mock.count(), 2);
     runs_finished(&hub, 1).await;
@@ -261,8 +261,7 @@ async fn error_continue_returns_genais_error_untouched() {
         .await
         .expect_err("bare fails");
     let task = spawn_chat(&gm, mock.client().graphmind(), "gpt-always-500");
-    let p = paused(&hub, 1).await;
-    assert!(hub.resume(p.run_id(), &pause_id(&p), "continue"));
+    continue_at(&hub, 1).await;
     let err = join(task)
         .await
         .expect("not aborted")
@@ -290,8 +289,7 @@ async fn error_inject_substitutes_a_response_for_the_failure() {
     let hub = FakeDebugger::start().await;
     let gm = attached(&hub, vec![json!({"kind": "llm", "point": "error"})]).await;
     let task = spawn_chat(&gm, mock.client().graphmind(), "gpt-always-500");
-    let p = paused(&hub, 1).await;
-    assert!(hub.inject(p.run_id(), &pause_id(&p), canned("Recovered.")));
+    inject_at(&hub, 1, canned("Recovered.")).await;
     let res = join(task).await.expect("not aborted").expect("ok");
     assert_eq!(res.first_text(), Some("Recovered."));
     runs_finished(&hub, 1).await;
@@ -317,8 +315,7 @@ async fn abort_at_before_ends_the_run_and_sends_nothing() {
     let hub = FakeDebugger::start().await;
     let gm = attached(&hub, vec![json!({"kind": "llm", "point": "before"})]).await;
     let task = spawn_chat(&gm, mock.client().graphmind(), "gpt-text");
-    let p = paused(&hub, 1).await;
-    assert!(hub.resume(p.run_id(), &pause_id(&p), "abort"));
+    abort_at(&hub, 1).await;
     assert!(join(task).await.is_err(), "the run returns Err(Aborted)");
     assert_eq!(mock.count(), 0);
     runs_finished(&hub, 1).await;
@@ -383,8 +380,7 @@ async fn a_stream_error_continued_reaches_the_caller_and_the_step_ends_error() {
     let hub = FakeDebugger::start().await;
     let gm = attached(&hub, vec![json!({"kind": "llm", "point": "error"})]).await;
     let task = spawn_stream(&gm, mock.client().graphmind(), "claude-always-500");
-    let p = paused(&hub, 1).await;
-    assert!(hub.resume(p.run_id(), &pause_id(&p), "continue"));
+    continue_at(&hub, 1).await;
     let got = join(task).await.expect("not aborted").expect("opened");
     assert_eq!(got.first().map(String::as_str), Some("start"));
     assert!(got.get(1).is_some_and(|l| l.starts_with("err ")), "{got:?}");
@@ -485,8 +481,7 @@ async fn a_stream_that_cannot_be_prepared_continued_returns_genais_error() {
     let hub = FakeDebugger::start().await;
     let gm = attached(&hub, vec![json!({"kind": "llm", "point": "error"})]).await;
     let task = spawn_stream(&gm, mock.client().graphmind(), "gpt-unresolved-9");
-    let p = paused(&hub, 1).await;
-    assert!(hub.resume(p.run_id(), &pause_id(&p), "continue"));
+    continue_at(&hub, 1).await;
     let err = join(task)
         .await
         .expect("not aborted")

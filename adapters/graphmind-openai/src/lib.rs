@@ -73,7 +73,6 @@
 mod chat;
 mod client;
 pub mod codec;
-mod failopen;
 mod finish;
 mod output;
 mod responses;
@@ -88,3 +87,9 @@ pub use responses::Responses;
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
+
+/// Runs adapter bookkeeping fail-open ([`graphmind::node::fail_open`] under this crate's name):
+/// `None` after a rate-limited warning when it panicked, and the call goes on uninstrumented.
+fn guard<T>(what: &str, f: impl FnOnce() -> T) -> Option<T> {
+    graphmind::node::fail_open(env!("CARGO_PKG_NAME"), what, f)
+}

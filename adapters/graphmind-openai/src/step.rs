@@ -12,8 +12,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::failopen::guard;
 use crate::finish::{Api, SdkStream, builtin_nodes, finish_out};
+use crate::guard;
 use crate::output::request_tools;
 use crate::stream::Parts;
 

@@ -20,8 +20,8 @@ use graphmind::protocol::Extra;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::failopen::guard;
 use crate::finish::{Api, SdkStream, finish_builtin, finish_out, start_builtin};
+use crate::guard;
 use crate::output::{StepOut, ToolCall, chat_usage, event_delta, from_response, is_unknown_event};
 
 /// What the tee has seen of one streamed step.

@@ -14,7 +14,10 @@ use graphmind_openai::Instrument;
 use graphmind_tests::FakeDebugger;
 use serde_json::{Value, json};
 use support::mock::{Mock, fixture_json};
-use support::{SECOND, attached, events, finished, lines, pause_id, paused, runs_finished, sdk};
+use support::{
+    SECOND, abort_at, attached, continue_at, events, finished, lines, pause_id, paused, retry_at,
+    runs_finished, sdk,
+};
 
 fn request(model: &str) -> CreateChatCompletionRequest {
     sdk(json!({
@@ -166,10 +169,8 @@ async fn after_retry_sends_the_request_again_as_one_execution() {
     let hub = FakeDebugger::start().await;
     let gm = attached(&hub, vec![json!({"kind": "llm", "point": "after"})]).await;
     let task = spawn_create(&gm, mock.client().graphmind(), request("text"));
-    let p = paused(&hub, 1).await;
-    assert!(hub.resume(p.run_id(), &pause_id(&p), "retry"));
-    let p2 = paused(&hub, 2).await;
-    assert!(hub.resume(p2.run_id(), &pause_id(&p2), "continue"));
+    retry_at(&hub, 1).await;
+    continue_at(&hub, 2).await;
     join(task).await.expect("not aborted").expect("ok");
     assert_eq!(mock.count(), 2);
     runs_finished(&hub, 1).await;
@@ -319,8 +320,7 @@ async fn error_abort_ends_the_run() {
     let hub = FakeDebugger::start().await;
     let gm = attached(&hub, vec![json!({"kind": "llm", "point": "error"})]).await;
     let task = spawn_create(&gm, mock.client().graphmind(), request("quota"));
-    let p = paused(&hub, 1).await;
-    assert!(hub.resume(p.run_id(), &pause_id(&p), "abort"));
+    abort_at(&hub, 1).await;
     let aborted = join(task).await.expect_err("aborted");
     assert_eq!(aborted.name(), "a");
     runs_finished(&hub, 1).await;
@@ -356,8 +356,7 @@ async fn a_connection_error_is_gated_and_continue_returns_it() {
     let hub = FakeDebugger::start().await;
     let gm = attached(&hub, vec![json!({"kind": "llm", "point": "error"})]).await;
     let task = spawn_create(&gm, client, request("text"));
-    let p = paused(&hub, 1).await;
-    assert!(hub.resume(p.run_id(), &pause_id(&p), "continue"));
+    continue_at(&hub, 1).await;
     let err = join(task)
         .await
         .expect("not aborted")
@@ -405,8 +404,7 @@ async fn a_stream_that_fails_to_open_is_gated_and_retry_opens_it() {
             .await
         }
     });
-    let p = paused(&hub, 1).await;
-    assert!(hub.resume(p.run_id(), &pause_id(&p), "retry"));
+    retry_at(&hub, 1).await;
     let chunks = join(task).await.expect("not aborted").expect("ok");
     assert_eq!(chunks.len(), 3);
     runs_finished(&hub, 1).await;

@@ -70,7 +70,7 @@ impl AgentHook for GraphmindHook {
     async fn on_dispatch(&self, ctx: &HookContext, event: DispatchEvent<'_>) -> DispatchAction {
         match event.kind {
             EffectKind::Completion { request, stream } => {
-                match model_call::dispatch(ctx, request).await {
+                match model_call::dispatch(ctx, event.id, request).await {
                     model_call::Dispatch::Send => DispatchAction::Proceed,
                     model_call::Dispatch::Patch(request) => {
                         DispatchAction::Patch(EffectKind::Completion {
@@ -153,6 +153,9 @@ impl AgentHook for GraphmindHook {
         };
         let step = shared.lock().step.take();
         if let Some(step) = step {
+            if let Some(id) = step.effect {
+                crate::model_error::forget(id, &shared);
+            }
             if let Some(m) = message {
                 step.node.error("PromptError", m.to_owned());
             }

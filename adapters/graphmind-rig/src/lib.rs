@@ -31,13 +31,19 @@
 //!   calls are unanswered: there retry continues), abort ends the run.
 //! - `node.finished`: `{text, finishReason, rawFinishReason, toolCalls}` (finishReason
 //!   normalized), usage, `model`, `responseId`, `attempts`, `injected`, `streamed`.
-//! - A failed model call (a provider or HTTP error) reaches no hook in rig 0.44: rig returns
-//!   it from the prompt call at once. Its step finishes `error` with the error as
-//!   `node.error`; there is no `error` gate for model calls (see the README).
+//! - A failed model call (a provider or HTTP error) reaches no hook in rig: rig returns it
+//!   from the prompt call at once, and its step finishes `error` with the error as
+//!   `node.error`. Built with [`GateModelErrors::gate_model_errors`] (or [`gated_model`]),
+//!   the agent's model is served through a layer of graphmind's that holds a failed call at
+//!   the `error` gate first: retry calls the model again, inject answers with the injected
+//!   turn, continue passes rig's error on, abort ends the run. A streamed call's error is not
+//!   gated (rig lets a layer replace only the error of a streamed answer).
 //!
 //! # Per tool call (one execution of `tool:<name>`, instanceId = rig's tool-call id)
 //! - `before` before the tool runs: inject skips it and hands rig the value as the tool's
 //!   *successful* result (the model's next turn sees it).
+//!   Reject (a person's reason) skips it too and hands the model the rejection ("the call was
+//!   rejected by a person: `<reason>`") as the call's failed result.
 //! - `after` when it returns, `error` when it failed, before rig sees the result: inject
 //!   answers with the value as a success, retry runs the tool again (on the run's bus),
 //!   continue passes rig's result (or error) on, abort ends the run.
@@ -66,18 +72,25 @@
 //! uninstrumented and a warning is printed, once a minute at most. With graphmind disabled
 //! the hook returns at its first check.
 
-mod failopen;
 mod hook;
 mod model_call;
+mod model_error;
 mod output;
 mod prompt;
 mod state;
 mod tool_call;
 
 pub use hook::GraphmindHook;
+pub use model_error::{GateModelErrors, gated_model};
 pub use prompt::{Graphmind, Instrument, Prompt};
 
 /// The README's Rust examples, compiled as doctests so they stay true.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
+
+/// Runs adapter bookkeeping fail-open ([`graphmind::node::fail_open`] under this crate's name):
+/// `None` after a rate-limited warning when it panicked, and the call goes on uninstrumented.
+fn guard<T>(what: &str, f: impl FnOnce() -> T) -> Option<T> {
+    graphmind::node::fail_open(env!("CARGO_PKG_NAME"), what, f)
+}

@@ -8,12 +8,12 @@ use graphmind::protocol::{Extra, GraphHint, GraphNodeHint, NodeKind, PausePoint,
 use rig_agent::HookContext;
 use rig_agent::agent::{ModelTurnAction, ModelTurnFinished, OutcomeAction};
 use rig_core::completion::{CompletionRequest, CompletionResponse};
-use rig_core::effect::Outcome;
+use rig_core::effect::{EffectId, Outcome};
 use rig_core::error::ErrorReport;
 
-use crate::failopen::guard;
 use crate::output::{NoInject, TurnInject, has_tool_calls, reply, usage};
 use crate::state::{Shared, Step};
+use crate::{guard, model_error};
 
 /// The reason rig reports when the debugger aborted a run outside any graphmind run.
 pub(crate) const ABORTED: &str = "graphmind: the debugger aborted this run";
@@ -28,7 +28,7 @@ pub(crate) enum Gate<T> {
 
 /// Gates `node` at `point`, an inject read as a model turn's text (`T` = [`NoInject`] where
 /// rig would refuse any replacement: the debugger's inject is refused and the gate stays held).
-async fn gate_turn<T: serde::de::DeserializeOwned>(
+pub(crate) async fn gate_turn<T: serde::de::DeserializeOwned>(
     node: &mut Node,
     point: PausePoint,
 ) -> Gate<TurnInject> {
@@ -56,7 +56,11 @@ pub(crate) enum Dispatch {
 
 /// Starts the step (or, for a re-issued turn, continues the open one) and holds its
 /// `before` gate.
-pub(crate) async fn dispatch(ctx: &HookContext, request: &CompletionRequest) -> Dispatch {
+pub(crate) async fn dispatch(
+    ctx: &HookContext,
+    id: EffectId,
+    request: &CompletionRequest,
+) -> Dispatch {
     if !Node::enabled() {
         return Dispatch::Send;
     }
@@ -70,6 +74,9 @@ pub(crate) async fn dispatch(ctx: &HookContext, request: &CompletionRequest) -> 
         // A step left open (rig never settled it): it ends here.
         other => {
             if let Some(stale) = other {
+                if let Some(id) = stale.effect {
+                    model_error::forget(id, &shared);
+                }
                 stale.node.finish(Status::Error, None);
             }
             match start(ctx, request) {
@@ -94,6 +101,10 @@ pub(crate) async fn dispatch(ctx: &HookContext, request: &CompletionRequest) -> 
         Gate::Go | Gate::Retry => Dispatch::Send,
     };
     step.attempts += 1;
+    if let Some(old) = step.effect.replace(id) {
+        model_error::forget(old, &shared);
+    }
+    model_error::note(id, &shared);
     shared.lock().step = Some(step);
     out
 }
@@ -130,6 +141,7 @@ fn start(ctx: &HookContext, request: &CompletionRequest) -> Option<Step> {
             injected: false,
             streamed: false,
             model: request.model.clone(),
+            effect: None,
         })
     })
     .flatten()
@@ -247,8 +259,12 @@ pub(crate) fn turn_finished(ctx: &HookContext, event: &ModelTurnFinished<'_>) ->
         injected,
         streamed,
         model,
+        effect,
         ..
     } = step;
+    if let Some(id) = effect {
+        model_error::forget(id, &shared);
+    }
     let mut extras = Extras::new().api("rig").attempts(attempts);
     // The model as the request named it, else as the provider's response names it.
     let answered = event.raw.get("model").and_then(serde_json::Value::as_str);

@@ -25,6 +25,8 @@ pub(crate) struct Step {
     pub(crate) injected: bool,
     pub(crate) streamed: bool,
     pub(crate) model: Option<String>,
+    /// The completion dispatch in flight for this step (for the model-error layer).
+    pub(crate) effect: Option<rig_core::effect::EffectId>,
 }
 
 /// An open `tool:<name>` execution.
@@ -61,6 +63,11 @@ impl Shared {
     /// Only existing state (for events that open nothing).
     pub(crate) fn existing(ctx: &HookContext) -> Option<Self> {
         ctx.scratchpad().get::<Shared>()
+    }
+
+    /// Whether `self` and `other` are the same run's state.
+    pub(crate) fn same(&self, other: &Shared) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
     }
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, RunState> {

@@ -13,7 +13,7 @@ use rig_core::message::CallId;
 use rig_core::tool::ToolResult;
 use serde_json::Value;
 
-use crate::failopen::guard;
+use crate::guard;
 use crate::model_call::{ABORTED, Gate, abort};
 use crate::output::{args_value, output_value, tool_output};
 use crate::state::{Shared, ToolRun};
@@ -57,14 +57,23 @@ pub(crate) async fn dispatch(
     let Some(mut node) = started else {
         return DispatchAction::Proceed;
     };
-    let (inject, action) = match gate(&mut node, PausePoint::Before).await {
-        Gate::Abort => {
+    // A person may reject the call the model asked for (GraphMind `reject`, graphmind's
+    // extension): the tool does not run and the model sees why.
+    node.rejectable();
+    let (inject, action) = match node.gate(PausePoint::Before).await {
+        Resume::Abort => {
             abort(node).await;
             return DispatchAction::stop(ABORTED);
         }
         // rig skips the call; its outcome (a skipped result) is replaced by the inject.
-        Gate::Inject(v) => (Some(v), DispatchAction::skip(INJECTED)),
-        Gate::Go | Gate::Retry => (None, DispatchAction::Proceed),
+        Resume::Inject(v) => (Some(v), DispatchAction::skip(INJECTED)),
+        // rig skips the call and hands the model the rejection as the call's (failed) result.
+        Resume::Reject(reason) => {
+            let told = graphmind::Rejection::new(reason.as_str()).to_string();
+            node.reject(&reason);
+            return DispatchAction::skip(told);
+        }
+        _ => (None, DispatchAction::Proceed),
     };
     Shared::of(ctx)
         .lock()

@@ -15,7 +15,10 @@ use rig_agent::{Agent, AgentBuilder};
 use rig_core::test_utils::{MockCompletionModel, MockTurn};
 use serde_json::{Value, json};
 use support::tools::{Add, Flaky};
-use support::{SECOND, attached, events, finished, lines, pause_id, paused, runs_finished};
+use support::{
+    SECOND, abort_at, attached, continue_at, events, finished, inject_at, lines, pause_id, paused,
+    reject_at, retry_at, runs_finished,
+};
 
 type Outcome = Result<Result<PromptResponse, PromptError>, graphmind::Aborted>;
 
@@ -123,8 +126,7 @@ async fn model_before_inject_replaces_the_turn_the_app_gets() {
         .tool(Add::default())
         .build();
     let task = spawn_in_run(&gm, agent, "hi");
-    let p = paused(&hub, 1).await;
-    assert!(hub.inject(p.run_id(), &pause_id(&p), json!("canned")));
+    inject_at(&hub, 1, json!("canned")).await;
     let out = join(task).await.expect("not aborted").expect("ok");
     assert_eq!(out.output(), "canned");
     let sent = &model.requests()[0];
@@ -201,10 +203,8 @@ async fn model_after_retry_repeats_a_tool_free_turn_as_one_execution() {
         MockCompletionModel::from_turns([MockTurn::text("first"), MockTurn::text("second")]);
     let agent = AgentBuilder::new(model.clone()).build();
     let task = spawn_in_run(&gm, agent, "hi");
-    let p = paused(&hub, 1).await;
-    assert!(hub.resume(p.run_id(), &pause_id(&p), "retry"));
-    let p2 = paused(&hub, 2).await;
-    assert!(hub.resume(p2.run_id(), &pause_id(&p2), "continue"));
+    retry_at(&hub, 1).await;
+    continue_at(&hub, 2).await;
     let out = join(task).await.expect("not aborted").expect("ok");
     assert_eq!(out.output(), "second");
     assert_eq!(model.request_count(), 2);
@@ -275,6 +275,59 @@ async fn tool_before_inject_skips_the_tool_and_the_model_sees_a_successful_resul
         "the instance id is rig's tool-call id"
     );
     assert_eq!(fin["injected"], true);
+    hub.assert_valid();
+    gm.dispose().await;
+}
+
+#[tokio::test]
+async fn tool_before_reject_skips_the_tool_and_the_model_sees_the_reason() {
+    let hub = FakeDebugger::start().await;
+    let gm = attached(&hub, vec![json!({"kind": "tool", "point": "before"})]).await;
+    let model = tool_then_text();
+    let add = Add::default();
+    let agent = AgentBuilder::new(model.clone()).tool(add.clone()).build();
+    let task = spawn_in_run(&gm, agent, "2+3?");
+    let p = paused(&hub, 1).await;
+    assert!(
+        p.payload()["actions"]
+            .as_array()
+            .is_some_and(|a| a.contains(&json!("reject"))),
+        "the gate offers reject: {:?}",
+        p.payload()
+    );
+    reject_at(&hub, 1, "use the calculator app").await;
+    join(task).await.expect("not aborted").expect("ok");
+    assert_eq!(
+        add.calls.load(Ordering::SeqCst),
+        0,
+        "a rejected tool never runs"
+    );
+    let sent = tool_result_sent(&model).to_string();
+    assert!(
+        sent.contains("the call was rejected by a person: use the calculator app"),
+        "the model's next turn sees the reason: {sent}"
+    );
+    runs_finished(&hub, 1).await;
+    assert_eq!(
+        events(&hub),
+        expect(
+            &HEAD,
+            &[
+                "node.finished llm:step ok",
+                "node.started tool:add",
+                "exec.paused tool:add before",
+                "exec.resumed reject",
+                "node.error tool:add Rejected",
+                "node.finished tool:add error",
+                "node.started llm:step",
+                "node.finished llm:step ok",
+                "node.finished agent:a ok",
+                "run.finished ok",
+            ]
+        )
+    );
+    let fin = &finished(&hub, "tool:add")[0];
+    assert_eq!(fin["rejected"]["reason"], "use the calculator app", "{fin}");
     hub.assert_valid();
     gm.dispose().await;
 }
@@ -370,8 +423,7 @@ async fn tool_error_continue_passes_the_real_error_to_the_model() {
         ..Flaky::default()
     };
     let task = spawn_in_run(&gm, flaky_agent(model.clone(), &flaky), "go");
-    let p = paused(&hub, 1).await;
-    assert!(hub.resume(p.run_id(), &pause_id(&p), "continue"));
+    continue_at(&hub, 1).await;
     join(task).await.expect("not aborted").expect("ok");
     assert_eq!(flaky.calls.load(Ordering::SeqCst), 1);
     let sent = tool_result_sent(&model);
@@ -398,8 +450,7 @@ async fn tool_error_inject_answers_the_model_with_a_success() {
         ..Flaky::default()
     };
     let task = spawn_in_run(&gm, flaky_agent(model.clone(), &flaky), "go");
-    let p = paused(&hub, 1).await;
-    assert!(hub.inject(p.run_id(), &pause_id(&p), json!("patched")));
+    inject_at(&hub, 1, json!("patched")).await;
     join(task).await.expect("not aborted").expect("ok");
     let sent = tool_result_sent(&model);
     assert_eq!(sent["content"][0]["text"], "patched", "{sent}");
@@ -420,8 +471,7 @@ async fn abort_at_a_tool_gate_inside_a_run_drops_the_run_and_the_tool_never_runs
     let add = Add::default();
     let agent = AgentBuilder::new(model.clone()).tool(add.clone()).build();
     let task = spawn_in_run(&gm, agent, "2+3?");
-    let p = paused(&hub, 1).await;
-    assert!(hub.resume(p.run_id(), &pause_id(&p), "abort"));
+    abort_at(&hub, 1).await;
     let out = join(task).await;
     assert!(out.is_err(), "the enclosing run returns Aborted");
     assert_eq!(add.calls.load(Ordering::SeqCst), 0);
@@ -465,8 +515,7 @@ async fn abort_of_a_prompt_call_that_is_its_own_run_returns_rigs_cancelled_error
             .session(&gm2)
             .await
     });
-    let p = paused(&hub, 1).await;
-    assert!(hub.resume(p.run_id(), &pause_id(&p), "abort"));
+    abort_at(&hub, 1).await;
     let out = join(task).await;
     match out {
         Err(PromptError::Report(report)) => {

@@ -6,6 +6,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 pub use crate::extras::Extras;
+pub use crate::fail_open::fail_open;
 
 pub use crate::resume::Resume;
 
