@@ -55,13 +55,17 @@ use crate::args::{Args, Kind};
 /// type; `impl Stream`, `BoxStream` and `Pin<Box<dyn Stream…>>` are recognised without it;
 /// `stream = false` returns a type that looks like a stream as one value),
 /// `reject` (a person may reject the call at its before gate with a reason: the tool must
-/// return `Result<T, E>` with `E: From<graphmind::Rejection>` and then returns
-/// `Err(E::from(rejection))` without running), `replay_errors` (a replay answers a call whose
-/// recorded outcome is an error with `Err(E::from(graphmind::RecordedError))` without running
-/// it: the tool must return `Result<T, E>` with `E: From<graphmind::RecordedError>`; without it
-/// such a call runs live), `edit = false` (never offer the arguments for
-/// editing; by default a tool whose recorded arguments are all owned — no `&`, lifetime or
-/// `impl Trait` — and deserialize is editable at its before gate).
+/// return `Result<T, E>` — a streaming tool `Result<impl Stream, E>` — with
+/// `E: From<graphmind::Rejection>` and then returns `Err(E::from(rejection))` without running;
+/// a stream returned bare cannot carry a rejection and is refused at compile time),
+/// `replay_errors` (a replay answers a call whose recorded outcome is an error with
+/// `Err(E::from(graphmind::RecordedError))` without running it: the tool must return
+/// `Result<T, E>` with `E: From<graphmind::RecordedError>`; without it such a call runs
+/// live), `edit = false` (never offer the arguments for editing; by default a tool whose
+/// recorded arguments are all owned — no `&`, lifetime or `impl Trait` — and deserialize is
+/// editable at its before gate, and with a retry at its after and error gates; a type hiding
+/// its lifetime, `Name` for `Name<'a>`, cannot be an `async fn` argument (E0726), so the
+/// lifetime is always written and seen).
 /// With feature `enabled` off, the arguments are checked and the fn is returned untouched.
 #[proc_macro_attribute]
 pub fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {

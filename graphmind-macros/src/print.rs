@@ -312,6 +312,7 @@ fn entry(plan: &Plan) -> proc_macro2::Ident {
         Ret::Result if plan.replay_errors => "_result_replay",
         Ret::Result => "_result",
         Ret::Stream => "_stream",
+        Ret::StreamResult if plan.reject => "_stream_result_reject",
         Ret::StreamResult => "_stream_result",
     };
     proc_macro2::Ident::new(&format!("{kind}{ret}"), Span::call_site())

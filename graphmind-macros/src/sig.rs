@@ -73,7 +73,7 @@ pub(crate) fn analyze(kind: Kind, sig: &Signature, args: &Args) -> syn::Result<A
     let retry = retry_of(args, &unclonable, &mut errors);
     if let Some(reject) = &args.reject
         && reject.value()
-        && ret != Ret::Result
+        && !matches!(ret, Ret::Result | Ret::StreamResult)
     {
         let at = match &sig.output {
             ReturnType::Type(_, ty) => ty.span(),
@@ -82,8 +82,9 @@ pub(crate) fn analyze(kind: Kind, sig: &Signature, args: &Args) -> syn::Result<A
         errors.push(
             at,
             format!(
-                "`reject` needs a tool returning `Result<T, E>` with `E: From<graphmind::Rejection>`, \
-                 so that a person's rejection reaches the caller as an `Err`; {attr} here does not return one"
+                "`reject` needs a tool returning `Result<T, E>` (a streaming one: `Result<impl Stream, E>`) \
+                 with `E: From<graphmind::Rejection>`, so that a person's rejection reaches the caller \
+                 as an `Err`; {attr} here does not return one"
             ),
         );
     }

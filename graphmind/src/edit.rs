@@ -1,7 +1,7 @@
-//! An edited input at a held `before` gate (GraphMind 0.6's `edit-input`): what the gate
-//! accepts ([`EditGate`]), the checks an `exec.resume.input` passes before the call may run
-//! with it (shape, truncated, placeholder, schema), and the merge of the edit over the
-//! call's input. Refusal messages name arguments and types, never the values sent.
+//! An edited input at a held gate (GraphMind 0.6's `edit-input`: at `before`, or with a
+//! retry at `after` / `error`): what the gate accepts ([`EditGate`]), the checks an
+//! `exec.resume.input` passes before the call may run with it (shape, truncated,
+//! placeholder, schema), and the merge of the edit over the call's input. Refusal messages name arguments and types, never the values sent.
 
 use graphmind_protocol::{RefusedCode, TRUNCATED_KEY, TRUNCATION_SUFFIX};
 use serde_json::{Map, Value};

@@ -299,20 +299,32 @@ impl Registry {
                     .into(),
             ));
         }
-        let edit = match (&held.edit, action) {
-            (Some(edit), ResumeAction::Continue | ResumeAction::Retry) => edit,
-            (Some(_), other) => {
+        let edit = match (&held.edit, held.point, action) {
+            (Some(edit), PausePoint::Before, ResumeAction::Continue | ResumeAction::Retry)
+            | (Some(edit), _, ResumeAction::Retry) => edit,
+            (Some(_), PausePoint::Before, other) => {
                 return Err((
                     RefusedCode::Unsupported,
                     format!("an edited input goes with continue or retry, not {other}"),
                 ));
             }
-            (None, _) => {
+            (Some(_), point, other) => {
+                // GraphMind 0.6: at after / error the call already ran; only a retry runs it
+                // again, with the edit.
+                return Err((
+                    RefusedCode::Shape,
+                    format!(
+                        "at the {point} gate an edited input goes with retry (the call runs \
+                         again with it), not {other}"
+                    ),
+                ));
+            }
+            (None, _, _) => {
                 return Err((
                     RefusedCode::Unsupported,
                     crate::edit::short(format!(
-                        "the {} gate of {} is not editable (only before gates of calls whose \
-                         arguments all deserialize)",
+                        "the {} gate of {} is not editable (only calls whose arguments all \
+                         deserialize: at before, and with retry at after or error)",
                         held.point, held.node_id
                     )),
                 ));

@@ -23,7 +23,7 @@ pub use crate::call::step::{
 pub use crate::call::tee::Tee;
 pub use crate::call::tool::{
     tool, tool_result, tool_result_reject, tool_result_reject_replay, tool_result_replay,
-    tool_stream, tool_stream_result,
+    tool_stream, tool_stream_result, tool_stream_result_reject,
 };
 pub use crate::captured::Val as Captured;
 pub use crate::model::{

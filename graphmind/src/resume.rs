@@ -21,8 +21,10 @@ pub enum Resume {
     /// [`Node::abort_run`](crate::node::Node::abort_run) to finish the node and cancel the
     /// run, or finishes the node itself.
     Abort,
-    /// Run the call with an edited input (only at a `before` gate made editable, e.g. with
-    /// [`Node::editable`](crate::node::Node::editable); already checked against its type).
+    /// Run the call with an edited input (at a `before` gate made editable, e.g. with
+    /// [`Node::editable`](crate::node::Node::editable), or — as `retry` with an input — at
+    /// the `after` / `error` gate of a `#[tool]` or `#[model_step]` that may run again;
+    /// already checked against its type).
     Edit {
         /// The whole input that runs: the edit merged over the call's input.
         input: Value,

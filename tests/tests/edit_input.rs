@@ -309,3 +309,167 @@ async fn request_id_is_echoed_on_exec_resumed_for_every_action() {
     assert_eq!(ids.next(), Some(json!("i-1")));
     gm.dispose().await;
 }
+
+static CONVERTS: std::sync::Mutex<Vec<(u32, String)>> = std::sync::Mutex::new(Vec::new());
+
+/// Fails for an unknown currency; records every argument set it ran with.
+#[graphmind::tool]
+async fn convert(amount: u32, from: String) -> Result<String, String> {
+    CONVERTS.lock().expect("lock").push((amount, from.clone()));
+    if from == "XXX" {
+        Err("unknown currency".into())
+    } else {
+        Ok(format!("{amount} {from}"))
+    }
+}
+
+/// Like [`convert`], but it runs at most once.
+#[graphmind::tool(retry = false)]
+async fn convert_once(amount: u32, from: String) -> Result<String, String> {
+    if from == "XXX" {
+        Err("unknown currency".into())
+    } else {
+        Ok(format!("{amount} {from}"))
+    }
+}
+
+async fn attached_at(hub: &FakeDebugger, point: &str) -> graphmind::Session {
+    hub.set_hub_capabilities(EDIT_CAPS);
+    hub.set_breakpoints(vec![json!({"kind": "tool", "point": point})]);
+    let gm = graphmind::Session::new(hub.config("edit"));
+    assert!(gm.ready(2 * SECOND).await, "did not attach");
+    gm
+}
+
+#[tokio::test]
+async fn retry_with_an_edited_input_at_the_error_gate_reruns_the_tool_with_it() {
+    let hub = FakeDebugger::start().await;
+    let gm = attached_at(&hub, "error").await;
+    let task = tokio::spawn({
+        let gm = gm.clone();
+        async move { gm.run("r", convert(100, "XXX".into())).await }
+    });
+    let held = paused(&hub, 1).await;
+    assert_eq!(held.payload()["point"], "error");
+    assert_eq!(held.payload()["editable"], true, "{}", held.payload());
+    // `continue` with an input at an error gate: refused shape, still held.
+    resume(
+        &hub,
+        &held,
+        json!({"action": "continue", "input": {"from": "EUR"}, "requestId": "e-1"}),
+    );
+    let refused = wait_count(&hub, "exec.refused", 1).await;
+    assert_eq!(refused[0].payload()["code"], "shape");
+    assert_eq!(refused[0].payload()["requestId"], "e-1");
+    tokio::time::sleep(SECOND / 10).await;
+    assert!(!task.is_finished(), "still held after the refusal");
+    // A bad value with retry: refused schema, still held.
+    resume(
+        &hub,
+        &held,
+        json!({"action": "retry", "input": {"amount": "lots"}, "requestId": "e-2"}),
+    );
+    let refused = wait_count(&hub, "exec.refused", 2).await;
+    assert_eq!(refused[1].payload()["code"], "schema");
+    resume(
+        &hub,
+        &held,
+        json!({"action": "retry", "input": {"from": "EUR"}, "requestId": "e-3"}),
+    );
+    let out = task.await.expect("joined").expect("not aborted");
+    assert_eq!(out, Ok("100 EUR".to_owned()), "the retry ran with the edit");
+    assert!(
+        CONVERTS
+            .lock()
+            .expect("lock")
+            .ends_with(&[(100, "XXX".to_owned()), (100, "EUR".to_owned())]),
+        "ran twice: as called, then with the edit"
+    );
+    run_finished(&hub).await;
+    let resumed = &hub.frames_of("exec.resumed")[0];
+    assert_eq!(resumed.payload()["action"], "retry");
+    assert_eq!(resumed.payload()["requestId"], "e-3");
+    assert_eq!(
+        resumed.payload()["edited"]["after"],
+        json!({"amount": 100, "from": "EUR"})
+    );
+    let fin = &finished(&hub, "tool:convert")[0];
+    assert_eq!(fin["status"], "ok");
+    assert_eq!(fin["attempts"], 2);
+    assert_eq!(
+        fin["edited"],
+        json!({"before": {"amount": 100, "from": "XXX"}, "after": {"amount": 100, "from": "EUR"}})
+    );
+    let starts = hub
+        .frames_of("node.started")
+        .iter()
+        .filter(|f| f.payload()["nodeId"] == "tool:convert")
+        .count();
+    assert_eq!(starts, 1, "one node, two attempts");
+    hub.assert_valid();
+    gm.dispose().await;
+}
+
+#[tokio::test]
+async fn retry_with_an_edited_input_at_the_after_gate_reruns_the_tool_with_it() {
+    let hub = FakeDebugger::start().await;
+    let gm = attached_at(&hub, "after").await;
+    let task = tokio::spawn({
+        let gm = gm.clone();
+        async move { gm.run("r", search("a".into(), 5)).await }
+    });
+    let held = paused(&hub, 1).await;
+    assert_eq!(held.payload()["point"], "after");
+    assert_eq!(held.payload()["editable"], true);
+    resume(
+        &hub,
+        &held,
+        json!({"action": "retry", "input": {"limit": 9}, "requestId": "a-1"}),
+    );
+    // The retry's after gate holds again: continue it.
+    let again = paused(&hub, 2).await;
+    assert_eq!(again.payload()["point"], "after");
+    assert_eq!(again.payload()["output"], "a:9", "{}", again.payload());
+    resume(&hub, &again, json!({"action": "continue"}));
+    let out = task.await.expect("joined").expect("not aborted");
+    assert_eq!(out, "a:9");
+    run_finished(&hub).await;
+    let resumed = &hub.frames_of("exec.resumed")[0];
+    assert_eq!(resumed.payload()["action"], "retry");
+    assert_eq!(
+        resumed.payload()["edited"]["after"],
+        json!({"q": "a", "limit": 9})
+    );
+    let fin = &finished(&hub, "tool:search")[0];
+    assert_eq!(fin["output"], "a:9");
+    assert_eq!(fin["edited"]["after"], json!({"q": "a", "limit": 9}));
+    hub.assert_valid();
+    gm.dispose().await;
+}
+
+#[tokio::test]
+async fn a_tool_that_runs_once_is_not_editable_at_its_error_gate() {
+    let hub = FakeDebugger::start().await;
+    let gm = attached_at(&hub, "error").await;
+    let task = tokio::spawn({
+        let gm = gm.clone();
+        async move { gm.run("r", convert_once(1, "XXX".into())).await }
+    });
+    let held = paused(&hub, 1).await;
+    assert!(
+        held.payload().get("editable").is_none(),
+        "{}",
+        held.payload()
+    );
+    resume(
+        &hub,
+        &held,
+        json!({"action": "retry", "input": {"from": "EUR"}, "requestId": "o-1"}),
+    );
+    let refused = wait_count(&hub, "exec.refused", 1).await;
+    assert_eq!(refused[0].payload()["code"], "unsupported");
+    resume(&hub, &held, json!({"action": "continue"}));
+    let out = task.await.expect("joined").expect("not aborted");
+    assert_eq!(out, Err("unknown currency".to_owned()));
+    gm.dispose().await;
+}

@@ -277,3 +277,153 @@ async fn a_tool_that_did_not_opt_in_refuses_a_reject_as_unsupported_and_stays_he
     assert_eq!(out, Ok("deleted main".to_owned()));
     gm.dispose().await;
 }
+
+static STREAMS_OPENED: AtomicUsize = AtomicUsize::new(0);
+
+/// A streaming tool that opts in to reject: it returns `Result<impl Stream, E>`.
+#[graphmind::tool(reject)]
+async fn stream_report(
+    to: String,
+) -> Result<impl futures_util::Stream<Item = String> + Send, SendError> {
+    STREAMS_OPENED.fetch_add(1, Ordering::SeqCst);
+    Ok(futures_util::stream::iter(vec![
+        format!("report for {to}: "),
+        "done".to_owned(),
+    ]))
+}
+
+#[tokio::test]
+async fn a_rejected_streaming_tool_never_opens_its_stream_and_its_caller_gets_the_reason() {
+    let hub = FakeDebugger::start().await;
+    let gm = attached(&hub, vec![json!({"kind": "tool", "point": "before"})]).await;
+    let task = tokio::spawn({
+        let gm = gm.clone();
+        async move {
+            gm.run("r", async {
+                match stream_report("ops".into()).await {
+                    Ok(s) => {
+                        use futures_util::StreamExt;
+                        Ok(s.collect::<Vec<String>>().await)
+                    }
+                    Err(e) => Err(e),
+                }
+            })
+            .await
+        }
+    });
+    let held = paused(&hub, 1).await;
+    let actions = held.payload()["actions"].clone();
+    assert!(
+        actions
+            .as_array()
+            .expect("actions")
+            .contains(&json!("reject")),
+        "{actions}"
+    );
+    resume(
+        &hub,
+        &held,
+        json!({"action": "reject", "reason": "not today", "requestId": "x-3"}),
+    );
+    let out = task.await.expect("joined").expect("not aborted");
+    assert_eq!(out, Err(SendError::Rejected("not today".into())));
+    assert_eq!(STREAMS_OPENED.load(Ordering::SeqCst), 0, "never opened");
+    run_finished(&hub).await;
+    let resumed = &hub.frames_of("exec.resumed")[0];
+    assert_eq!(resumed.payload()["action"], "reject");
+    assert_eq!(resumed.payload()["requestId"], "x-3");
+    let fin = &finished(&hub, "tool:stream_report")[0];
+    assert_eq!(fin["status"], "error");
+    assert_eq!(fin["rejected"], json!({"reason": "not today"}));
+
+    // Continued, the same tool streams as usual.
+    let task = tokio::spawn({
+        let gm = gm.clone();
+        async move {
+            gm.run("r2", async {
+                use futures_util::StreamExt;
+                match stream_report("ops".into()).await {
+                    Ok(s) => Ok(s.collect::<Vec<String>>().await),
+                    Err(e) => Err(e),
+                }
+            })
+            .await
+        }
+    });
+    let held = paused(&hub, 2).await;
+    resume(&hub, &held, json!({"action": "continue"}));
+    let out = task.await.expect("joined").expect("not aborted");
+    assert_eq!(
+        out,
+        Ok(vec!["report for ops: ".to_owned(), "done".to_owned()])
+    );
+    assert_eq!(STREAMS_OPENED.load(Ordering::SeqCst), 1);
+    hub.assert_valid();
+    gm.dispose().await;
+}
+
+/// What the flaky scripted model was sent.
+static FLAKY_SENT: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// Fails for the model `"gone"`.
+#[graphmind::model_step]
+async fn call_flaky_model(request: Chat) -> Result<Reply, String> {
+    FLAKY_SENT.lock().expect("lock").push(request.model.clone());
+    if request.model == "gone" {
+        Err("model not found".into())
+    } else {
+        Ok(Reply {
+            text: format!("{} answered", request.model),
+        })
+    }
+}
+
+#[tokio::test]
+async fn retry_with_an_edited_request_at_the_error_gate_sends_it_to_the_scripted_model() {
+    let hub = FakeDebugger::start().await;
+    let gm = attached(&hub, vec![json!({"kind": "llm", "point": "error"})]).await;
+    let task = tokio::spawn({
+        let gm = gm.clone();
+        async move {
+            gm.run(
+                "r",
+                call_flaky_model(Chat {
+                    model: "gone".into(),
+                    messages: vec!["hi".into()],
+                }),
+            )
+            .await
+        }
+    });
+    let held = paused(&hub, 1).await;
+    assert_eq!(held.payload()["point"], "error");
+    assert_eq!(held.payload()["editable"], true, "{}", held.payload());
+    resume(
+        &hub,
+        &held,
+        json!({"action": "retry", "input": {"request": {"model": "small", "messages": ["hi"]}},
+               "requestId": "m-1"}),
+    );
+    let out = task.await.expect("joined").expect("not aborted");
+    assert_eq!(
+        out,
+        Ok(Reply {
+            text: "small answered".into()
+        })
+    );
+    assert_eq!(
+        *FLAKY_SENT.lock().expect("lock"),
+        ["gone", "small"],
+        "the retry sent the edited request"
+    );
+    run_finished(&hub).await;
+    let resumed = &hub.frames_of("exec.resumed")[0];
+    assert_eq!(resumed.payload()["action"], "retry");
+    assert_eq!(resumed.payload()["requestId"], "m-1");
+    assert_eq!(
+        resumed.payload()["edited"]["after"]["request"]["model"],
+        "small"
+    );
+    hub.assert_valid();
+    gm.dispose().await;
+}

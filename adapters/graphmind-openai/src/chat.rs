@@ -43,7 +43,8 @@ impl<'c, C: Config> Chat<'c, C> {
     }
 
     /// `chat().create_stream(request)` as one execution of `llm:step`: gated before the
-    /// request leaves and when opening it fails (no after gate: the caller reads the chunks
+    /// request leaves (where a person may edit the request, as for [`create`](Chat::create):
+    /// the edited request is what is sent) and when opening it fails (no after gate: the caller reads the chunks
     /// as they arrive, so there is nothing left to hold or replace once the stream ends);
     /// the chunks are teed into batched `node.token` deltas, unchanged for the caller.
     pub async fn create_stream(
@@ -52,10 +53,7 @@ impl<'c, C: Config> Chat<'c, C> {
     ) -> Result<ChatCompletionResponseStream, OpenAIError> {
         match Step::begin(Api::Chat, &request) {
             None => self.inner.create_stream(request).await,
-            Some(step) => {
-                step.open(|| self.inner.create_stream(request.clone()))
-                    .await
-            }
+            Some(step) => step.open(request, |r| self.inner.create_stream(r)).await,
         }
     }
 }

@@ -49,10 +49,7 @@ impl<'c, C: Config> Responses<'c, C> {
     ) -> Result<ResponseStream, OpenAIError> {
         match Step::begin(Api::Responses, &request) {
             None => self.inner.create_stream(request).await,
-            Some(step) => {
-                step.open(|| self.inner.create_stream(request.clone()))
-                    .await
-            }
+            Some(step) => step.open(request, |r| self.inner.create_stream(r)).await,
         }
     }
 }

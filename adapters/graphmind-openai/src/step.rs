@@ -223,26 +223,38 @@ impl Step {
         }
     }
 
-    /// A streaming call: `send` opens the stream (again on each retry). The stream is teed;
-    /// an inject (before, or at the error gate) is a JSON array of chunks / events, streamed
-    /// to the caller as if the server had sent them.
-    pub(crate) async fn open<T, F, Fut>(mut self, mut send: F) -> Result<SdkStream<T>, OpenAIError>
+    /// A streaming call: `send` opens the stream for `request` (again on each retry). The
+    /// stream is teed; an inject (before, or at the error gate) is a JSON array of chunks /
+    /// events, streamed to the caller as if the server had sent them. At the before gate a
+    /// person may edit the request, as for [`Step::call`]: the edited request is what is sent.
+    pub(crate) async fn open<Q, T, F, Fut>(
+        mut self,
+        mut request: Q,
+        mut send: F,
+    ) -> Result<SdkStream<T>, OpenAIError>
     where
+        Q: Serialize + DeserializeOwned + Clone,
         T: Serialize + DeserializeOwned + Send + 'static,
-        F: FnMut() -> Fut,
+        F: FnMut(Q) -> Fut,
         Fut: Future<Output = Result<SdkStream<T>, OpenAIError>>,
     {
         loop {
+            self.node.editable(&request);
             match self.gate::<Vec<T>>(PausePoint::Before).await {
                 Gate::Inject(items) => {
                     return Ok(crate::stream::injected(self.into_parts(), items));
                 }
                 Gate::Abort => return self.abort().await,
-                // A stream's request is not offered for editing.
-                Gate::Go | Gate::Retry | Gate::Edit(_) => {}
+                Gate::Edit(v) => {
+                    // Checked against the request type at the gate.
+                    if let Ok(edited) = serde_json::from_value::<Q>(v) {
+                        request = edited;
+                    }
+                }
+                Gate::Go | Gate::Retry => {}
             }
             self.attempts += 1;
-            let err = match send().await {
+            let err = match send(request.clone()).await {
                 Ok(stream) => return Ok(crate::stream::observed(self.into_parts(), stream, false)),
                 Err(e) => e,
             };

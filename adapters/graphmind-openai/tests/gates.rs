@@ -521,3 +521,114 @@ async fn before_edit_sends_the_edited_request_to_the_model() {
     );
     gm.dispose().await;
 }
+
+#[tokio::test]
+async fn before_edit_of_a_stream_sends_the_edited_request_to_the_model() {
+    let mock = Mock::start().await;
+    let hub = FakeDebugger::start().await;
+    hub.set_hub_capabilities(&["pause-registry", "edit-input"]);
+    let gm = attached(&hub, vec![json!({"kind": "llm", "point": "before"})]).await;
+    let client = mock.client().graphmind();
+    let mut req = request("text");
+    req.stream = Some(true);
+    let task = tokio::spawn({
+        let gm = gm.clone();
+        async move {
+            gm.run("a", async {
+                let s = client.chat().create_stream(req).await?;
+                Ok::<_, OpenAIError>(drain(s).await)
+            })
+            .await
+        }
+    });
+    let p = paused(&hub, 1).await;
+    assert_eq!(
+        p.payload()["editable"],
+        true,
+        "a stream's request is editable"
+    );
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(mock.count(), 0, "nothing leaves while the gate holds");
+    let messages = json!([{"role": "user", "content": "Weather in Porto?"}]);
+    assert!(hub.send(&hub.control(
+        "exec.resume",
+        p.run_id(),
+        json!({"pauseId": pause_id(&p), "action": "continue", "input": {"messages": messages}, "requestId": "e-2"}),
+    )));
+    let chunks = join(task).await.expect("not aborted").expect("ok");
+    assert_eq!(chunks.len(), 3, "the stream reaches the caller");
+    let seen = mock.seen();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(
+        seen[0].body["messages"][0]["content"], "Weather in Porto?",
+        "the edited request is what left: {}",
+        seen[0].body
+    );
+    assert_eq!(seen[0].body["messages"].as_array().map(Vec::len), Some(1));
+    assert_eq!(
+        seen[0].body["model"], "text",
+        "the keys not edited are kept"
+    );
+    assert_eq!(seen[0].body["stream"], true, "still a stream");
+    runs_finished(&hub, 1).await;
+    let resumed = &hub.frames_of("exec.resumed")[0];
+    assert_eq!(resumed.payload()["requestId"], "e-2");
+    assert_eq!(
+        resumed.payload()["edited"]["after"]["messages"][0]["content"],
+        "Weather in Porto?"
+    );
+    let fin = &finished(&hub, "llm:step")[0];
+    assert_eq!(fin["streamed"], true);
+    hub.assert_valid();
+    gm.dispose().await;
+}
+
+#[tokio::test]
+async fn a_stream_edit_that_does_not_fit_the_request_is_refused_and_the_gate_stays_held() {
+    let mock = Mock::start().await;
+    let hub = FakeDebugger::start().await;
+    hub.set_hub_capabilities(&["pause-registry", "edit-input"]);
+    let gm = attached(&hub, vec![json!({"kind": "llm", "point": "before"})]).await;
+    let client = mock.client().graphmind();
+    let mut req = request("text");
+    req.stream = Some(true);
+    let task = tokio::spawn({
+        let gm = gm.clone();
+        async move {
+            gm.run("a", async {
+                let s = client.chat().create_stream(req).await?;
+                Ok::<_, OpenAIError>(drain(s).await)
+            })
+            .await
+        }
+    });
+    let p = paused(&hub, 1).await;
+    assert!(hub.send(&hub.control(
+        "exec.resume",
+        p.run_id(),
+        json!({"pauseId": pause_id(&p), "action": "continue", "input": {"messages": 7}, "requestId": "e-3"}),
+    )));
+    let refused = hub
+        .wait_for("exec.refused", 5 * SECOND, |fs| {
+            fs.iter().any(|f| f.kind() == "exec.refused")
+        })
+        .await;
+    let refused = refused
+        .iter()
+        .find(|f| f.kind() == "exec.refused")
+        .expect("refused");
+    assert_eq!(refused.payload()["code"], "schema");
+    assert_eq!(refused.payload()["requestId"], "e-3");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!task.is_finished(), "still held after the refusal");
+    assert_eq!(mock.count(), 0);
+    assert!(hub.resume(p.run_id(), &pause_id(&p), "continue"));
+    let chunks = join(task).await.expect("not aborted").expect("ok");
+    assert_eq!(chunks.len(), 3);
+    assert_eq!(
+        mock.seen()[0].body["messages"][1]["content"],
+        "Weather in Lisbon?",
+        "continued without an edit: the original request"
+    );
+    gm.dispose().await;
+}

@@ -296,3 +296,64 @@ async fn two_concurrent_loops_in_their_own_runs_never_merge() {
     hub.assert_valid();
     gm.dispose().await;
 }
+
+#[tokio::test]
+async fn before_edit_of_a_responses_stream_sends_the_edited_request() {
+    let mock = Mock::start().await;
+    let hub = FakeDebugger::start().await;
+    hub.set_hub_capabilities(&["pause-registry", "edit-input"]);
+    let gm = attached(&hub, vec![json!({"kind": "llm", "point": "before"})]).await;
+    let client = mock.client().graphmind();
+    let task = tokio::spawn({
+        let gm = gm.clone();
+        async move {
+            gm.run("a", async {
+                let s = client
+                    .responses()
+                    .create_stream(request("web-search"))
+                    .await?;
+                Ok::<_, OpenAIError>(drain(s).await)
+            })
+            .await
+        }
+    });
+    let p = support::paused(&hub, 1).await;
+    assert_eq!(
+        p.payload()["editable"],
+        true,
+        "a stream's request is editable"
+    );
+    assert!(hub.send(&hub.control(
+        "exec.resume",
+        p.run_id(),
+        json!({"pauseId": support::pause_id(&p), "action": "continue",
+               "input": {"input": "Weather in Porto today?"}, "requestId": "e-4"}),
+    )));
+    let items = tokio::time::timeout(std::time::Duration::from_secs(20), task)
+        .await
+        .expect("the call ended")
+        .expect("joined")
+        .expect("not aborted")
+        .expect("ok");
+    assert_eq!(items.len(), 17, "the stream reaches the caller");
+    let seen = mock.seen();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(
+        seen[0].body["input"], "Weather in Porto today?",
+        "the edited request is what left: {}",
+        seen[0].body
+    );
+    assert_eq!(
+        seen[0].body["model"], "web-search",
+        "the keys not edited are kept"
+    );
+    assert_eq!(seen[0].body["stream"], true);
+    runs_finished(&hub, 1).await;
+    let resumed = &hub.frames_of("exec.resumed")[0];
+    assert_eq!(resumed.payload()["requestId"], "e-4");
+    assert_eq!(
+        resumed.payload()["edited"]["after"]["input"],
+        "Weather in Porto today?"
+    );
+    gm.dispose().await;
+}

@@ -82,19 +82,7 @@ impl Call {
         })
     }
 
-    pub(crate) async fn gate(
-        &self,
-        node: &mut NodeRun,
-        point: PausePoint,
-        inject: Option<fn() -> Validator>,
-        held_value: Extra,
-        forced: Option<PauseReason>,
-    ) -> Resume {
-        self.gate_offering(node, point, inject, held_value, forced, Offer::default())
-            .await
-    }
-
-    /// [`Call::gate`] offering an edit of the input or a reject (at a `before` gate).
+    /// A gate at `point`, offering an edit of the input or a reject where `offer` says.
     pub(crate) async fn gate_offering(
         &self,
         node: &mut NodeRun,
@@ -133,19 +121,20 @@ impl Call {
         out.decision
     }
 
-    /// The edit support of the `before` gate of `node`, built only when that gate will hold
-    /// (`forced`, or a breakpoint or step mode) and the hub takes edits.
+    /// The edit support of the gate of `node` at `point`, built only when that gate will
+    /// hold (`forced`, or a breakpoint or step mode) and the hub takes edits. At `after` and
+    /// `error` an edit goes with a retry, so it is offered only where retry is allowed.
     pub(crate) fn edit_offer(
         &self,
         node: &NodeRun,
+        point: PausePoint,
         forced: bool,
         checks: impl FnOnce() -> Option<crate::call::expansion::ArgChecks>,
     ) -> Option<crate::edit::EditGate> {
         let state = node.edit.as_ref()?;
         if !node.host.gates().edits_allowed()
-            || !(forced
-                || super::should_pause(&*node.host, self.kind, &self.name, PausePoint::Before)
-                    .is_some())
+            || (point != PausePoint::Before && !self.retry)
+            || !(forced || super::should_pause(&*node.host, self.kind, &self.name, point).is_some())
         {
             return None;
         }

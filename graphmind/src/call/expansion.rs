@@ -600,7 +600,9 @@ where
         Some((self.checks)())
     }
     fn edit(&mut self, changed: EditArgs) {
-        self.pending = Some(changed);
+        // Two edits before one attempt (after an `after` / `error` gate's, the `before`
+        // gate's): both apply.
+        self.pending.get_or_insert_default().extend(changed);
     }
 }
 

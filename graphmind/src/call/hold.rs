@@ -84,8 +84,11 @@ pub(crate) async fn decide(spec: GateSpec<'_>) -> Released {
     let pause_id = crate::ids::next_id("pause");
     let host = Arc::clone(spec.host);
     let reject = spec.reject && spec.point == PausePoint::Before;
+    // At `after` and `error` an edit goes with a retry: offered only where retry is.
     let edit = match spec.edit {
-        Some(edit) if spec.point == PausePoint::Before && host.gates().edits_allowed() => {
+        Some(edit)
+            if (spec.point == PausePoint::Before || spec.retry) && host.gates().edits_allowed() =>
+        {
             Some(edit)
         }
         _ => None,

@@ -92,7 +92,9 @@ pub(crate) async fn gated<B: Body>(
                 false => forced,
             };
             let edit = if B::EDIT {
-                call.edit_offer(&node, forced.is_some(), || body.edit_checks())
+                call.edit_offer(&node, PausePoint::Before, forced.is_some(), || {
+                    body.edit_checks()
+                })
             } else {
                 None
             };
@@ -147,14 +149,28 @@ pub(crate) async fn gated<B: Body>(
                 let held =
                     call.held_value(&node, PausePoint::Error, || held_extra(None, Some(&err)));
                 node.error(err);
-                call.gate(&mut node, PausePoint::Error, validator(policy), held, None)
-                    .await
+                let offer = retry_edit_offer(call, &node, &body, PausePoint::Error);
+                call.gate_offering(
+                    &mut node,
+                    PausePoint::Error,
+                    validator(policy),
+                    held,
+                    None,
+                    offer,
+                )
+                .await
             } else {
                 node.error(err);
                 Resume::Continue
             };
             match act {
-                Resume::Continue | Resume::Edit { .. } | Resume::Reject(_) => {
+                // Retry with an edited input (GraphMind 0.6: `retry` + `input`).
+                Resume::Edit { input, changed } => {
+                    node.edited(&input);
+                    body.edit(changed);
+                    continue;
+                }
+                Resume::Continue | Resume::Reject(_) => {
                     node.finish(
                         Status::Error,
                         Finish {
@@ -188,13 +204,27 @@ pub(crate) async fn gated<B: Body>(
             let held = call.held_value(&node, PausePoint::After, || {
                 held_extra((policy.encode)(&out), None)
             });
-            call.gate(&mut node, PausePoint::After, validator(policy), held, None)
-                .await
+            let offer = retry_edit_offer(call, &node, &body, PausePoint::After);
+            call.gate_offering(
+                &mut node,
+                PausePoint::After,
+                validator(policy),
+                held,
+                None,
+                offer,
+            )
+            .await
         } else {
             Resume::Continue
         };
         let status = match act {
-            Resume::Continue | Resume::Edit { .. } | Resume::Reject(_) => Status::Ok,
+            // Retry with an edited input (GraphMind 0.6: `retry` + `input`).
+            Resume::Edit { input, changed } => {
+                node.edited(&input);
+                body.edit(changed);
+                continue;
+            }
+            Resume::Continue | Resume::Reject(_) => Status::Ok,
             Resume::Retry => continue,
             Resume::Inject(v) => {
                 if let Some(other) = policy.inject.and_then(|(_, conv)| conv(v.clone())) {
@@ -223,6 +253,20 @@ pub(crate) async fn gated<B: Body>(
     }
 }
 
+/// What the `after` or `error` gate at `point` offers: an edit of the input that goes with a
+/// retry, for an editable body that may run again (built only when the gate will hold).
+fn retry_edit_offer<B: Body>(call: &Call, node: &NodeRun, body: &B, point: PausePoint) -> Offer {
+    let edit = if B::EDIT && B::RETRY {
+        call.edit_offer(node, point, false, || body.edit_checks())
+    } else {
+        None
+    };
+    Offer {
+        edit,
+        reject: false,
+    }
+}
+
 /// A served answer that does not fit the call's type: the call runs live.
 fn unserved(node: &NodeRun, step: usize) {
     if let Some(r) = node.host.replayer() {
@@ -232,7 +276,7 @@ fn unserved(node: &NodeRun, step: usize) {
 
 /// Finishes a node whose call a person rejected: `node.error` named `Rejected` with the
 /// reason, then `node.finished` `error` with `rejected: {reason}`.
-fn finish_rejected(node: NodeRun, reason: String) {
+pub(crate) fn finish_rejected(node: NodeRun, reason: String) {
     node.error(ErrorInfo {
         name: "Rejected".into(),
         message: crate::Rejection::new(reason.clone()).to_string(),

@@ -9,7 +9,7 @@ use graphmind_protocol::{ErrorInfo, Extra, NodeKind, PausePoint, Status, TokenUs
 use serde_json::Value;
 
 use super::Host;
-use super::context::Call;
+use super::context::{Call, Offer};
 use super::detached::{DetachedNode, Ending, RunRef};
 use super::policy::{Policy, gated};
 use super::scope::Scope;
@@ -38,14 +38,17 @@ fn instance_id(site: &ToolSite, input: &Payload) -> InstanceId {
         .map_or_else(InstanceId::next_call, |s| InstanceId::Text(s.into()))
 }
 
-/// Whether a call's input is kept for an edit at its `before` gate: its body is editable and
-/// that gate may hold (a breakpoint or step mode, or the loop guard).
+/// Whether a call's input is kept for an edit: its body is editable and one of its gates
+/// may hold (a breakpoint or step mode at `before`, `after` or `error` — an edit there
+/// goes with a retry —, or the loop guard).
 pub(crate) fn keeps_input(host: &dyn Host, editable: bool, kind: NodeKind, name: &str) -> bool {
     editable
         && host.attached()
         && !host.gates().edits_killed()
         && (host.loop_guard().on != crate::config::OnLoop::Off
-            || super::should_pause(host, kind, name, PausePoint::Before).is_some())
+            || [PausePoint::Before, PausePoint::After, PausePoint::Error]
+                .into_iter()
+                .any(|point| super::should_pause(host, kind, name, point).is_some()))
 }
 
 fn start_tool(
@@ -435,6 +438,40 @@ where
     S::Item: StreamItem,
     E: ToolError,
 {
+    stream_result(site, input, body, decode, None).await
+}
+
+/// [`tool_stream_result`] for a `#[graphmind::tool(reject)]`: at its `before` gate a person
+/// may reject the call with a reason; the stream is then never created and the call returns
+/// `Err(E::from(Rejection))`.
+pub async fn tool_stream_result_reject<B, S, E>(
+    site: &'static ToolSite,
+    input: Input,
+    body: B,
+    decode: ItemDecode<S::Item>,
+) -> Result<Tee<S>, E>
+where
+    B: Body<Output = Result<S, E>>,
+    S: Stream,
+    S::Item: StreamItem,
+    E: ToolError + Rejectable,
+{
+    stream_result(site, input, body, decode, Some(|r| E::from(r))).await
+}
+
+async fn stream_result<B, S, E>(
+    site: &'static ToolSite,
+    input: Input,
+    body: B,
+    decode: ItemDecode<S::Item>,
+    reject: Option<fn(crate::Rejection) -> E>,
+) -> Result<Tee<S>, E>
+where
+    B: Body<Output = Result<S, E>>,
+    S: Stream,
+    S::Item: StreamItem,
+    E: ToolError,
+{
     let Input(Some(input)) = input else {
         return first(body).await.map(Tee::passthrough);
     };
@@ -453,19 +490,32 @@ where
         node.host.first_use().await;
     }
     // Only a before gate: an error at creation is recorded, not gated.
+    let offer = Offer {
+        edit: None,
+        reject: reject.is_some(),
+    };
     match call
-        .gate(&mut node, PausePoint::Before, None, Extra::new(), forced)
+        .gate_offering(
+            &mut node,
+            PausePoint::Before,
+            None,
+            Extra::new(),
+            forced,
+            offer,
+        )
         .await
     {
         Resume::Abort => {
             node.finish(Status::Aborted, Finish::default());
             call.abort().await;
         }
-        Resume::Continue
-        | Resume::Retry
-        | Resume::Inject(_)
-        | Resume::Edit { .. }
-        | Resume::Reject(_) => {}
+        Resume::Reject(reason) => {
+            if let Some(reject) = reject {
+                super::policy::finish_rejected(node, reason.clone());
+                return Err(reject(crate::Rejection::new(reason)));
+            }
+        }
+        Resume::Continue | Resume::Retry | Resume::Inject(_) | Resume::Edit { .. } => {}
     }
     match first(body).await {
         Ok(stream) => Ok(Tee::new(

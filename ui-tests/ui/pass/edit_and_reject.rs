@@ -1,7 +1,7 @@
 //! Argument shapes an edit meets: owned arguments (editable), a `mut` argument, a skipped
 //! borrow beside an owned one, a run-once body with a skipped `mut` argument, a borrowed
-//! `Cow` (not editable), `edit = false`, a generic argument, and `reject` on a `Result` tool
-//! whose error converts from `graphmind::Rejection`.
+//! `Cow` (not editable), `edit = false`, a generic argument, and `reject` on a `Result` tool and on a `Result<impl Stream, E>` tool whose
+//! error converts from `graphmind::Rejection`.
 
 use std::borrow::Cow;
 
@@ -57,6 +57,12 @@ async fn fixed(q: String) -> String {
     q
 }
 
+/// A streaming tool that opts in to reject returns `Result<impl Stream, E>`.
+#[graphmind::tool(reject)]
+async fn feed(n: u32) -> Result<impl futures_util::Stream<Item = u32>, MailError> {
+    Ok(futures_util::stream::iter(0..n))
+}
+
 #[graphmind::tool]
 async fn generic<T: serde::Serialize + Clone + Send + 'static>(item: T) -> usize {
     let _ = item;
@@ -71,4 +77,5 @@ fn main() {
     let _ = cow(Cow::Borrowed("t"));
     let _ = fixed("q".into());
     let _ = generic(3u8);
+    let _ = feed(3);
 }
