@@ -441,7 +441,11 @@ enum Decoded {
 fn decode(hub: &HubState, raw: &str, tx: &mpsc::UnboundedSender<AppOut>) -> Decoded {
     let mended;
     let mut text = raw;
-    let mut parsed = parse(text);
+    // The frames most traffic is made of are read without building the whole frame.
+    let mut parsed = match crate::quick_parse::quick_parse(text) {
+        Some(env) => Parsed::Ok(env),
+        None => parse(text),
+    };
     if let Parsed::Invalid(why) = &parsed
         && why.starts_with("not JSON")
         && let Some(m) = mend_lone_surrogates(text)

@@ -21,6 +21,7 @@ mod error;
 pub mod files;
 mod ingest;
 pub mod otlp;
+mod quick_parse;
 mod security;
 mod state;
 mod storage;

@@ -25,7 +25,7 @@ pub mod recording;
 mod shrink;
 
 pub use envelope::{Envelope, Message, RUN_ANY};
-pub use parse::{MAX_DEPTH, Parsed, parse, parse_value};
+pub use parse::{MAX_DEPTH, Parsed, parse, parse_value, within_depth};
 pub use payloads::*;
 pub use shrink::{
     PAYLOAD_BUDGET, PREVIEW_CHARS, SHRINK_DEPTH, ShrinkReport, TRUNCATED_KEY, TRUNCATION_SUFFIX,

@@ -174,6 +174,14 @@ fn dismantle(v: Value) {
     }
 }
 
+/// Whether `text` nests objects and arrays at most [`MAX_DEPTH`] deep (the check [`parse`]
+/// makes first, on the raw bytes, strings skipped): for parsers of frames that skip
+/// [`parse`] but must refuse what it refuses.
+#[must_use]
+pub fn within_depth(text: &str) -> bool {
+    check_depth(text.as_bytes()).is_ok()
+}
+
 /// Rejects nesting deeper than [`MAX_DEPTH`] by scanning bytes (strings skipped), so no
 /// recursive code ever sees a hostile depth.
 fn check_depth(bytes: &[u8]) -> Result<(), String> {

@@ -1,13 +1,17 @@
 //! OpenTelemetry export: finished runs go to an OTLP/HTTP collector (`POST /v1/traces`,
 //! protobuf) as traces with the GenAI semantic conventions.
 //!
-//! The app pays nothing: the hub already has every event in order. When a run finishes, the
-//! ingest path only offers its id to a bounded queue ([`OtlpConfig::queue`] runs; a full queue
-//! drops the run and counts it). The exporter task, on its own, waits for the run to be
-//! committed, reads it back from storage, builds its spans ([`spans`]), and sends runs in
-//! batches, retried with backoff ([`send`]). A collector that is down therefore never slows
-//! ingest nor grows memory: at most the queue of run ids and one batch are held. `/health`
-//! reports the counters under `otlp`.
+//! The app pays nothing: the hub already has every event in order. While a run that started
+//! in this hub is taken in, the ingest path keeps its stored texts for the exporter (shared,
+//! not copied; at most [`OPEN_RUNS`] runs and [`OPEN_BYTES`] in all, and a run past
+//! [`MAX_RUN_EVENTS`] / [`MAX_RUN_BYTES`] is let go). When a run finishes, the ingest path
+//! offers it — its kept events, or only its id when they were not kept whole (a run of an
+//! earlier start, or one let go) — to a bounded queue ([`OtlpConfig::queue`] runs; a full
+//! queue drops the run and counts it). The exporter task, on its own, builds the spans of a
+//! kept run from its events, or waits for a run offered by id to be committed and reads it
+//! back from storage ([`spans`]), and sends runs in batches, retried with backoff ([`send`]).
+//! A collector that is down therefore never slows ingest nor grows memory: at most the kept
+//! events, the queue and one batch are held. `/health` reports the counters under `otlp`.
 //!
 //! Only `http://` endpoints are supported (no TLS stack in the hub): point it at a local
 //! collector (the OpenTelemetry Collector, Jaeger, Tempo, …) that forwards over TLS.
@@ -16,9 +20,10 @@ pub mod names;
 pub mod send;
 pub mod spans;
 
+use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -41,6 +46,17 @@ pub const BATCH_RUNS: usize = 64;
 /// A request goes out once its encoded spans reach this many bytes (one larger run goes
 /// alone), so the exporter holds about this much besides the run it is reading.
 pub const BATCH_BYTES: usize = 4 * 1024 * 1024;
+
+/// Most open runs whose events the exporter keeps at once; a run that starts beyond it lets
+/// the one that has waited longest go (read back from storage when it finishes).
+pub const OPEN_RUNS: usize = 1024;
+/// Most bytes of event texts the exporter keeps for open runs in all (shared with storage's
+/// queue and the viewers, so mostly not extra memory); beyond it the longest-waiting runs
+/// are let go.
+pub const OPEN_BYTES: usize = 64 * 1024 * 1024;
+/// Most bytes of event texts of finished runs waiting in the export queue; a run that would
+/// go past it is queued by id only (read back from storage when its turn comes).
+pub const QUEUED_BYTES: usize = 64 * 1024 * 1024;
 
 /// Where and how finished runs are exported.
 #[derive(Debug, Clone)]
@@ -146,11 +162,109 @@ pub struct OtlpStats {
     pub runs_cut: AtomicU64,
 }
 
+/// A finished run offered for export.
+#[derive(Debug)]
+enum Job {
+    /// Only its id: read it back from storage once committed.
+    Stored(String),
+    /// Its events as taken in, in seq order, and whether it has a gap.
+    Kept {
+        run_id: String,
+        bodies: Vec<Arc<str>>,
+        /// Their bytes, counted in [`QUEUED_BYTES`].
+        bytes: usize,
+        incomplete: bool,
+    },
+}
+
+/// The events of one open run the exporter keeps.
+#[derive(Debug)]
+struct Kept {
+    /// (seq, stored text).
+    events: Vec<(u64, Arc<str>)>,
+    bytes: usize,
+    /// When it started keeping it (a counter): the smallest waited longest.
+    since: u64,
+}
+
+/// The open runs whose events are kept.
+#[derive(Debug, Default)]
+struct OpenRuns {
+    runs: HashMap<String, Kept>,
+    bytes: usize,
+    started: u64,
+}
+
+impl OpenRuns {
+    /// Starts keeping a run's events (letting the longest-waiting run go at [`OPEN_RUNS`]).
+    fn begin(&mut self, run_id: &str) {
+        if self.runs.contains_key(run_id) {
+            return;
+        }
+        if self.runs.len() >= OPEN_RUNS {
+            self.let_go_oldest();
+        }
+        self.started += 1;
+        let since = self.started;
+        self.runs.insert(
+            run_id.to_owned(),
+            Kept {
+                events: Vec::new(),
+                bytes: 0,
+                since,
+            },
+        );
+    }
+
+    /// Keeps an event if its run is kept; lets the run go past [`MAX_RUN_EVENTS`] /
+    /// [`MAX_RUN_BYTES`], and the longest-waiting runs past [`OPEN_BYTES`] in all.
+    fn event(&mut self, run_id: &str, seq: u64, body: &Arc<str>) {
+        let Some(kept) = self.runs.get_mut(run_id) else {
+            return;
+        };
+        let len = body.len();
+        if kept.events.len() >= MAX_RUN_EVENTS || kept.bytes + len > MAX_RUN_BYTES {
+            // Too large to keep: read back (and cut) when it finishes.
+            self.take(run_id);
+            return;
+        }
+        kept.events.push((seq, Arc::clone(body)));
+        kept.bytes += len;
+        self.bytes += len;
+        while self.bytes > OPEN_BYTES && !self.runs.is_empty() {
+            self.let_go_oldest();
+        }
+    }
+
+    /// Stops keeping a run; its kept events.
+    fn take(&mut self, run_id: &str) -> Option<Kept> {
+        let kept = self.runs.remove(run_id)?;
+        self.bytes -= kept.bytes;
+        Some(kept)
+    }
+
+    /// Lets go of the run that has waited longest.
+    fn let_go_oldest(&mut self) {
+        let oldest = self
+            .runs
+            .iter()
+            .min_by_key(|(_, k)| k.since)
+            .map(|(id, _)| id.clone());
+        if let Some(id) = oldest {
+            self.take(&id);
+        }
+    }
+}
+
 /// The live exporter of a hub: the ingest side's handle.
 #[derive(Debug)]
 pub struct Exporter {
-    tx: mpsc::Sender<String>,
+    tx: mpsc::Sender<Job>,
     endpoint: String,
+    /// Events of open runs, kept for their export.
+    open: Mutex<OpenRuns>,
+    /// Bytes of event texts in the queue ([`QUEUED_BYTES`]).
+    queued_bytes: Arc<AtomicUsize>,
     /// Its counters.
     pub stats: Arc<OtlpStats>,
 }
@@ -166,29 +280,91 @@ impl Exporter {
         let (tx, rx) = mpsc::channel(config.queue.max(1));
         let stats = Arc::new(OtlpStats::default());
         let endpoint = config.endpoint.clone();
-        let task = tokio::spawn(worker(config, writer, reader, rx, Arc::clone(&stats)));
+        let queued_bytes = Arc::new(AtomicUsize::new(0));
+        let task = tokio::spawn(worker(
+            config,
+            writer,
+            reader,
+            rx,
+            Arc::clone(&stats),
+            Arc::clone(&queued_bytes),
+        ));
         (
             Self {
                 tx,
                 endpoint,
+                open: Mutex::new(OpenRuns::default()),
+                queued_bytes,
                 stats,
             },
             task,
         )
     }
 
+    fn open_runs(&self) -> std::sync::MutexGuard<'_, OpenRuns> {
+        self.open
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// A run new to this hub started (with its `run.started`): its events are kept from now
+    /// on, so that its export needs no read back from storage.
+    pub fn begin(&self, run_id: &str) {
+        self.open_runs().begin(run_id);
+    }
+
+    /// An event of a run was taken in (stored as `body`): kept if the run is.
+    pub fn event(&self, run_id: &str, seq: u64, body: &Arc<str>) {
+        self.open_runs().event(run_id, seq, body);
+    }
+
     /// Offers a finished run for export; never waits (a full queue drops it, counted).
-    pub fn finished(&self, run_id: &str) {
+    /// `incomplete`: its app announced events of it lost.
+    pub fn finished(&self, run_id: &str, incomplete: bool) {
         self.stats.runs_queued.fetch_add(1, Ordering::Relaxed);
-        if self.tx.try_send(run_id.to_owned()).is_err() {
+        let kept = self.open_runs().take(run_id);
+        // Kept events wait in the queue within a byte budget; past it, the run goes by id.
+        let kept = kept.filter(|k| {
+            let before = self.queued_bytes.fetch_add(k.bytes, Ordering::Relaxed);
+            if before + k.bytes > QUEUED_BYTES {
+                self.queued_bytes.fetch_sub(k.bytes, Ordering::Relaxed);
+                return false;
+            }
+            true
+        });
+        let job = match kept {
+            Some(mut k) => {
+                // Taken in as sent; a reconnect's replay may have come out of order.
+                k.events.sort_by_key(|(seq, _)| *seq);
+                Job::Kept {
+                    run_id: run_id.to_owned(),
+                    bodies: k.events.into_iter().map(|(_, b)| b).collect(),
+                    bytes: k.bytes,
+                    incomplete,
+                }
+            }
+            None => Job::Stored(run_id.to_owned()),
+        };
+        if let Err(e) = self.tx.try_send(job) {
+            if let Job::Kept { bytes, .. } = e.into_inner() {
+                self.queued_bytes.fetch_sub(bytes, Ordering::Relaxed);
+            }
             self.stats.runs_dropped.fetch_add(1, Ordering::Relaxed);
         }
+    }
+
+    /// Runs whose events are kept now, and their bytes.
+    #[must_use]
+    pub fn kept(&self) -> (usize, usize) {
+        let open = self.open_runs();
+        (open.runs.len(), open.bytes)
     }
 
     /// The `/health` document's `otlp` part.
     pub fn health(&self) -> Value {
         let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
         let s = &self.stats;
+        let (kept_runs, kept_bytes) = self.kept();
         json!({
             "endpoint": self.endpoint,
             "queued": self.tx.max_capacity() - self.tx.capacity(),
@@ -202,6 +378,9 @@ impl Exporter {
             "retries": g(&s.retries),
             "readErrors": g(&s.read_errors),
             "runsCut": g(&s.runs_cut),
+            "keptRuns": kept_runs,
+            "keptBytes": kept_bytes,
+            "queuedBytes": self.queued_bytes.load(Ordering::Relaxed),
         })
     }
 }
@@ -260,28 +439,43 @@ async fn worker(
     config: OtlpConfig,
     writer: Writer,
     reader: Arc<Reader>,
-    mut rx: mpsc::Receiver<String>,
+    mut rx: mpsc::Receiver<Job>,
     stats: Arc<OtlpStats>,
+    queued_bytes: Arc<AtomicUsize>,
 ) {
     let sender = Sender::new(config.clone());
     let opts = config.map_options();
-    let mut ids = Vec::with_capacity(BATCH_RUNS);
+    let mut jobs = Vec::with_capacity(BATCH_RUNS);
     loop {
-        ids.clear();
-        if rx.recv_many(&mut ids, BATCH_RUNS).await == 0 {
+        jobs.clear();
+        if rx.recv_many(&mut jobs, BATCH_RUNS).await == 0 {
             return;
         }
-        // Everything of these runs was queued for storage before their ids were: once the
-        // writer committed up to here, storage holds them whole.
-        writer.barrier().await;
+        // Everything of the runs offered by id was queued for storage before their ids were:
+        // once the writer committed up to here, storage holds them whole.
+        if jobs.iter().any(|j| matches!(j, Job::Stored(_))) {
+            writer.barrier().await;
+        }
         // Runs are read one at a time, and a batch goes out once it holds BATCH_BYTES of
         // encoded spans: what the exporter holds stays bounded whatever the runs' sizes.
         let mut batch = Vec::new();
         let mut bytes = 0usize;
-        for id in ids.drain(..) {
+        for job in jobs.drain(..) {
+            if let Job::Kept { bytes, .. } = &job {
+                queued_bytes.fetch_sub(*bytes, Ordering::Relaxed);
+            }
             let read = {
                 let reader = Arc::clone(&reader);
-                tokio::task::spawn_blocking(move || read_run(&reader, &id, opts)).await
+                tokio::task::spawn_blocking(move || match job {
+                    Job::Stored(id) => read_run(&reader, &id, opts),
+                    Job::Kept {
+                        run_id,
+                        bodies,
+                        incomplete,
+                        ..
+                    } => Ok(Some((run_spans(&run_id, &bodies, incomplete, opts), false))),
+                })
+                .await
             };
             match read {
                 Ok(Ok(Some((rs, cut)))) => {
@@ -391,5 +585,58 @@ pub async fn export_stored(
     match Sender::new(config.clone()).send(body).await {
         Delivery::Sent { .. } => Ok(summary),
         Delivery::Failed { reason, .. } => Err(format!("{}: {reason}", config.endpoint)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn body(len: usize) -> Arc<str> {
+        Arc::from("x".repeat(len))
+    }
+
+    #[test]
+    fn open_runs_keep_only_started_runs_and_stay_within_their_bounds() {
+        let mut open = OpenRuns::default();
+        // A run not begun here (of an earlier start) is not kept.
+        open.event("run_old", 1, &body(10));
+        assert!(open.take("run_old").is_none());
+
+        open.begin("run_a");
+        open.event("run_a", 2, &body(10));
+        open.event("run_a", 1, &body(5));
+        assert_eq!(open.bytes, 15);
+        let kept = open.take("run_a").expect("kept");
+        assert_eq!(kept.events.len(), 2);
+        assert_eq!(open.bytes, 0);
+
+        // Past OPEN_RUNS the run that waited longest is let go.
+        for i in 0..=OPEN_RUNS {
+            open.begin(&format!("run_{i}"));
+        }
+        assert_eq!(open.runs.len(), OPEN_RUNS);
+        assert!(!open.runs.contains_key("run_0"));
+        assert!(open.runs.contains_key(&format!("run_{OPEN_RUNS}")));
+
+        // Past OPEN_BYTES in all, the longest-waiting runs go until it fits.
+        let mut open = OpenRuns::default();
+        let big = body(OPEN_BYTES / 4 + 1);
+        for i in 0..4 {
+            open.begin(&format!("run_{i}"));
+            open.event(&format!("run_{i}"), 1, &big);
+        }
+        assert!(open.bytes <= OPEN_BYTES);
+        assert!(!open.runs.contains_key("run_0"));
+        assert!(open.runs.contains_key("run_3"));
+
+        // One run past MAX_RUN_BYTES is let go whole.
+        let mut open = OpenRuns::default();
+        open.begin("run_big");
+        let chunk = body(MAX_RUN_BYTES / 2 + 1);
+        open.event("run_big", 1, &chunk);
+        open.event("run_big", 2, &chunk);
+        assert!(open.take("run_big").is_none());
+        assert_eq!(open.bytes, 0);
     }
 }

@@ -180,9 +180,9 @@ struct RunInfo {
 
 /// Builds the spans of one run from its stored envelopes (in seq order). Events that are not
 /// valid envelopes are skipped. `incomplete`: the app announced events of the run lost.
-pub fn run_spans(
+pub fn run_spans<B: AsRef<str>>(
     run_id: &str,
-    bodies: &[String],
+    bodies: &[B],
     incomplete: bool,
     opts: MapOptions,
 ) -> ResourceSpans {
@@ -193,7 +193,7 @@ pub fn run_spans(
     // pauseId → the execution it held.
     let mut pauses: HashMap<String, usize> = HashMap::new();
     for body in bodies {
-        let env = match graphmind_protocol::parse(body) {
+        let env = match graphmind_protocol::parse(body.as_ref()) {
             Parsed::Ok(env) | Parsed::UnknownType(env) => env,
             _ => continue,
         };

@@ -110,6 +110,10 @@ impl HubState {
         let mut rows = Vec::new();
         let mut pauses_changed = false;
         let mut duplicate = false;
+        // The run is new to this hub (created by this event).
+        let mut new_run = false;
+        // The run finished with this event: whether it has a gap.
+        let mut finished_incomplete: Option<bool> = None;
         // Who released a gate, stamped onto the stored `exec.resumed`.
         let mut stamp: Option<Stamp> = None;
         'locked: {
@@ -129,7 +133,8 @@ impl HubState {
                 return false;
             }
             let now = now_ms();
-            let run = st.runs.entry(run_id.to_owned()).or_insert_with(|| {
+            // Looked up by `&str` first: the run's id is copied only for a new run.
+            if !st.runs.contains_key(run_id) {
                 let r = RunState {
                     app: app_name,
                     name: None,
@@ -146,8 +151,12 @@ impl HubState {
                     touched: now,
                 };
                 rows.push(r.row(run_id));
-                r
-            });
+                st.runs.insert(run_id.to_owned(), r);
+                new_run = true;
+            }
+            let Some(run) = st.runs.get_mut(run_id) else {
+                return false;
+            };
             // Claims: a run belongs to the identity that wrote it first (a reconnect keeps
             // its identity by presenting its resumeToken); frames of another identity's run
             // are dropped, whether that identity is connected or not, so no other process can
@@ -188,7 +197,9 @@ impl HubState {
                 run.status = RunStatus::Running;
                 rows.push(run.row(run_id));
             }
-            st.dirty.insert(run_id.to_owned());
+            if !st.dirty.contains(run_id) {
+                st.dirty.insert(run_id.to_owned());
+            }
             match &env.message {
                 Message::RunStarted(p) => {
                     run.app = Some(p.app.clone());
@@ -203,6 +214,7 @@ impl HubState {
                     rows.push(run.row(run_id));
                 }
                 Message::RunFinished(p) => {
+                    finished_incomplete = Some(run.incomplete);
                     run.status = p.status.into();
                     run.ended_at = Some(env.ts);
                     run.nodes.clear();
@@ -400,11 +412,16 @@ impl HubState {
         if pauses_changed {
             self.pauses_changed();
         }
-        // Queued for storage first, so the exporter finds the run whole once committed.
-        if matches!(env.message, Message::RunFinished(_))
-            && let Some(exporter) = self.otlp.get()
-        {
-            exporter.finished(run_id);
+        // The exporter keeps the events of the runs it saw start (bounded); a run it did not
+        // keep whole is read back from storage, where it was queued first.
+        if let Some(exporter) = self.otlp.get() {
+            if new_run && matches!(env.message, Message::RunStarted(_)) {
+                exporter.begin(run_id);
+            }
+            exporter.event(run_id, env.seq, &body);
+            if let Some(incomplete) = finished_incomplete {
+                exporter.finished(run_id, incomplete);
+            }
         }
         // Fan-out after the event is queued for storage: a viewer that subscribes later
         // finds it in the database, one that subscribed earlier gets it here.

@@ -1,0 +1,300 @@
+//! The quick parse of the frames most of an app's traffic is made of (`node.started`,
+//! `node.finished`, `node.token`): the envelope's fields are read borrowed from the frame, the
+//! payload's fields the hub uses are read through a borrowed mirror of its type, and nothing
+//! else is built (no JSON tree of the whole frame, no map of its unknown fields).
+//!
+//! It accepts exactly the frames [`graphmind_protocol::parse`] accepts as these types, or
+//! gives up: any frame it is not sure of (a parse error, a duplicate field, a lone surrogate
+//! escape, a number that might not fit an `f64`, a `gm` other than 1, a frame over the
+//! payload budget) returns `None`, and the caller parses it the full way, which then decides.
+//!
+//! The envelope it returns is the hub's view: the payload's unknown fields (and a token
+//! frame's deltas) are not in it, and of the envelope's unknown fields only `dropped` and
+//! `lostRuns`. The hub stores the frame's own text, so nothing of it is lost.
+
+use std::borrow::Cow;
+
+use graphmind_protocol::{
+    DeltaKind, Envelope, Extra, Message, NodeFinished, NodeKind, NodeStarted, NodeToken,
+    PAYLOAD_BUDGET, Status, TokenUsage, within_depth,
+};
+use serde::{Deserialize, Deserializer};
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+/// 2^53 − 1: the largest seq the protocol takes.
+const MAX_SAFE_INTEGER: u64 = 9_007_199_254_740_991;
+
+/// The envelope's fields.
+#[derive(Deserialize)]
+struct Head<'a> {
+    gm: u64,
+    seq: u64,
+    ts: u64,
+    #[serde(rename = "runId", borrow)]
+    run_id: Cow<'a, str>,
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    #[serde(borrow)]
+    payload: &'a RawValue,
+    #[serde(default, borrow)]
+    dropped: Option<&'a RawValue>,
+    #[serde(default, rename = "lostRuns", borrow)]
+    lost_runs: Option<&'a RawValue>,
+}
+
+/// A field that is `Some` whenever present, `null` included (as the payload types read it).
+fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&'de RawValue>::deserialize(d).map(Some)
+}
+
+/// [`NodeStarted`]'s fields, same types, borrowed.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct StartedHead<'a> {
+    #[serde(borrow)]
+    node_id: Cow<'a, str>,
+    kind: NodeKind,
+    #[serde(borrow)]
+    name: Cow<'a, str>,
+    #[serde(borrow)]
+    instance_id: Cow<'a, str>,
+    #[serde(default, borrow)]
+    parent_id: Option<Cow<'a, str>>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    input: Option<&'a RawValue>,
+}
+
+/// [`NodeFinished`]'s fields, same types, borrowed.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct FinishedHead<'a> {
+    #[serde(borrow)]
+    node_id: Cow<'a, str>,
+    #[serde(default, borrow)]
+    instance_id: Option<Cow<'a, str>>,
+    duration_ms: f64,
+    status: Status,
+    #[serde(default, borrow, deserialize_with = "present")]
+    output: Option<&'a RawValue>,
+    #[serde(default)]
+    usage: Option<TokenUsage>,
+    #[serde(default)]
+    held_ms: Option<f64>,
+}
+
+/// [`NodeToken`]'s fields, same types, borrowed.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct TokenHead<'a> {
+    #[serde(borrow)]
+    node_id: Cow<'a, str>,
+    #[allow(dead_code)] // read to check its type, as the full parse does
+    #[serde(borrow)]
+    deltas: Vec<DeltaHead<'a>>,
+}
+
+/// [`graphmind_protocol::TokenDelta`]'s fields.
+#[derive(Deserialize)]
+struct DeltaHead<'a> {
+    #[allow(dead_code)] // read to check its type, as the full parse does
+    t: DeltaKind,
+    #[allow(dead_code)]
+    #[serde(borrow)]
+    v: Cow<'a, str>,
+}
+
+/// The hub's view of a `node.started`, `node.finished` or `node.token` frame, or `None` when
+/// the frame must be parsed the full way.
+pub fn quick_parse(text: &str) -> Option<Envelope> {
+    if text.len() > PAYLOAD_BUDGET || !plain_text(text.as_bytes()) || !within_depth(text) {
+        return None;
+    }
+    let head: Head<'_> = serde_json::from_str(text).ok()?;
+    if head.gm != 1 || head.seq > MAX_SAFE_INTEGER || !head.payload.get().starts_with('{') {
+        return None;
+    }
+    let raw = head.payload.get();
+    let message = match &*head.kind {
+        "node.started" => {
+            let p: StartedHead<'_> = serde_json::from_str(raw).ok()?;
+            Message::NodeStarted(NodeStarted {
+                node_id: p.node_id.into_owned(),
+                kind: p.kind,
+                name: p.name.into_owned(),
+                instance_id: p.instance_id.into_owned(),
+                parent_id: p.parent_id.map(Cow::into_owned),
+                input: value_of(p.input)?,
+                extra: Extra::new(),
+            })
+        }
+        "node.finished" => {
+            let p: FinishedHead<'_> = serde_json::from_str(raw).ok()?;
+            Message::NodeFinished(NodeFinished {
+                node_id: p.node_id.into_owned(),
+                instance_id: p.instance_id.map(Cow::into_owned),
+                duration_ms: p.duration_ms,
+                status: p.status,
+                output: value_of(p.output)?,
+                usage: p.usage,
+                held_ms: p.held_ms,
+                extra: Extra::new(),
+            })
+        }
+        "node.token" => {
+            let p: TokenHead<'_> = serde_json::from_str(raw).ok()?;
+            Message::NodeToken(NodeToken {
+                node_id: p.node_id.into_owned(),
+                deltas: Vec::new(),
+                extra: Extra::new(),
+            })
+        }
+        _ => return None,
+    };
+    let mut extra = Extra::new();
+    for (key, v) in [("dropped", head.dropped), ("lostRuns", head.lost_runs)] {
+        if let Some(v) = v {
+            extra.insert(key.to_owned(), serde_json::from_str(v.get()).ok()?);
+        }
+    }
+    Some(Envelope {
+        gm: 1,
+        seq: head.seq,
+        ts: head.ts,
+        run_id: head.run_id.into_owned(),
+        message,
+        extra,
+    })
+}
+
+/// A present field's value; `None` (give up) if it does not parse.
+#[allow(clippy::option_option)]
+fn value_of(raw: Option<&RawValue>) -> Option<Option<Value>> {
+    match raw {
+        None => Some(None),
+        Some(r) => serde_json::from_str(r.get()).ok().map(Some),
+    }
+}
+
+/// Whether the frame holds nothing the skipping parts of `serde_json` would let through but a
+/// full parse refuses: no `\uD…` escape (a lone surrogate is refused in a string, not in a
+/// skipped one; pairs are sent the full way too, which is correct, only slower) and no number
+/// that might overflow an `f64` (a run of 200 or more digits, or an exponent of three digits
+/// or more). Strings are scanned too: a look-alike in a string only costs the full parse.
+fn plain_text(b: &[u8]) -> bool {
+    let mut run = 0usize;
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        match c {
+            b'\\' => {
+                if b.get(i + 1) == Some(&b'u') && matches!(b.get(i + 2), Some(b'd' | b'D')) {
+                    return false;
+                }
+                // Skip the escaped character (an escaped backslash is not an escape).
+                i += 2;
+                run = 0;
+                continue;
+            }
+            b'0'..=b'9' | b'.' => {
+                run += 1;
+                if run >= 200 {
+                    return false;
+                }
+            }
+            b'e' | b'E' if run > 0 => {
+                let mut j = i + 1;
+                if matches!(b.get(j), Some(b'+' | b'-')) {
+                    j += 1;
+                }
+                let digits = b[j.min(b.len())..]
+                    .iter()
+                    .take_while(|d| d.is_ascii_digit())
+                    .count();
+                if digits >= 3 {
+                    return false;
+                }
+                run = 0;
+            }
+            _ => run = 0,
+        }
+        i += 1;
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use graphmind_protocol::{Parsed, parse};
+
+    /// The full parse's envelope, cut to the hub's view the way [`quick_parse`] builds it.
+    fn full_view(text: &str) -> Option<Envelope> {
+        let Parsed::Ok(mut env) = parse(text) else {
+            return None;
+        };
+        env.extra.retain(|k, _| k == "dropped" || k == "lostRuns");
+        match &mut env.message {
+            Message::NodeStarted(p) => p.extra.clear(),
+            Message::NodeFinished(p) => p.extra.clear(),
+            Message::NodeToken(p) => {
+                p.extra.clear();
+                p.deltas.clear();
+            }
+            _ => return None,
+        }
+        Some(env)
+    }
+
+    const STARTED: &str = r#"{"gm":1,"seq":7,"ts":1700000000000,"runId":"run_a","type":"node.started","payload":{"nodeId":"tool:search","kind":"tool","name":"search","instanceId":"call_1","input":{"query":"x","limit":5},"extraKey":[1,2]},"dropped":3}"#;
+    const FINISHED: &str = r#"{"gm":1,"seq":8,"ts":1700000000001,"runId":"run_a","type":"node.finished","payload":{"nodeId":"tool:search","instanceId":"call_1","durationMs":1.25,"status":"ok","output":null,"usage":{"inputTokens":3,"outputTokens":4,"cacheReadTokens":1},"heldMs":0}}"#;
+    const TOKEN: &str = r#"{"gm":1,"seq":9,"ts":1700000000002,"runId":"run_\"a\"","type":"node.token","payload":{"nodeId":"model:chat","deltas":[{"t":"text","v":"hi"}]},"lostRuns":["run_b"]}"#;
+
+    #[test]
+    fn quick_and_full_parse_agree_on_the_hot_types() {
+        for f in [STARTED, FINISHED, TOKEN] {
+            let quick = quick_parse(f).expect("taken quickly");
+            assert_eq!(Some(quick), full_view(f), "{f}");
+        }
+    }
+
+    #[test]
+    fn frames_the_full_parse_must_decide_are_not_taken_quickly() {
+        let cases = [
+            // Bad payload field types.
+            STARTED.replace(r#""kind":"tool""#, r#""kind":"toaster""#),
+            STARTED.replace(r#""name":"search""#, r#""name":5"#),
+            FINISHED.replace(r#""durationMs":1.25"#, r#""durationMs":"slow""#),
+            FINISHED.replace(r#""heldMs":0"#, r#""heldMs":"0""#),
+            TOKEN.replace(r#""t":"text""#, r#""t":"noise""#),
+            // Envelope problems.
+            STARTED.replace(r#""gm":1"#, r#""gm":2"#),
+            STARTED.replace(r#""seq":7"#, r#""seq":9007199254740992"#),
+            STARTED.replace(r#""seq":7"#, r#""seq":7.5"#),
+            STARTED.replace(r#""ts":1700000000000"#, r#""ts":-1"#),
+            STARTED.replace(r#""runId":"run_a""#, r#""runId":1"#),
+            STARTED.replace(r#""seq":7"#, r#""seq":7,"seq":8"#),
+            FINISHED.replace(r#""payload":{"#, r#""payload":[],"x":{"#),
+            // What skipping would let through.
+            STARTED.replace(r#""extraKey":[1,2]"#, r#""extraKey":"\ud800""#),
+            STARTED.replace(r#""extraKey":[1,2]"#, r#""extraKey":1e999"#),
+            STARTED.replace(
+                r#""extraKey":[1,2]"#,
+                &format!(r#""extraKey":{}"#, "9".repeat(400)),
+            ),
+            STARTED.replace(
+                r#""extraKey":[1,2]"#,
+                &format!(r#""extraKey":{}1{}"#, "[".repeat(101), "]".repeat(101)),
+            ),
+        ];
+        for f in &cases {
+            assert_eq!(quick_parse(f), None, "{f}");
+        }
+    }
+
+    #[test]
+    fn other_types_take_the_full_parse() {
+        let f = r#"{"gm":1,"seq":1,"ts":1,"runId":"r","type":"run.started","payload":{"app":"a","sdk":{"name":"rust","version":"1"}}}"#;
+        assert_eq!(quick_parse(f), None);
+    }
+}
