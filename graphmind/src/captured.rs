@@ -1,13 +1,16 @@
 //! Captured values: what an instrumented call's arguments and output become in the replay
 //! ring. Scalars and strings are kept as themselves (no JSON tree built, 24 bytes instead of a
-//! `serde_json::Value`'s 80); anything else is converted to a boxed [`Value`] once. A
-//! captured value serializes to exactly the bytes its [`Value`] would.
+//! `serde_json::Value`'s 80); anything else is converted to a boxed [`Value`] once, or, where
+//! the caller asks for it ([`Val::raw`]), serialized once into its JSON text (no tree built:
+//! one allocation, its size known exactly, dropped with one free). A captured value
+//! serializes to exactly the bytes its [`Value`] would.
 
 use serde::ser::{self, Impossible, Serialize, Serializer};
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 /// One captured JSON value.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub enum Val {
     /// `null`.
     Null,
@@ -23,6 +26,25 @@ pub enum Val {
     Str(Box<str>),
     /// Anything else, as JSON.
     Json(Box<Value>),
+    /// Anything else, as its JSON text (serialized once, never parsed on the app's path).
+    Raw(Box<RawValue>),
+}
+
+impl PartialEq for Val {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Self::Null, Self::Null) => true,
+            (Self::Bool(a), Self::Bool(b)) => a == b,
+            (Self::U64(a), Self::U64(b)) => a == b,
+            (Self::I64(a), Self::I64(b)) => a == b,
+            (Self::F64(a), Self::F64(b)) => a == b,
+            (Self::Str(a), Self::Str(b)) => a == b,
+            (Self::Json(a), Self::Json(b)) => a == b,
+            // The same text (a value captured as text is not compared as JSON).
+            (Self::Raw(a), Self::Raw(b)) => a.get() == b.get(),
+            _ => false,
+        }
+    }
 }
 
 impl Val {
@@ -32,6 +54,23 @@ impl Val {
         match v.serialize(Scalar) {
             Ok(val) => val,
             Err(NotScalar) => Self::from_value(to_value(v)),
+        }
+    }
+
+    /// Captures `v` as its JSON text, serialized once: what [`Val::of`] would capture,
+    /// without building a JSON tree (for large values: a model's request or response).
+    pub(crate) fn raw<T: Serialize + ?Sized>(v: &T) -> Self {
+        match serde_json::value::to_raw_value(v) {
+            Ok(raw) => Self::Raw(raw),
+            Err(_) => Self::from_value(to_value(v)),
+        }
+    }
+
+    /// The length of its JSON text when it is held as text.
+    pub(crate) fn raw_len(&self) -> Option<usize> {
+        match self {
+            Self::Raw(r) => Some(r.get().len()),
+            _ => None,
         }
     }
 
@@ -58,6 +97,7 @@ impl Val {
             Self::F64(f) => f.into(),
             Self::Str(s) => Value::String(s.into()),
             Self::Json(v) => *v,
+            Self::Raw(r) => serde_json::from_str(r.get()).unwrap_or(Value::Null),
         }
     }
 
@@ -66,6 +106,7 @@ impl Val {
         match self {
             Self::Str(s) => Some(s),
             Self::Json(v) => v.as_str(),
+            // Text: a string's would have to be unescaped; no caller needs it.
             _ => None,
         }
     }
@@ -83,6 +124,7 @@ impl Serialize for Val {
             Self::F64(_) => s.serialize_unit(),
             Self::Str(t) => s.serialize_str(t),
             Self::Json(v) => v.serialize(s),
+            Self::Raw(r) => r.serialize(s),
         }
     }
 }
@@ -326,6 +368,34 @@ mod tests {
 
     fn serde_bytes_like() -> Vec<u8> {
         vec![0, 255]
+    }
+
+    #[test]
+    fn raw_captures_serialize_like_their_json() {
+        #[derive(Serialize)]
+        struct Request<'a> {
+            model: &'a str,
+            messages: Vec<BTreeMap<&'a str, &'a str>>,
+            temperature: f32,
+        }
+        let req = Request {
+            model: "m",
+            messages: vec![BTreeMap::from([("role", "user"), ("content", "a \"b\"\n")])],
+            temperature: 0.1,
+        };
+        let val = Val::raw(&req);
+        let expected = serde_json::to_value(&req).unwrap();
+        assert!(matches!(val, Val::Raw(_)));
+        assert_eq!(
+            serde_json::to_string(&val).unwrap(),
+            serde_json::to_string(&expected).unwrap()
+        );
+        assert_eq!(
+            val.raw_len(),
+            Some(serde_json::to_string(&req).unwrap().len())
+        );
+        assert_eq!(serde_json::to_value(&val).unwrap(), expected);
+        assert_eq!(val.into_value(), expected);
     }
 
     #[test]

@@ -9,7 +9,7 @@ use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
-use graphmind_protocol::{Extra, Message, NodeFinished, NodeKind, NodeStarted, Status};
+use graphmind_protocol::{Extra, Message, NodeFinished, NodeKind, NodeStarted, Status, TokenUsage};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -69,6 +69,8 @@ pub(crate) enum Payload {
     Json(Box<Value>),
     /// The arguments of an instrumented call, in order (names are unique).
     Fields(Box<[(&'static str, Val)]>),
+    /// Any value as its JSON text, serialized once (a model step's request).
+    Raw(Box<serde_json::value::RawValue>),
 }
 
 impl Payload {
@@ -80,6 +82,8 @@ impl Payload {
                 .iter()
                 .find(|(k, _)| *k == key)
                 .and_then(|(_, v)| v.as_str()),
+            // Text is not looked into (a tool's call id is never captured as text).
+            Self::Raw(_) => None,
         }
     }
 
@@ -92,6 +96,7 @@ impl Payload {
                     .map(|(k, v)| ((*k).to_owned(), v.clone().into_value()))
                     .collect(),
             ),
+            Self::Raw(r) => serde_json::from_str(r.get()).unwrap_or(Value::Null),
         }
     }
 
@@ -105,6 +110,7 @@ impl Payload {
                     .map(|(k, v)| (k.to_owned(), v.into_value()))
                     .collect(),
             ),
+            Self::Raw(r) => serde_json::from_str(r.get()).unwrap_or(Value::Null),
         }
     }
 }
@@ -121,6 +127,7 @@ impl Serialize for Payload {
                 }
                 m.end()
             }
+            Self::Raw(r) => r.serialize(s),
         }
     }
 }
@@ -196,6 +203,16 @@ pub(crate) struct Finished {
     pub(crate) status: Status,
     pub(crate) output: Option<Val>,
     pub(crate) held_ms: f64,
+    /// Usage and loose fields (`attempts`, `model`, …), when it has any; boxed, so a node
+    /// without them stays small.
+    pub(crate) more: Option<Box<FinishedMore>>,
+}
+
+/// The usage and loose fields of a compact `node.finished`.
+#[derive(Debug)]
+pub(crate) struct FinishedMore {
+    pub(crate) usage: Option<TokenUsage>,
+    pub(crate) extra: Extra,
 }
 
 /// One event as the ring stores it.
@@ -233,7 +250,11 @@ struct FinishedWire<'a> {
     status: Status,
     #[serde(skip_serializing_if = "Option::is_none")]
     output: Option<&'a Val>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    usage: Option<&'a TokenUsage>,
     held_ms: f64,
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    extra: Option<&'a Extra>,
 }
 
 impl Record {
@@ -265,7 +286,9 @@ impl Record {
                 duration_ms: p.duration_ms,
                 status: p.status,
                 output: p.output.as_ref(),
+                usage: p.more.as_ref().and_then(|m| m.usage.as_ref()),
                 held_ms: p.held_ms,
+                extra: p.more.as_ref().map(|m| &m.extra),
             }
             .serialize(s),
         }
@@ -297,15 +320,16 @@ impl From<Started> for NodeStarted {
 
 impl From<Finished> for NodeFinished {
     fn from(p: Finished) -> Self {
+        let (usage, extra) = p.more.map_or((None, Extra::new()), |m| (m.usage, m.extra));
         Self {
             node_id: p.node_id.into_owned(),
             instance_id: Some(p.instance_id.to_string()),
             duration_ms: p.duration_ms,
             status: p.status,
             output: p.output.map(Val::into_value),
-            usage: None,
+            usage,
             held_ms: Some(p.held_ms),
-            extra: Extra::new(),
+            extra,
         }
     }
 }
@@ -372,6 +396,13 @@ mod tests {
                 Some(Payload::Fields(Box::new([]))),
                 InstanceId::Call(8),
             ),
+            make(
+                None,
+                Some(Payload::Raw(
+                    serde_json::value::to_raw_value(&serde_json::json!({"m": [1, "é\n"]})).unwrap(),
+                )),
+                InstanceId::Call(9),
+            ),
         ];
         for r in cases {
             let compact = json(&r);
@@ -395,11 +426,43 @@ mod tests {
                 status,
                 output,
                 held_ms: 0.0,
+                more: None,
             });
             let compact = json(&r);
             assert!(
                 compact.contains(r#""durationMs":0.12,"#) && compact.ends_with(r#""heldMs":0.0}"#)
             );
+            assert_eq!(compact, via_message(r));
+        }
+    }
+
+    #[test]
+    fn compact_finished_with_usage_extra_and_raw_output_serializes_like_its_message() {
+        let mut extra = Extra::new();
+        extra.insert("attempts".into(), 1.into());
+        extra.insert("model".into(), "m\"1".into());
+        let usage = TokenUsage {
+            input_tokens: 3,
+            output_tokens: 4,
+            extra: Extra::new(),
+        };
+        for usage in [None, Some(usage)] {
+            let r = Record::Finished(Finished {
+                node_id: Cow::Borrowed("llm:step"),
+                instance_id: InstanceId::Text("inv_1:s1".into()),
+                duration_ms: 2.5,
+                status: Status::Ok,
+                output: Some(Val::raw(
+                    &serde_json::json!({"text": "hi", "toolCalls": []}),
+                )),
+                held_ms: 1.0,
+                more: Some(Box::new(FinishedMore {
+                    usage,
+                    extra: extra.clone(),
+                })),
+            });
+            let compact = json(&r);
+            assert!(compact.ends_with(r#""heldMs":1.0,"attempts":1,"model":"m\"1"}"#));
             assert_eq!(compact, via_message(r));
         }
     }

@@ -10,6 +10,7 @@ use serde_json::Value;
 use std::borrow::Cow;
 
 use crate::call::node_run::{Finish, NodeRun, StartSpec};
+use crate::captured::Val;
 use crate::errors::error_info;
 use crate::event::{InstanceId, Payload};
 pub use crate::extras::Extras;
@@ -80,7 +81,61 @@ impl Node {
         if !crate::call::scope::Scope::enabled_now() {
             return None;
         }
-        let (call, run) = crate::call::step::begin_by_hand(input, &grouping)?;
+        Self::step_of(Payload::Json(Box::new(input)), &grouping)
+    }
+
+    /// [`Node::start_step`] with the request serialized once, straight into the JSON text
+    /// the node records (no `serde_json::Value` built; the replay ring sizes it by its
+    /// length, and dropping it is one free). Recorded exactly as
+    /// `start_step(serde_json::to_value(request)?, grouping)` would record it; with
+    /// [`Grouping::Auto`](crate::model::Grouping::Auto) the invocation is read from the
+    /// text's `messages`. Check [`Node::enabled`] first only if building `request` costs.
+    /// `None` when the session is disabled.
+    ///
+    /// ```no_run
+    /// use graphmind::model::Grouping;
+    /// use graphmind::node::Node;
+    /// use graphmind::protocol::Status;
+    ///
+    /// #[derive(serde::Serialize)]
+    /// struct Request<'a> { model: &'a str, messages: Vec<&'a str> }
+    ///
+    /// let request = Request { model: "m", messages: vec!["hi"] };
+    /// if let Some(node) = Node::start_step_serialized(&request, Grouping::Auto) {
+    ///     node.finish_serialized(Status::Ok, &serde_json::json!({"text": "hello"}), None, Default::default());
+    /// }
+    /// ```
+    #[must_use]
+    pub fn start_step_serialized<T: serde::Serialize + ?Sized>(
+        request: &T,
+        grouping: crate::model::Grouping,
+    ) -> Option<Self> {
+        if !crate::call::scope::Scope::enabled_now() {
+            return None;
+        }
+        let input = match Val::raw(request) {
+            Val::Raw(raw) => Payload::Raw(raw),
+            other => Payload::Json(Box::new(other.into_value())),
+        };
+        Self::step_of(input, &grouping)
+    }
+
+    /// [`Node::start_step`] with the request already serialized (for an adapter that reads
+    /// fields of the serialized request itself, so that it serializes it once): recorded as
+    /// that text. `None` when the session is disabled.
+    #[must_use]
+    pub fn start_step_raw(
+        request: Box<serde_json::value::RawValue>,
+        grouping: crate::model::Grouping,
+    ) -> Option<Self> {
+        if !crate::call::scope::Scope::enabled_now() {
+            return None;
+        }
+        Self::step_of(Payload::Raw(request), &grouping)
+    }
+
+    fn step_of(input: Payload, grouping: &crate::model::Grouping) -> Option<Self> {
+        let (call, run) = crate::call::step::begin_by_hand(input, grouping)?;
         let instance_id = run.instance_id.to_string();
         Some(Self {
             call,
@@ -89,6 +144,14 @@ impl Node {
             edit: None,
             reject: false,
         })
+    }
+
+    /// Emits `hint` into this node's run unless the run got an identical `graph.hint`
+    /// already (from this or an earlier node; the latest few are remembered). An adapter
+    /// naming a request's tools on every invocation sends them once per run this way.
+    /// Returns its seq when recorded.
+    pub fn emit_hint(&self, hint: graphmind_protocol::GraphHint) -> Option<u64> {
+        crate::call::step::hint_once(&self.call, &*self.run.host, &self.run.run_id, hint)
     }
 
     /// [`Node::start`] with an explicit nodeId and instanceId (e.g. a model's tool-call id).
@@ -308,6 +371,29 @@ impl Node {
         self,
         status: Status,
         output: Option<Value>,
+        usage: Option<crate::model::Usage>,
+        extra: Extra,
+    ) {
+        self.finish_val(status, output.map(Val::from_value), usage, extra);
+    }
+
+    /// [`Node::finish_with`] with the output serialized once, straight into the JSON text
+    /// the node records (no `serde_json::Value` built): recorded exactly as
+    /// `finish_with(status, Some(serde_json::to_value(output)?), usage, extra)` would.
+    pub fn finish_serialized<T: serde::Serialize + ?Sized>(
+        self,
+        status: Status,
+        output: &T,
+        usage: Option<crate::model::Usage>,
+        extra: Extra,
+    ) {
+        self.finish_val(status, Some(Val::raw(output)), usage, extra);
+    }
+
+    fn finish_val(
+        self,
+        status: Status,
+        output: Option<Val>,
         usage: Option<crate::model::Usage>,
         extra: Extra,
     ) {

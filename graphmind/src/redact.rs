@@ -48,7 +48,10 @@ impl Hide {
     pub(crate) fn record(self, record: Record) -> Record {
         let affected = match &record {
             Record::Started(p) => p.input.is_some() && self.input_of(p.label.kind()),
-            Record::Finished(p) => p.output.is_some() && self.output_of(p.node_id.as_ref()),
+            // Loose fields may hold what is hidden (an edited input, recorded chunks).
+            Record::Finished(p) => {
+                (p.output.is_some() && self.output_of(p.node_id.as_ref())) || p.more.is_some()
+            }
             Record::Message(_) => true,
         };
         if !affected {

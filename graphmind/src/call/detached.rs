@@ -116,6 +116,7 @@ impl DetachedNode {
                 status: outcome.status,
                 output: outcome.output,
                 held_ms: 0.0,
+                more: None,
             },
             None,
             extra,

@@ -18,7 +18,7 @@ use crate::call::Host;
 use crate::call::tokens::TokenBuf;
 use crate::captured::{Val, to_value};
 use crate::clock::{Instant, millis, millis_between};
-use crate::event::{Finished, InstanceId, Label, Payload, Record, Started};
+use crate::event::{Finished, FinishedMore, InstanceId, Label, Payload, Record, Started};
 
 /// One execution of one node.
 pub(crate) struct NodeRun {
@@ -63,7 +63,7 @@ pub(crate) struct StartSpec {
 /// How a node ended.
 #[derive(Default)]
 pub(crate) struct Finish {
-    pub(crate) output: Option<Value>,
+    pub(crate) output: Option<Val>,
     pub(crate) usage: Option<TokenUsage>,
     pub(crate) extra: Extra,
 }
@@ -180,8 +180,9 @@ impl NodeRun {
                 instance_id: std::mem::replace(&mut self.instance_id, InstanceId::Call(0)),
                 duration_ms,
                 status,
-                output: finish.output.map(Val::from_value),
+                output: finish.output,
                 held_ms: millis(self.held),
+                more: None,
             },
             finish.usage,
             finish.extra,
@@ -346,17 +347,23 @@ pub(crate) fn emit_error(
     );
 }
 
-/// Records `node.finished` that happened at `at`: as a compact record when it has no usage,
-/// no extra fields and a small output, else as a message shrunk to the payload budget.
+/// Records `node.finished` that happened at `at`: as a compact record (with its usage and
+/// extra fields, if any) when its output and extra fields are small or its output is held as
+/// text, else as a message shrunk to the payload budget.
 pub(crate) fn record_finished(
     host: &dyn Host,
     run_id: &crate::ids::RunId,
-    finished: Finished,
+    mut finished: Finished,
     usage: Option<TokenUsage>,
     extra: Extra,
     at: Instant,
 ) {
-    if usage.is_none() && extra.is_empty() && finished.output.as_ref().is_none_or(compact_val) {
+    if finished.output.as_ref().is_none_or(compact_val)
+        && (extra.is_empty() || rough_len_map(&extra, 0) <= COMPACT_MAX)
+    {
+        if usage.is_some() || !extra.is_empty() {
+            finished.more = Some(Box::new(FinishedMore { usage, extra }));
+        }
         host.record(run_id, Record::Finished(finished), at);
         return;
     }
@@ -380,6 +387,11 @@ pub(crate) fn record_finished(
 /// (the transport serializes those while it holds the ring's lock, so they stay small).
 const COMPACT_MAX: usize = 1024;
 
+/// A value held as its JSON text is recorded compact up to this many bytes: the transport
+/// copies it while it holds the ring's lock, nothing is walked (larger ones are shrunk to the
+/// payload budget first).
+const RAW_COMPACT_MAX: usize = PAYLOAD_BUDGET / 2;
+
 /// Whether a payload value is small enough for a compact record.
 fn compact(v: &Value) -> bool {
     rough_len(v, 0) <= COMPACT_MAX
@@ -387,7 +399,10 @@ fn compact(v: &Value) -> bool {
 
 /// [`compact`] for a captured value.
 fn compact_val(v: &Val) -> bool {
-    rough_len_val(v, 0) <= COMPACT_MAX
+    match v.raw_len() {
+        Some(n) => n <= RAW_COMPACT_MAX,
+        None => rough_len_val(v, 0) <= COMPACT_MAX,
+    }
 }
 
 /// [`compact`] for an input.
@@ -399,6 +414,7 @@ fn compact_input(p: &Payload) -> bool {
                 n.saturating_add(k.len() * 6 + 4 + rough_len_val(v, 1))
             }) <= COMPACT_MAX
         }
+        Payload::Raw(r) => r.get().len() <= RAW_COMPACT_MAX,
     }
 }
 
@@ -409,6 +425,7 @@ fn rough_len_val(v: &Val, depth: usize) -> usize {
         Val::U64(_) | Val::I64(_) | Val::F64(_) => 24,
         Val::Str(s) => s.len() * 6 + 2,
         Val::Json(v) => rough_len(v, depth),
+        Val::Raw(r) => r.get().len(),
     }
 }
 
@@ -424,10 +441,15 @@ fn rough_len(v: &Value, depth: usize) -> usize {
         Value::Array(a) => a
             .iter()
             .fold(2usize, |n, x| n.saturating_add(rough_len(x, depth + 1) + 1)),
-        Value::Object(m) => m.iter().fold(2usize, |n, (k, x)| {
-            n.saturating_add(k.len() * 6 + 4 + rough_len(x, depth + 1))
-        }),
+        Value::Object(m) => rough_len_map(m, depth),
     }
+}
+
+/// [`rough_len`] for an object.
+fn rough_len_map(m: &serde_json::Map<String, Value>, depth: usize) -> usize {
+    m.iter().fold(2usize, |n, (k, x)| {
+        n.saturating_add(k.len() * 6 + 4 + rough_len(x, depth + 1))
+    })
 }
 
 /// Emits `message`, shrinking its payload to the 512 KB budget first when it carries a large

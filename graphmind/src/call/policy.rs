@@ -241,7 +241,7 @@ pub(crate) async fn gated<B: Body>(
         node.finish(
             status,
             Finish {
-                output: (policy.encode)(&out),
+                output: (policy.encode)(&out).map(crate::captured::Val::from_value),
                 usage,
                 extra,
             },
@@ -327,7 +327,7 @@ fn finish_injected<O>(node: NodeRun, policy: &Policy<O>, v: Value, out: &O, extr
     node.finish(
         Status::Ok,
         Finish {
-            output,
+            output: output.map(crate::captured::Val::from_value),
             usage,
             extra,
         },

@@ -73,10 +73,30 @@ pub(crate) struct RunCtx {
     pub(crate) streak: Mutex<crate::loop_guard::Streak>,
 }
 
-/// The last model-step invocation of a run.
+/// The last model-step invocation of a run, and the `graph.hint`s its steps sent.
 #[derive(Default)]
 pub(crate) struct StepState {
     pub(crate) invocation: Option<Invocation>,
+    /// Fingerprints (run id and nodes) of the latest `graph.hint`s sent: an identical one is
+    /// not sent again (a hint only declares nodes, and the run has them already).
+    pub(crate) hinted: Vec<u64>,
+}
+
+impl StepState {
+    /// How many hint fingerprints are kept.
+    const HINTS_KEPT: usize = 8;
+
+    /// Whether a hint with fingerprint `fp` is new (then it is remembered).
+    pub(crate) fn first_hint(&mut self, fp: u64) -> bool {
+        if self.hinted.contains(&fp) {
+            return false;
+        }
+        if self.hinted.len() >= Self::HINTS_KEPT {
+            self.hinted.remove(0);
+        }
+        self.hinted.push(fp);
+        true
+    }
 }
 
 /// One invocation: consecutive model steps of one conversation.

@@ -16,30 +16,141 @@ use crate::call::node_run::{NodeRun, StartSpec};
 use crate::call::tee::{Observer, Tee};
 use crate::captured::to_value;
 use crate::errors::{error_info, short_type_name};
+use crate::event::Payload;
 use crate::gate::{Validator, validator_for};
 use crate::model::{ChunkCodec, DeltaKind, Grouping, Reply, ResponseCodec, Usage, hash_str};
 use crate::sites::StepSite;
+use serde_json::value::RawValue;
 
 pub(crate) use super::context::STEP_NODE;
 
 /// The invocations of model steps made outside any run.
-static OUTSIDE: Mutex<StepState> = Mutex::new(StepState { invocation: None });
+static OUTSIDE: Mutex<StepState> = Mutex::new(StepState {
+    invocation: None,
+    hinted: Vec::new(),
+});
 
 /// Grouping key from a captured input: its `messages` array (top level, or one level down).
 fn auto_key(input: &Value) -> Option<(u64, usize)> {
-    let find = |v: &Value| v.get("messages").and_then(Value::as_array).cloned();
+    fn find(v: &Value) -> Option<&Vec<Value>> {
+        v.get("messages").and_then(Value::as_array)
+    }
     let messages =
         find(input).or_else(|| input.as_object().and_then(|m| m.values().find_map(find)))?;
     let first = messages.first().map(Value::to_string).unwrap_or_default();
     Some((hash_str(&first), messages.len()))
 }
 
+/// [`auto_key`] for an input held as JSON text: the first message's text is hashed (so the
+/// key is stable between the steps of one conversation captured this way). Nothing is built
+/// but the list of the messages' places in the text.
+fn auto_key_raw(input: &RawValue) -> Option<(u64, usize)> {
+    #[derive(serde::Deserialize)]
+    struct Top<'a> {
+        #[serde(borrow)]
+        messages: Option<Vec<&'a RawValue>>,
+    }
+    fn key(messages: &[&RawValue]) -> (u64, usize) {
+        let first = messages.first().map_or("", |m| m.get());
+        (hash_str(first), messages.len())
+    }
+    /// The first value of an object that has a `messages` array.
+    struct Nested;
+    impl<'de> serde::de::Visitor<'de> for Nested {
+        type Value = Option<(u64, usize)>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("an object")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            mut map: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut found = None;
+            while let Some((serde::de::IgnoredAny, v)) =
+                map.next_entry::<serde::de::IgnoredAny, &'de RawValue>()?
+            {
+                if found.is_none()
+                    && let Ok(Top {
+                        messages: Some(m), ..
+                    }) = serde_json::from_str::<Top<'_>>(v.get())
+                {
+                    found = Some(key(&m));
+                }
+            }
+            Ok(found)
+        }
+    }
+    match serde_json::from_str::<Top<'_>>(input.get()) {
+        Ok(Top {
+            messages: Some(m), ..
+        }) => Some(key(&m)),
+        _ => {
+            use serde::Deserializer;
+            let mut de = serde_json::Deserializer::from_str(input.get());
+            de.deserialize_map(Nested).ok().flatten()
+        }
+    }
+}
+
+/// The grouping key of a captured input, for [`Grouping::Auto`].
+fn payload_key(input: &Payload) -> Option<(u64, usize)> {
+    match input {
+        Payload::Json(v) => auto_key(v),
+        Payload::Raw(r) => auto_key_raw(r),
+        Payload::Fields(_) => None,
+    }
+}
+
+/// Whether `hint` is new to the run `run_id` of `state` (then it is to be sent).
+pub(crate) fn first_hint(state: &mut StepState, run_id: &str, hint: &GraphHint) -> bool {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::hash::DefaultHasher::new();
+    run_id.hash(&mut h);
+    for n in &hint.nodes {
+        (&n.node_id, &n.name, &n.parent_id, n.kind as u8).hash(&mut h);
+        n.extra.len().hash(&mut h);
+        for (k, v) in &n.extra {
+            (k, v.to_string()).hash(&mut h);
+        }
+    }
+    state.first_hint(h.finish())
+}
+
+/// Emits `hint` into the node's run unless an identical one was sent to that run before.
+pub(crate) fn hint_once(
+    call: &Call,
+    host: &dyn Host,
+    run_id: &str,
+    hint: GraphHint,
+) -> Option<u64> {
+    let new = match &call.run {
+        Some(run) => first_hint(
+            &mut run.steps.lock().unwrap_or_else(PoisonError::into_inner),
+            run_id,
+            &hint,
+        ),
+        None => first_hint(
+            &mut OUTSIDE.lock().unwrap_or_else(PoisonError::into_inner),
+            run_id,
+            &hint,
+        ),
+    };
+    if !new {
+        return None;
+    }
+    host.emit(run_id, Message::GraphHint(hint))
+}
+
 /// Picks the invocation for a step and returns (instanceId, first step of the invocation).
-fn place(state: &mut StepState, grouping: &Grouping, input: &Value) -> (String, bool) {
+fn place(
+    state: &mut StepState,
+    grouping: &Grouping,
+    auto: impl FnOnce() -> Option<(u64, usize)>,
+) -> (String, bool) {
     let (key, first, len) = match grouping {
         Grouping::Explicit(k) => (Some(k.clone()), None, 0),
         Grouping::Messages(h, n) => (None, Some(*h), *n),
-        Grouping::Auto => match auto_key(input) {
+        Grouping::Auto => match auto() {
             Some((h, n)) => (None, Some(h), n),
             None => (None, None, 0),
         },
@@ -79,19 +190,20 @@ fn start_step(
     host: Arc<dyn Host>,
     run_id: crate::ids::RunId,
     site: &StepSite,
-    input: Value,
+    input: Payload,
     grouping: &Grouping,
 ) -> NodeRun {
+    let auto = || payload_key(&input);
     let (instance_id, first) = match &call.run {
         Some(run) => place(
             &mut run.steps.lock().unwrap_or_else(PoisonError::into_inner),
             grouping,
-            &input,
+            auto,
         ),
         None => place(
             &mut OUTSIDE.lock().unwrap_or_else(PoisonError::into_inner),
             grouping,
-            &input,
+            auto,
         ),
     };
     let parent = call.run.as_ref().map(|r| r.agent_node.clone());
@@ -124,12 +236,14 @@ fn start_step(
             parent_id: Some(STEP_NODE.into()),
             extra: Extra::new(),
         }));
-        host.emit(
+        hint_once(
+            call,
+            &*host,
             &run_id,
-            Message::GraphHint(GraphHint {
+            GraphHint {
                 nodes,
                 extra: Extra::new(),
-            }),
+            },
         );
     }
     NodeRun::start(
@@ -141,7 +255,7 @@ fn start_step(
             name: "step".into(),
             instance_id: crate::event::InstanceId::Text(instance_id.into()),
             parent_id: parent,
-            input: Some(crate::event::Payload::Json(Box::new(input))),
+            input: Some(input),
         },
     )
 }
@@ -149,7 +263,7 @@ fn start_step(
 /// A model step started by hand ([`Node::start_step`](crate::node::Node::start_step)):
 /// grouped, hinted and parented as a `#[model_step]` call is. `None` when the session is
 /// disabled.
-pub(crate) fn begin_by_hand(input: Value, grouping: &Grouping) -> Option<(Call, NodeRun)> {
+pub(crate) fn begin_by_hand(input: Payload, grouping: &Grouping) -> Option<(Call, NodeRun)> {
     static BY_HAND: StepSite = StepSite {
         name: "step",
         tools: &[],
@@ -256,7 +370,14 @@ fn begin(
         }
         _ => None,
     };
-    let mut node = start_step(&call, host, run_id, site, input, grouping);
+    let mut node = start_step(
+        &call,
+        host,
+        run_id,
+        site,
+        Payload::Json(Box::new(input)),
+        grouping,
+    );
     if let Some(live) = keep {
         node.edit = Some(Box::new(crate::call::node_run::EditState {
             live,
@@ -559,31 +680,31 @@ mod tests {
     fn grouping_continues_on_a_grown_conversation_only() {
         let mut state = StepState::default();
         let input = Value::Null;
-        let (a, first) = place(&mut state, &Grouping::Messages(1, 2), &input);
+        let (a, first) = place(&mut state, &Grouping::Messages(1, 2), || auto_key(&input));
         assert!(first && a.ends_with(":s1"));
-        let (b, first) = place(&mut state, &Grouping::Messages(1, 4), &input);
+        let (b, first) = place(&mut state, &Grouping::Messages(1, 4), || auto_key(&input));
         assert!(!first && b.ends_with(":s2"));
         assert_eq!(
             a.rsplit_once(':').map(|x| x.0),
             b.rsplit_once(':').map(|x| x.0)
         );
-        let (c, first) = place(&mut state, &Grouping::Messages(1, 4), &input);
+        let (c, first) = place(&mut state, &Grouping::Messages(1, 4), || auto_key(&input));
         assert!(first && c.ends_with(":s1"), "not grown: a new invocation");
-        let (d, first) = place(&mut state, &Grouping::Messages(2, 9), &input);
+        let (d, first) = place(&mut state, &Grouping::Messages(2, 9), || auto_key(&input));
         assert!(first && d.ends_with(":s1"), "another first message");
     }
 
     #[test]
     fn after_grouping_continues_the_invocation_that_answered_with_the_id() {
         let mut state = StepState::default();
-        let (a, first) = place(&mut state, &Grouping::after("resp_0"), &Value::Null);
+        let (a, first) = place(&mut state, &Grouping::after("resp_0"), || None);
         assert!(first, "no step answered resp_0 yet");
         if let Some(inv) = state.invocation.as_mut() {
             inv.response = Some("resp_1".into());
         }
-        let (b, first) = place(&mut state, &Grouping::after("resp_1"), &Value::Null);
+        let (b, first) = place(&mut state, &Grouping::after("resp_1"), || None);
         assert!(!first && b.ends_with(":s2"), "{a} then {b}");
-        let (_, first) = place(&mut state, &Grouping::after("resp_1"), &Value::Null);
+        let (_, first) = place(&mut state, &Grouping::after("resp_1"), || None);
         assert!(
             first,
             "the answer of step 2 is not known yet: resp_1 is no longer the latest"
@@ -591,21 +712,69 @@ mod tests {
     }
 
     #[test]
+    fn auto_key_of_an_input_held_as_text_finds_its_messages() {
+        let raw = |v: Value| serde_json::value::to_raw_value(&v).unwrap();
+        let top =
+            raw(serde_json::json!({"model": "m", "messages": [{"role": "user"}, {"role": "x"}]}));
+        let (h, n) = auto_key_raw(&top).unwrap();
+        assert_eq!(n, 2);
+        let down = raw(serde_json::json!({"x": 1, "req": {"messages": [{"role": "user"}, 3, 4]}}));
+        assert_eq!(
+            auto_key_raw(&down),
+            Some((h, 3)),
+            "one level down, same first message"
+        );
+        assert_eq!(
+            auto_key_raw(&raw(serde_json::json!({"messages": "no"}))),
+            None
+        );
+        assert_eq!(auto_key_raw(&raw(serde_json::json!([1]))), None);
+        assert_eq!(auto_key_raw(&raw(serde_json::json!({"a": {"b": 1}}))), None);
+    }
+
+    #[test]
+    fn an_identical_graph_hint_is_sent_once_per_run() {
+        let hint = |tool: &str| GraphHint {
+            nodes: vec![GraphNodeHint {
+                node_id: format!("tool:{tool}"),
+                kind: NodeKind::Tool,
+                name: tool.into(),
+                parent_id: Some(STEP_NODE.into()),
+                extra: Extra::new(),
+            }],
+            extra: Extra::new(),
+        };
+        let mut state = StepState::default();
+        assert!(first_hint(&mut state, "run_1", &hint("a")));
+        assert!(!first_hint(&mut state, "run_1", &hint("a")), "sent already");
+        assert!(first_hint(&mut state, "run_2", &hint("a")), "another run");
+        assert!(first_hint(&mut state, "run_1", &hint("b")), "other nodes");
+        for i in 0..10 {
+            first_hint(&mut state, "run_1", &hint(&format!("t{i}")));
+        }
+        assert!(state.hinted.len() <= 8, "a bounded memory");
+        assert!(
+            first_hint(&mut state, "run_1", &hint("a")),
+            "forgotten: sent again"
+        );
+    }
+
+    #[test]
     fn explicit_and_auto_grouping() {
         let mut state = StepState::default();
-        let (_, first) = place(&mut state, &Grouping::explicit("t-1"), &Value::Null);
+        let (_, first) = place(&mut state, &Grouping::explicit("t-1"), || None);
         assert!(first);
-        let (b, first) = place(&mut state, &Grouping::explicit("t-1"), &Value::Null);
+        let (b, first) = place(&mut state, &Grouping::explicit("t-1"), || None);
         assert!(!first && b.ends_with(":s2"));
         let msgs = |n: usize| serde_json::json!({"req": {"messages": vec!["sys"; n]}});
-        let (_, first) = place(&mut state, &Grouping::Auto, &msgs(1));
+        let (_, first) = place(&mut state, &Grouping::Auto, || auto_key(&msgs(1)));
         assert!(first);
-        let (c, first) = place(&mut state, &Grouping::Auto, &msgs(3));
+        let (c, first) = place(&mut state, &Grouping::Auto, || auto_key(&msgs(3)));
         assert!(
             !first && c.ends_with(":s2"),
             "messages found one level down"
         );
-        let (_, first) = place(&mut state, &Grouping::Auto, &Value::Null);
+        let (_, first) = place(&mut state, &Grouping::Auto, || None);
         assert!(first, "no messages: every step is its own invocation");
     }
 }

@@ -125,7 +125,7 @@ impl Drop for Observer {
         self.node.finish_ref(
             status,
             Finish {
-                output,
+                output: output.map(crate::captured::Val::from_value),
                 usage: self.usage.take(),
                 extra,
             },

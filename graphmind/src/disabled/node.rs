@@ -38,6 +38,16 @@ impl Node {
         None
     }
 
+    /// Starts a model step with its request serialized once: never, graphmind is compiled out.
+    #[must_use]
+    pub fn start_step_serialized<T: serde::Serialize + ?Sized>(
+        request: &T,
+        grouping: crate::model::Grouping,
+    ) -> Option<Self> {
+        let _ = (request, grouping);
+        None
+    }
+
     /// Always `None` when compiled out.
     #[must_use]
     pub fn start_with(
@@ -104,6 +114,23 @@ impl Node {
         match self.0 {}
     }
 
+    /// Starts a model step with its request already serialized: never, graphmind is
+    /// compiled out.
+    #[must_use]
+    pub fn start_step_raw(
+        request: Box<serde_json::value::RawValue>,
+        grouping: crate::model::Grouping,
+    ) -> Option<Self> {
+        let _ = (request, grouping);
+        None
+    }
+
+    /// Emits a `graph.hint` unless the run got an identical one.
+    pub fn emit_hint(&self, hint: graphmind_protocol::GraphHint) -> Option<u64> {
+        let _ = hint;
+        match self.0 {}
+    }
+
     /// Emits `node.error`.
     pub fn error(&self, name: &str, message: impl Into<String>) {
         let _ = (name, message.into());
@@ -122,6 +149,18 @@ impl Node {
         self,
         status: Status,
         output: Option<Value>,
+        usage: Option<crate::model::Usage>,
+        extra: Extra,
+    ) {
+        let _ = (status, output, usage, extra);
+        match self.0 {}
+    }
+
+    /// Finishes the node with its output serialized once.
+    pub fn finish_serialized<T: serde::Serialize + ?Sized>(
+        self,
+        status: Status,
+        output: &T,
         usage: Option<crate::model::Usage>,
         extra: Extra,
     ) {

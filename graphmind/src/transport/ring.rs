@@ -516,12 +516,16 @@ pub(crate) fn estimate_record(record: &Record) -> usize {
                         .map(|(k, v)| k.len() + 4 + val_size(v, 1))
                         .sum::<usize>()
                         .saturating_add(2),
+                    Input::Raw(r) => r.get().len(),
                 })
         }
         Record::Finished(p) => {
             96 + p.node_id.len()
                 + p.instance_id.len()
                 + p.output.as_ref().map_or(0, |v| val_size(v, 0))
+                + p.more.as_ref().map_or(0, |m| {
+                    m.usage.as_ref().map_or(0, |_| 96) + map_size(&m.extra, 0)
+                })
         }
     }
 }
@@ -533,6 +537,7 @@ fn val_size(v: &Val, depth: usize) -> usize {
         Val::U64(_) | Val::I64(_) | Val::F64(_) => 12,
         Val::Str(s) => s.len() + 2,
         Val::Json(v) => value_size(v, depth),
+        Val::Raw(r) => r.get().len(),
     }
 }
 
@@ -768,6 +773,7 @@ mod tests {
             status: Status::Ok,
             output: Some(crate::captured::Val::U64(3)),
             held_ms: 0.0,
+            more: None,
         };
         for (compact, message) in [
             (
