@@ -3,7 +3,8 @@
 //! `serde_json::Value`'s 80); anything else is converted to a boxed [`Value`] once, or, where
 //! the caller asks for it ([`Val::raw`]), serialized once into its JSON text (no tree built:
 //! one allocation, its size known exactly, dropped with one free). A captured value
-//! serializes to exactly the bytes its [`Value`] would.
+//! serializes to exactly the bytes its [`Value`] would (text captures: but for an `f32`,
+//! written as itself where `to_value` widens it).
 
 use serde::ser::{self, Impossible, Serialize, Serializer};
 use serde_json::Value;
@@ -376,7 +377,7 @@ mod tests {
         struct Request<'a> {
             model: &'a str,
             messages: Vec<BTreeMap<&'a str, &'a str>>,
-            temperature: f32,
+            temperature: f64,
         }
         let req = Request {
             model: "m",
@@ -396,6 +397,8 @@ mod tests {
         );
         assert_eq!(serde_json::to_value(&val).unwrap(), expected);
         assert_eq!(val.into_value(), expected);
+        // An f32 is written as itself, where `to_value` widens it first.
+        assert_eq!(serde_json::to_string(&Val::raw(&0.1f32)).unwrap(), "0.1");
     }
 
     #[test]

@@ -86,8 +86,9 @@ impl Node {
 
     /// [`Node::start_step`] with the request serialized once, straight into the JSON text
     /// the node records (no `serde_json::Value` built; the replay ring sizes it by its
-    /// length, and dropping it is one free). Recorded exactly as
-    /// `start_step(serde_json::to_value(request)?, grouping)` would record it; with
+    /// length, and dropping it is one free). Recorded as
+    /// `start_step(serde_json::to_value(request)?, grouping)` would record it (but for an
+    /// `f32`, written as itself: `0.1`, where `to_value` widens it to `0.10000000149011612`); with
     /// [`Grouping::Auto`](crate::model::Grouping::Auto) the invocation is read from the
     /// text's `messages`. Check [`Node::enabled`] first only if building `request` costs.
     /// `None` when the session is disabled.
@@ -378,8 +379,9 @@ impl Node {
     }
 
     /// [`Node::finish_with`] with the output serialized once, straight into the JSON text
-    /// the node records (no `serde_json::Value` built): recorded exactly as
-    /// `finish_with(status, Some(serde_json::to_value(output)?), usage, extra)` would.
+    /// the node records (no `serde_json::Value` built): recorded as
+    /// `finish_with(status, Some(serde_json::to_value(output)?), usage, extra)` would (an
+    /// `f32` written as itself, see [`Node::start_step_serialized`]).
     pub fn finish_serialized<T: serde::Serialize + ?Sized>(
         self,
         status: Status,
