@@ -396,7 +396,10 @@ export class Gates {
       return;
     }
     this.setBusy(b, true);
-    const r = await this.hooks.act(b.pause, 'continue', { input: value });
+    // Before the call the edited input runs in place of the original; after it or when it
+    // failed, the call runs again with it (a `continue` with an input is refused there).
+    const action = b.pause.point === 'before' || !b.pause.point ? 'continue' : 'retry';
+    const r = await this.hooks.act(b.pause, action, { input: value });
     this.setBusy(b, false);
     if (r.ok) {
       this.closePanel(b, b.edit);

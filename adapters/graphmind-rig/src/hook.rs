@@ -78,7 +78,7 @@ impl AgentHook for GraphmindHook {
                             stream: *stream,
                         })
                     }
-                    model_call::Dispatch::Stop => DispatchAction::stop(model_call::ABORTED),
+                    model_call::Dispatch::Stop => DispatchAction::stop(crate::turn_gate::ABORTED),
                 }
             }
             EffectKind::ToolCall { name, args } => {

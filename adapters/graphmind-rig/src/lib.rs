@@ -79,6 +79,7 @@ mod output;
 mod prompt;
 mod state;
 mod tool_call;
+mod turn_gate;
 
 pub use hook::GraphmindHook;
 pub use model_error::{GateModelErrors, gated_model};

@@ -3,7 +3,7 @@
 //! answer is in, finished with the accepted turn's content, usage and finish reason.
 
 use graphmind::model::{Delta, DeltaKind, Grouping};
-use graphmind::node::{Extras, Node, Resume};
+use graphmind::node::{Extras, Node};
 use graphmind::protocol::{Extra, GraphHint, GraphNodeHint, NodeKind, PausePoint, Status};
 use rig_agent::HookContext;
 use rig_agent::agent::{ModelTurnAction, ModelTurnFinished, OutcomeAction};
@@ -13,35 +13,8 @@ use rig_core::error::ErrorReport;
 
 use crate::output::{NoInject, TurnInject, has_tool_calls, reply, usage};
 use crate::state::{Shared, Step};
+use crate::turn_gate::{ABORTED, Gate, abort, gate_turn};
 use crate::{guard, model_error};
-
-/// The reason rig reports when the debugger aborted a run outside any graphmind run.
-pub(crate) const ABORTED: &str = "graphmind: the debugger aborted this run";
-
-/// What a gate decided.
-pub(crate) enum Gate<T> {
-    Go,
-    Retry,
-    Inject(T),
-    Abort,
-}
-
-/// Gates `node` at `point`, an inject read as a model turn's text (`T` = [`NoInject`] where
-/// rig would refuse any replacement: the debugger's inject is refused and the gate stays held).
-pub(crate) async fn gate_turn<T: serde::de::DeserializeOwned>(
-    node: &mut Node,
-    point: PausePoint,
-) -> Gate<TurnInject> {
-    match node.gate_typed::<T>(point).await {
-        Resume::Retry => Gate::Retry,
-        Resume::Inject(v) => match serde_json::from_value::<TurnInject>(v) {
-            Ok(t) => Gate::Inject(t),
-            Err(_) => Gate::Go,
-        },
-        Resume::Abort => Gate::Abort,
-        _ => Gate::Go,
-    }
-}
 
 /// What the `before` gate decided for rig.
 pub(crate) enum Dispatch {
@@ -145,12 +118,6 @@ fn start(ctx: &HookContext, request: &CompletionRequest) -> Option<Step> {
         })
     })
     .flatten()
-}
-
-/// Finishes the node aborted and ends the run: inside a graphmind run this never returns (the
-/// run scope drops the prompt call); outside one it returns and rig is to be stopped.
-pub(crate) async fn abort(node: Node) {
-    node.abort_run().await;
 }
 
 /// A streamed delta of the open step.

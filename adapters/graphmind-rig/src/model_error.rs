@@ -19,9 +19,9 @@ use rig_core::operation::Completion;
 use rig_core::serve::adapters::ModelAdapter;
 use rig_core::serve::{Decision, ErasedHandler, Intercept, Verdict};
 
-use crate::model_call::{ABORTED, Gate, abort, gate_turn};
 use crate::output::TurnInject;
 use crate::state::{Shared, Step};
+use crate::turn_gate::{ABORTED, Gate, abort, gate_turn};
 
 /// A completion dispatch in flight: its effect id, the graphmind run it was dispatched in,
 /// and the run state of its step.

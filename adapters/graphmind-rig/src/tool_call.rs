@@ -14,9 +14,9 @@ use rig_core::tool::ToolResult;
 use serde_json::Value;
 
 use crate::guard;
-use crate::model_call::{ABORTED, Gate, abort};
 use crate::output::{args_value, output_value, tool_output};
 use crate::state::{Shared, ToolRun};
+use crate::turn_gate::{ABORTED, Gate, abort};
 
 /// The reason rig's skipped result carries while the debugger's inject replaces it.
 const INJECTED: &str = "graphmind: result injected by the debugger";

@@ -528,6 +528,26 @@ mod tests {
     }
 
     #[test]
+    fn an_edit_at_an_after_or_error_gate_is_suggested_with_retry_not_continue() {
+        let all = ["continue", "retry", "inject", "abort"];
+        let before = json!({"pauseId": "p_1", "runId": "r", "point": "before",
+            "editable": true, "input": {"a": 1}});
+        assert_eq!(
+            resume_commands(&before, 4747, &all)[1],
+            r#"graphmind resume p_1 --run r --action continue --input '{"a":1}'"#
+        );
+        for point in ["after", "error"] {
+            let p = json!({"pauseId": "p_2", "runId": "r", "point": point,
+                "editable": true, "input": {"a": 1}});
+            assert_eq!(
+                resume_commands(&p, 4747, &all)[1],
+                r#"graphmind resume p_2 --run r --action retry --input '{"a":1}'"#,
+                "{point}"
+            );
+        }
+    }
+
+    #[test]
     fn resume_advice_offers_only_what_allow_control_permits() {
         let p = json!({"pauseId": "pause_x_1", "runId": "run_1"});
         let (c, note) = resume_advice(&p, 4747, Some("off"), None);

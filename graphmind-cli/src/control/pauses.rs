@@ -115,13 +115,23 @@ pub(super) fn resume_commands(p: &Value, port: u16, actions: &[&str]) -> Vec<Str
             _ => format!("{base} --action {a}"),
         })
         .collect();
-    if editable && actions.contains(&"continue") && inject_level(actions) {
+    let edit_action = edit_action(p);
+    if editable && actions.contains(&edit_action) && inject_level(actions) {
         out.insert(
             1,
-            format!("{base} --action continue --input {}", sh(&input)),
+            format!("{base} --action {edit_action} --input {}", sh(&input)),
         );
     }
     out
+}
+
+/// The action an edited input is sent with: `continue` before the call (it runs with the
+/// edited input), `retry` after it or when it failed (it runs again with it).
+fn edit_action(p: &Value) -> &'static str {
+    match p.get("point").and_then(Value::as_str) {
+        Some("after" | "error") => "retry",
+        _ => "continue",
+    }
 }
 
 /// Whether the actions offered are those of a token that may inject (and so edit inputs).
@@ -281,10 +291,14 @@ pub(super) fn wait(
     let _ = writeln!(
         out,
         "  edit    {}",
-        if editable {
-            "editable: the call can run with another input (--action continue --input JSON)"
-        } else {
-            "not editable (the app did not offer this gate's input for editing)"
+        match (editable, edit_action(&pause)) {
+            (true, "retry") => {
+                "editable: the call can run again with another input (--action retry --input JSON)"
+            }
+            (true, _) => {
+                "editable: the call can run with another input (--action continue --input JSON)"
+            }
+            (false, _) => "not editable (the app did not offer this gate's input for editing)",
         }
     );
     if !commands.is_empty() {

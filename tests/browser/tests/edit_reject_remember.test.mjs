@@ -118,3 +118,25 @@ test('edit (refused, then fixed), reject with a reason, remember for the run and
     ]);
     assertNoPageErrors(page);
   }));
+
+test('an edit at an after gate runs the call again with it: sent as retry with the input, not continue', () =>
+  withHubAndBrowser({ pauseOnError: false }, async ({ page, connectApp, hub }) => {
+    const app = await connectApp('mail-agent', hub, CAPS);
+    app.send(RUN, 'run.started', { app: 'mail-agent', sdk: { name: 'browser-test', version: '0' }, meta: { name: 'mail' } });
+    app.send(RUN, 'node.started', { nodeId: 'agent:mail', kind: 'agent', name: 'mail', instanceId: RUN });
+    app.send(RUN, 'node.started', { nodeId: NODE, kind: 'tool', name: 'send_email', instanceId: 'call_a', parentId: 'agent:mail', input: { to: 'a@x', body: 'hi' } });
+    app.send(RUN, 'exec.paused', { pauseId: 'pause_a', nodeId: NODE, point: 'after', reason: 'breakpoint', editable: true, actions: ['continue', 'retry', 'inject', 'abort'], instanceId: 'call_a', output: { sent: false } });
+    const b = await waitBanner(page, NODE, 'after');
+    await b.locator('[data-testid="gate-edit"]').waitFor({ state: 'visible' });
+    await page.keyboard.press('e');
+    const editor = b.locator('[data-testid="edit-editor"]');
+    await editor.waitFor({ state: 'visible' });
+    await editor.fill('{"to": "b@x", "body": "hi"}');
+    await editor.press('Control+Enter');
+    const resume = await app.nextControl('exec.resume');
+    assert.equal(resume.payload.action, 'retry');
+    assert.deepEqual(resume.payload.input, { to: 'b@x', body: 'hi' });
+    app.send(RUN, 'exec.resumed', { pauseId: 'pause_a', action: 'retry', requestId: resume.payload.requestId, edited: { after: { to: 'b@x', body: 'hi' } } });
+    await banner(page, NODE, 'after').waitFor({ state: 'detached', timeout: 10_000 });
+    assertNoPageErrors(page);
+  }));
