@@ -220,6 +220,32 @@ fn breakdown(n: usize, rt: &tokio::runtime::Runtime, bare: &genai::Client) {
             );
         })
     });
+    #[derive(serde::Serialize)]
+    struct Recorded<'a> {
+        #[serde(flatten)]
+        request: &'a ChatRequest,
+        model: &'a str,
+    }
+    let node_text = rt.block_on(async {
+        per_call(n, || {
+            let node = Node::start_step_serialized(
+                &Recorded {
+                    request: &req,
+                    model: "gpt-tools",
+                },
+                Grouping::Auto,
+            )
+            .expect("enabled");
+            let extra = Extras::new()
+                .api("genai.chat")
+                .model("gpt-tools-2026")
+                .into();
+            match &out {
+                Some(v) => node.finish_serialized(Status::Ok, v, usage, extra),
+                None => node.finish_with(Status::Ok, None, usage, extra),
+            }
+        })
+    });
     let tool = per_call(n, || {
         black_box(rt.block_on(get_weather("call_w".into(), "Lisbon".into())));
     });
@@ -236,6 +262,10 @@ fn breakdown(n: usize, rt: &tokio::runtime::Runtime, bare: &genai::Client) {
     println!("  an llm:step node started and finished, no input or output: {node:.0}");
     println!(
         "  an llm:step node with the input, output and usage above (capture included): {node_full:.0}"
+    );
+    println!(
+        "  the same node, input and output serialized once into their JSON text \
+         (start_step_serialized, finish_serialized): {node_text:.0}"
     );
     println!(
         "  one #[graphmind::tool] call, block_on included: {tool:.0} (the bare fn: {tool_bare:.0}; the node: {:.0})",

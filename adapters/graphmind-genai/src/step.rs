@@ -7,7 +7,7 @@ use std::future::Future;
 use genai::chat::{ChatRequest, ChatResponse};
 use graphmind::model::Grouping;
 use graphmind::node::{Extras, Node, Resume};
-use graphmind::protocol::{Extra, GraphHint, GraphNodeHint, Message, NodeKind, PausePoint, Status};
+use graphmind::protocol::{Extra, GraphHint, GraphNodeHint, NodeKind, PausePoint, Status};
 use serde::de::DeserializeOwned;
 
 use crate::guard;
@@ -22,6 +22,15 @@ pub(crate) enum Gate<R> {
     Retry,
     Inject(R),
     Abort,
+}
+
+/// A step's recorded input: genai's request with the model it is sent to (last, as
+/// `"model"`).
+#[derive(serde::Serialize)]
+struct Recorded<'a> {
+    #[serde(flatten)]
+    request: &'a ChatRequest,
+    model: &'a str,
 }
 
 /// One request in flight.
@@ -87,20 +96,18 @@ impl Step {
             return None;
         }
         guard("starting a model step", || {
-            let mut input = serde_json::to_value(request).ok()?;
-            if let Some(obj) = input.as_object_mut() {
-                obj.insert("model".into(), model.into());
-            }
             // The run's invocation goes on while `messages` keep their first message and
             // grow; a `previous_response_id` continues exactly the invocation that answered it.
             let grouping = match &request.previous_response_id {
                 Some(prev) => Grouping::after(prev),
                 None => Grouping::Auto,
             };
+            // The request and the model name, serialized once into the recorded text.
+            let node = Node::start_step_serialized(&Recorded { request, model }, grouping)?;
             let tools = request_tools(request);
-            let node = Node::start_step(input, grouping)?;
             if node.instance_id().ends_with(":s1") && !tools.is_empty() {
-                node.emit(Message::GraphHint(GraphHint {
+                // Once per run: a conversation's steps offer the same tools.
+                node.emit_hint(GraphHint {
                     nodes: tools
                         .into_iter()
                         .map(|name| GraphNodeHint {
@@ -112,7 +119,7 @@ impl Step {
                         })
                         .collect(),
                     extra: Extra::new(),
-                }));
+                });
             }
             Some(Self { node, attempts: 0 })
         })
@@ -126,7 +133,8 @@ impl Step {
             let out = from_response(resp);
             let value = crate::output::response_json(resp);
             let extra: Extra = extras(attempts, &out, injected).into();
-            node.finish_with(Status::Ok, Some(out.to_json(value)), out.usage, extra);
+            // Recorded as its JSON text: sized by its length, dropped with one free.
+            node.finish_serialized(Status::Ok, &out.to_json(value), out.usage, extra);
         });
     }
 

@@ -1,19 +1,22 @@
-//! What the adapter adds to one chat request, in one run: `chat().create` against the local
-//! mock OpenAI server through the bare async-openai client, through the wrapped client
-//! detached (graphmind enabled, nothing listening: the step's events land in the replay
-//! ring), and through the wrapped client with graphmind disabled; then the bare client again,
-//! to see the drift of the run itself.
+//! What the adapter adds to one chat request, against the bare async-openai client in the
+//! same run: `chat().create` against the local mock OpenAI server through the bare client and
+//! through the wrapped client, detached (graphmind enabled, nothing listening: the step's
+//! events land in the replay ring), then, in a second phase, disabled (`enabled(false)`). The
+//! cases are interleaved per round, in an order that rotates, so the drift of a loaded machine
+//! lands on all of them alike; each round also times the bare client twice, so the noise
+//! floor (bare against bare) is printed beside the overhead.
 //!
-//! Run: `cargo bench -p graphmind-openai --bench openai_overhead`.
+//! Run: `cargo bench -p graphmind-openai --bench openai_overhead` (rounds:
+//! `OPENAI_BENCH_ROUNDS`, 3000 by default; without `--bench`, as `cargo test --all-targets`
+//! runs it, 20 rounds as a smoke test).
 
 #[path = "../tests/support/mock.rs"]
 mod mock;
 
 use std::hint::black_box;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_openai::types::chat::CreateChatCompletionRequest;
-use criterion::{Criterion, criterion_group, criterion_main};
 use graphmind_openai::Instrument;
 
 fn request() -> CreateChatCompletionRequest {
@@ -27,7 +30,75 @@ fn request() -> CreateChatCompletionRequest {
     .expect("a request")
 }
 
-fn overhead(c: &mut Criterion) {
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Case {
+    Bare,
+    BareAgain,
+    Wrapped,
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Runs `rounds` rounds of the three cases (order rotating per round) and prints the
+/// medians and the median of the per-round ratios.
+fn compare(name: &str, rounds: usize, unit: &dyn Fn(Case) -> Duration) {
+    for case in [Case::Bare, Case::Wrapped, Case::BareAgain] {
+        for _ in 0..rounds.min(200) / 4 + 1 {
+            unit(case); // warm-up
+        }
+    }
+    let orders = [
+        [Case::Bare, Case::Wrapped, Case::BareAgain],
+        [Case::Wrapped, Case::BareAgain, Case::Bare],
+        [Case::BareAgain, Case::Bare, Case::Wrapped],
+    ];
+    let (mut bare, mut again, mut wrapped) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut ratio, mut noise) = (Vec::new(), Vec::new());
+    for r in 0..rounds {
+        let mut t = [0.0f64; 3];
+        for case in orders[r % 3] {
+            let us = unit(case).as_secs_f64() * 1e6;
+            match case {
+                Case::Bare => t[0] = us,
+                Case::Wrapped => t[1] = us,
+                Case::BareAgain => t[2] = us,
+            }
+        }
+        bare.push(t[0]);
+        wrapped.push(t[1]);
+        again.push(t[2]);
+        ratio.push(t[1] / t[0]);
+        noise.push(t[2] / t[0]);
+    }
+    let (mb, mw, ma) = (median(&mut bare), median(&mut wrapped), median(&mut again));
+    let (mr, mn) = (median(&mut ratio), median(&mut noise));
+    println!(
+        "{name}: {rounds} rounds, medians: bare {mb:.1} µs, wrapped {mw:.1} µs, bare again {ma:.1} µs"
+    );
+    println!(
+        "{name}: wrapped / bare = {:.4} (median of per-round ratios; {:+.2} %), \
+         bare again / bare = {:.4} ({:+.2} %, the noise floor); ratio of medians {:.4}",
+        mr,
+        (mr - 1.0) * 100.0,
+        mn,
+        (mn - 1.0) * 100.0,
+        mw / mb
+    );
+}
+
+fn main() {
+    let benching = std::env::args().any(|a| a == "--bench");
+    let rounds = if benching {
+        std::env::var("OPENAI_BENCH_ROUNDS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(3000)
+    } else {
+        20
+    };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -37,14 +108,15 @@ fn overhead(c: &mut Criterion) {
     let bare = mock.client();
     let wrapped = mock.client().graphmind();
     let req = request();
-
-    let mut g = c.benchmark_group("chat.create");
-    g.measurement_time(Duration::from_secs(5));
-    g.warm_up_time(Duration::from_secs(1));
-
-    g.bench_function("bare client", |b| {
-        b.iter(|| black_box(rt.block_on(bare.chat().create(req.clone())).expect("ok")));
-    });
+    let unit = |case: Case| {
+        let t = Instant::now();
+        let out = match case {
+            Case::Wrapped => rt.block_on(wrapped.chat().create(req.clone())),
+            Case::Bare | Case::BareAgain => rt.block_on(bare.chat().create(req.clone())),
+        };
+        black_box(out.expect("ok"));
+        t.elapsed()
+    };
 
     // Nothing listens on port 9 (discard): the session stays detached.
     let detached = graphmind::init(
@@ -53,9 +125,7 @@ fn overhead(c: &mut Criterion) {
             .env_vars(std::iter::empty::<(String, String)>()),
     );
     assert!(detached.is_enabled());
-    g.bench_function("wrapped, detached", |b| {
-        b.iter(|| black_box(rt.block_on(wrapped.chat().create(req.clone())).expect("ok")));
-    });
+    compare("chat.create, detached", rounds, &unit);
     assert!(
         detached.stats().buffered > 0,
         "the steps reach the replay ring"
@@ -67,15 +137,6 @@ fn overhead(c: &mut Criterion) {
             .env_vars(std::iter::empty::<(String, String)>()),
     );
     assert!(!disabled.is_enabled());
-    g.bench_function("wrapped, disabled", |b| {
-        b.iter(|| black_box(rt.block_on(wrapped.chat().create(req.clone())).expect("ok")));
-    });
-
-    g.bench_function("bare client, again", |b| {
-        b.iter(|| black_box(rt.block_on(bare.chat().create(req.clone())).expect("ok")));
-    });
-    g.finish();
+    compare("chat.create, disabled", rounds, &unit);
+    drop((detached, disabled));
 }
-
-criterion_group!(benches, overhead);
-criterion_main!(benches);

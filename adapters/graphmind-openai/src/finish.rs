@@ -63,13 +63,20 @@ pub(crate) fn finish_out(
         extras = extras.injected();
     }
     let mut extra: Extra = extras.into();
+    let streamed = !more.is_empty();
     extra.extend(more);
     let status = if out.raw_finish.as_deref() == Some("failed") {
         Status::Error
     } else {
         Status::Ok
     };
-    node.finish_with(status, Some(out.to_json(response)), out.usage, extra);
+    if streamed {
+        // With its recorded chunks: a message shrunk to the payload budget, as JSON.
+        node.finish_with(status, Some(out.to_json(response)), out.usage, extra);
+    } else {
+        // Recorded as its JSON text: sized by its length, dropped with one free.
+        node.finish_serialized(status, &out.to_json(response), out.usage, extra);
+    }
 }
 
 /// Observe-only nodes `tool:<name>` for the built-in tools a response ran (web search,

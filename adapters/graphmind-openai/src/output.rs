@@ -4,7 +4,7 @@
 //! API's wire names rather than one async-openai minor's Rust types.
 
 use graphmind::model::{DeltaKind, Reply, Usage};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 /// One tool call the model asked for.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -223,14 +223,9 @@ pub(crate) fn from_response(resp: &Value) -> StepOut {
 
 /// The tool names a request offers (`tools[].function.name` for chat, `tools[].name` or the
 /// built-in tool's type for responses), each with whether the provider runs it.
-pub(crate) fn request_tools(req: &Map<String, Value>) -> Vec<(String, bool)> {
+pub(crate) fn request_tools(tools: &[Value]) -> Vec<(String, bool)> {
     let mut names = Vec::new();
-    for tool in req
-        .get("tools")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
+    for tool in tools {
         let kind = tool.get("type").and_then(Value::as_str).unwrap_or_default();
         if let Some(name) = tool
             .pointer("/function/name")

@@ -7,7 +7,7 @@ use std::future::Future;
 use async_openai::error::OpenAIError;
 use graphmind::model::Grouping;
 use graphmind::node::{Extras, Node, Resume};
-use graphmind::protocol::{Extra, GraphHint, GraphNodeHint, Message, NodeKind, PausePoint, Status};
+use graphmind::protocol::{Extra, GraphHint, GraphNodeHint, NodeKind, PausePoint, Status};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -25,6 +25,15 @@ enum Gate<R> {
     Abort,
     /// Run with this edited request (the whole request, checked at the gate).
     Edit(Value),
+}
+
+/// What the adapter reads of a serialized request.
+#[derive(Default, serde::Deserialize)]
+struct Peek<'a> {
+    #[serde(borrow, default)]
+    previous_response_id: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default)]
+    tools: Option<Vec<Value>>,
 }
 
 /// One request in flight.
@@ -62,17 +71,21 @@ impl Step {
             return None;
         }
         guard("starting a model step", || {
-            let input = serde_json::to_value(request).ok()?;
+            // Serialized once, into the text the node records; read back for what the
+            // adapter needs of it (the request's own field names: the SDK's serialization).
+            let input = serde_json::value::to_raw_value(request).ok()?;
+            let peek: Peek<'_> = serde_json::from_str(input.get()).unwrap_or_default();
             // Chat: the run's invocation goes on while `messages` keep their first message
             // and grow. Responses: exactly the invocation that answered the previous response.
-            let grouping = match input.get("previous_response_id").and_then(Value::as_str) {
+            let grouping = match peek.previous_response_id {
                 Some(prev) if api == Api::Responses => Grouping::after(prev),
                 _ => Grouping::Auto,
             };
-            let tools = input.as_object().map(request_tools).unwrap_or_default();
-            let node = Node::start_step(input, grouping)?;
+            let tools = peek.tools.as_deref().map(request_tools).unwrap_or_default();
+            let node = Node::start_step_raw(input, grouping)?;
             if node.instance_id().ends_with(":s1") && !tools.is_empty() {
-                node.emit(Message::GraphHint(GraphHint {
+                // Once per run: a conversation's steps offer the same tools.
+                node.emit_hint(GraphHint {
                     nodes: tools
                         .into_iter()
                         .map(|(name, provider)| {
@@ -91,7 +104,7 @@ impl Step {
                         })
                         .collect(),
                     extra: Extra::new(),
-                }));
+                });
             }
             Some(Self {
                 node,

@@ -86,11 +86,15 @@ pub(crate) async fn dispatch(
 /// tools).
 fn start(ctx: &HookContext, request: &CompletionRequest) -> Option<Step> {
     guard("starting a model step", || {
-        let input = serde_json::to_value(request).ok()?;
-        // Steps of one prompt call are one invocation; two prompt calls never merge.
-        let node = Node::start_step(input, Grouping::explicit(format!("rig-{}", ctx.run_id())))?;
+        // Steps of one prompt call are one invocation; two prompt calls never merge. The
+        // request is serialized once, straight into the recorded text.
+        let node = Node::start_step_serialized(
+            request,
+            Grouping::explicit(format!("rig-{}", ctx.run_id())),
+        )?;
         if node.instance_id().ends_with(":s1") && !request.tools.is_empty() {
-            node.emit(graphmind::protocol::Message::GraphHint(GraphHint {
+            // Once per run: every prompt call of an agent offers the same tools.
+            node.emit_hint(GraphHint {
                 nodes: request
                     .tools
                     .iter()
@@ -103,7 +107,7 @@ fn start(ctx: &HookContext, request: &CompletionRequest) -> Option<Step> {
                     })
                     .collect(),
                 extra: Extra::new(),
-            }));
+            });
         }
         Some(Step {
             node,
