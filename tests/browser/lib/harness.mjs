@@ -63,13 +63,39 @@ function collect(proc) {
 const running = (proc) => proc.exitCode === null && proc.signalCode === null;
 
 /**
+ * The temp homes this process made (`spawnGraphmind` without `home`). Each is removed when the
+ * test that made it tears down (`removeHome`), and whatever is left when the process exits: a
+ * hub's database and logs are tens of MB for the large runs.
+ */
+const madeHomes = new Set();
+
+/** Removes a temp home this process made (no-op for any other directory). */
+export function removeHome(home) {
+  if (!madeHomes.delete(home)) return;
+  fs.rmSync(home, { recursive: true, force: true, maxRetries: 3 });
+}
+
+process.on('exit', () => {
+  for (const home of [...madeHomes]) {
+    try {
+      removeHome(home);
+    } catch {
+      // the process is leaving: a home that cannot be removed stays
+    }
+  }
+});
+
+/**
  * Spawns `graphmind <args>` with GRAPHMIND_HOME in a temp dir (or `home`) and waits for the JSON
  * line it prints on stdout. Returns { info, home, proc, io, stop() }. If the line does not come
  * (or the process exits first) the process is stopped before the error is thrown.
  */
 export async function spawnGraphmind(args, { home, env = {}, tmpPrefix = 'gm-browser-' } = {}) {
   if (!fs.existsSync(GRAPHMIND_BIN)) throw new Error(`no graphmind binary at ${GRAPHMIND_BIN}: run tests/browser/run.sh (it builds it)`);
-  home = home || fs.mkdtempSync(path.join(os.tmpdir(), tmpPrefix));
+  if (!home) {
+    home = fs.mkdtempSync(path.join(os.tmpdir(), tmpPrefix));
+    madeHomes.add(home);
+  }
   const proc = spawn(GRAPHMIND_BIN, args, {
     env: { ...process.env, GRAPHMIND_HOME: home, NO_PROXY: '127.0.0.1,localhost', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -264,7 +290,12 @@ async function setUp(opts, cleanups) {
     },
   };
   const [hub, browser] = await Promise.allSettled([opts.hub === false ? null : startHub(opts.hub), launch()]);
-  if (hub.value) ctx.defer(() => hub.value.stop());
+  if (hub.value) {
+    // the home goes last: a test may restart a hub in it (deferred after this, so stopped first)
+    const home = hub.value.home;
+    ctx.defer(() => removeHome(home));
+    ctx.defer(() => hub.value.stop());
+  }
   if (browser.value) ctx.defer(() => browser.value.close());
   for (const r of [hub, browser]) if (r.status === 'rejected') throw r.reason;
   ctx.hub = hub.value;
