@@ -2,6 +2,7 @@
 // A no-build page: plain ES modules served from the graphmind binary.
 
 import { Feed } from './feed.js';
+import { readStored } from './stored.js';
 import { RunModel, deriveReason } from './model.js';
 import { Canvas, fmtMs } from './canvas.js';
 import { Gates, outcomeText } from './gate.js';
@@ -36,6 +37,8 @@ function readLocation() {
 }
 
 const deep = readLocation();
+/** The run to scroll into the list's view once it is listed (see renderRuns). */
+let revealRun = deep.run || null;
 
 const state = {
   token: sessionStorage.getItem(TOKEN_KEY),
@@ -243,7 +246,21 @@ function replayProgress() {
   scheduleCanvas();
 }
 
+/**
+ * The load of the run on screen: its stored events over HTTP (`readStored`), then the feed's
+ * subscription for what came after (`afterSeq`) and the live tail. `early`: started before
+ * the feed was open (a deep link), to be taken over by the first `subscribe` of that run.
+ */
+let load = null;
+
 function subscribe(runId, fresh) {
+  if (load && load.early && load.runId === runId && state.model && state.model.runId === runId) {
+    // the deep link's load started with the page: the feed takes over once it has read
+    load.early = false;
+    const l = load;
+    l.done.then((after) => l === load && sendSubscribe(runId, after));
+    return;
+  }
   lastReplayDraw = 0;
   state.model = new RunModel(runId);
   state.replayed = false;
@@ -251,11 +268,40 @@ function subscribe(runId, fresh) {
   $('#viewport').dataset.replayed = 'false';
   $('#viewport').dataset.runId = runId;
   if (fresh !== false) canvas.reset(state.model);
-  feed.send({ type: 'subscribe', runId });
+  startLoad(runId, false);
   // a hub that never says `replayed` still gets drawn
   setTimeout(() => {
     if (state.model && state.model.runId === runId && !state.replayed) scheduleCanvas();
   }, 500);
+}
+
+/** Reads the stored events of `runId` into the model; resolves with the last seq read. */
+function startLoad(runId, early) {
+  if (load) load.abort.abort();
+  const abort = new AbortController();
+  const model = state.model;
+  const l = { runId, early, abort, done: null };
+  l.done = (state.token && !state.tokenRejected
+    ? readStored(
+        runId,
+        state.token,
+        (events) => {
+          if (l !== load) throw new Error('superseded');
+          for (const env of events) model.apply(env);
+          replayProgress();
+        },
+        abort.signal,
+      )
+    : Promise.reject(new Error('no token'))
+  ).catch(() => null); // the feed replays everything then (the model skips seqs it has)
+  load = l;
+  if (!early) l.done.then((after) => l === load && sendSubscribe(runId, after));
+  return l;
+}
+
+function sendSubscribe(runId, after) {
+  if (!state.model || state.model.runId !== runId) return;
+  feed.send(after != null ? { type: 'subscribe', runId, afterSeq: after } : { type: 'subscribe', runId });
 }
 
 function selectRun(runId, byUser) {
@@ -604,6 +650,15 @@ function renderRuns() {
     return li;
   });
   ul.replaceChildren(...items);
+  // a run selected by a deep link or a click is scrolled into the list's view once (a deep
+  // link may name a run far below the newest ones)
+  if (revealRun && revealRun === state.selectedRun) {
+    const li = items.find((x) => x.dataset.runId === revealRun);
+    if (li) {
+      revealRun = null;
+      li.scrollIntoView({ block: 'nearest' });
+    }
+  }
   $('#runs-empty').hidden = items.length > 0;
   renderTitle();
 }
@@ -797,5 +852,14 @@ setInterval(() => {
 $('#follow').checked = state.follow;
 renderTokenNote();
 renderDebug();
+// a deep link's run starts loading at once, while the feed connects
+if (state.selectedRun && state.token) {
+  state.model = new RunModel(state.selectedRun);
+  state.subscribedAt = performance.now();
+  $('#viewport').dataset.replayed = 'false';
+  $('#viewport').dataset.runId = state.selectedRun;
+  canvas.reset(state.model);
+  startLoad(state.selectedRun, true);
+}
 renderNow();
 feed.connect();

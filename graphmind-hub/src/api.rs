@@ -158,30 +158,28 @@ async fn events(
     };
     hub.writer.barrier().await;
     let reader = Arc::clone(&hub.reader);
-    let rid = run_id.clone();
+    let rid = run_id;
     let after = q.after_seq;
-    let read = move || reader.events_within(&rid, after, limit, PAGE_BYTES);
-    let (rows, more) = match tokio::task::spawn_blocking(read).await {
-        Ok(Ok(page)) => page,
+    // The page is read straight into the body (no copy per event).
+    let read = move || {
+        let mut body = String::with_capacity(limit.saturating_mul(256).min(PAGE_BYTES) + 128);
+        body.push_str(r#"{"runId":"#);
+        body.push_str(&Value::from(rid.as_str()).to_string());
+        body.push_str(r#","events":["#);
+        let (seqs, more) =
+            reader.append_events_within(&rid, after, limit, PAGE_BYTES, &mut body)?;
+        let next = if more { seqs.last().copied() } else { None };
+        body.push_str(&format!(
+            r#"],"more":{more},"nextAfterSeq":{}}}"#,
+            next.map_or_else(|| "null".to_owned(), |n| n.to_string())
+        ));
+        Ok::<_, String>(body)
+    };
+    let body = match tokio::task::spawn_blocking(read).await {
+        Ok(Ok(body)) => body,
         Ok(Err(e)) => return error(StatusCode::INTERNAL_SERVER_ERROR, e),
         Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
     };
-    let next = if more { rows.last().map(|r| r.0) } else { None };
-    let mut body = String::with_capacity(64 + rows.iter().map(|r| r.1.len() + 1).sum::<usize>());
-    body.push_str(r#"{"runId":"#);
-    body.push_str(&Value::from(run_id).to_string());
-    body.push_str(r#","events":["#);
-    for (i, (_, text)) in rows.iter().enumerate() {
-        if i > 0 {
-            body.push(',');
-        }
-        body.push_str(text);
-    }
-    drop(rows);
-    body.push_str(&format!(
-        r#"],"more":{more},"nextAfterSeq":{}}}"#,
-        next.map_or_else(|| "null".to_owned(), |n| n.to_string())
-    ));
     let len = body.len();
     let chunks = futures_util::stream::unfold(
         (Bytes::from(body), Some(permit)),

@@ -193,7 +193,8 @@ pub async fn start(config: HubConfig) -> Result<Running, HubError> {
         })?;
     let storage = {
         let db = config.db.clone();
-        tokio::task::spawn_blocking(move || Storage::open(&db, retention, now_ms()))
+        let memory_runs = config.memory_runs;
+        tokio::task::spawn_blocking(move || Storage::open(&db, retention, memory_runs, now_ms()))
             .await
             .map_err(|e| HubError::Runtime(e.to_string()))?
             .map_err(HubError::Storage)?
@@ -245,6 +246,7 @@ pub async fn start(config: HubConfig) -> Result<Running, HubError> {
         storage.writer,
         storage.reader,
         storage.runs,
+        storage.more_runs,
         storage.deleted,
         config.breakpoints,
     );

@@ -178,8 +178,13 @@ pub struct Storage {
     pub writer: Writer,
     /// The reader pool.
     pub reader: Arc<Reader>,
-    /// Runs kept after retention, newest first.
+    /// The runs a starting hub holds in memory: the newest `memory_runs` kept after retention
+    /// (newest first), then any older one still `running` (an earlier hub's, given the abandon
+    /// grace).
     pub runs: Vec<RunRow>,
+    /// Whether storage holds runs beyond [`Storage::runs`]: then lists and reads of runs must
+    /// look in storage too.
+    pub more_runs: bool,
     /// Ids of the runs the retention rule deleted (remembered [`TOMBSTONE_MAX_AGE_MS`], at
     /// most [`TOMBSTONE_MAX`]) with when they were deleted (epoch ms).
     pub deleted: Vec<(String, u64)>,
@@ -251,9 +256,16 @@ fn u64_of(v: Option<i64>) -> Option<u64> {
 
 impl Storage {
     /// Opens (or creates, mode 0600) the database, applies the schema and the retention, and
-    /// starts the writer. Runs left `running` by an earlier hub stay `running`: the hub gives
-    /// their apps the abandon grace to come back (`HubState::abandon_unclaimed`).
-    pub fn open(path: &Path, retention: Retention, now_ms: u64) -> Result<Self, String> {
+    /// starts the writer. Of the kept runs, the newest `memory_runs` are read for memory (and
+    /// any older one still running); the rest stay in storage only. Runs left `running` by an
+    /// earlier hub stay `running`: the hub gives their apps the abandon grace to come back
+    /// (`HubState::abandon_unclaimed`).
+    pub fn open(
+        path: &Path,
+        retention: Retention,
+        memory_runs: usize,
+        now_ms: u64,
+    ) -> Result<Self, String> {
         let fail = |what: &str, e: &dyn std::fmt::Display| {
             format!("cannot {what} the database {}: {e}", path.display())
         };
@@ -265,7 +277,9 @@ impl Storage {
         conn.execute_batch(SCHEMA)
             .map_err(|e| fail("create the tables of", &e))?;
         apply_retention(&conn, retention, now_ms).map_err(|e| fail("trim", &e))?;
-        let runs = load_runs(&conn, retention.keep.max(1)).map_err(|e| fail("read", &e))?;
+        let (runs, more_runs) =
+            load_start_runs(&conn, retention.keep.max(1).min(memory_runs.max(1)))
+                .map_err(|e| fail("read", &e))?;
         let deleted = load_tombstones(&conn).map_err(|e| fail("read", &e))?;
         // WAL and SHM files are created by SQLite with the database file's mode; make sure of
         // it for files left by an earlier run. By path (chmod), never by opening them: closing
@@ -296,6 +310,7 @@ impl Storage {
                 pool: Mutex::new(Vec::new()),
             }),
             runs,
+            more_runs,
             deleted,
             lock,
         })
@@ -418,6 +433,30 @@ fn load_runs(conn: &Connection, limit: usize) -> rusqlite::Result<Vec<RunRow>> {
          FROM runs ORDER BY coalesce(started_at, created_at) DESC, run_id DESC LIMIT ?1",
     )?;
     st.query_map([i64_of(limit as u64)], run_row)?.collect()
+}
+
+/// The runs a starting hub holds in memory: the newest `limit`, then every older one still
+/// `running`; and whether storage holds more runs than these.
+fn load_start_runs(conn: &Connection, limit: usize) -> rusqlite::Result<(Vec<RunRow>, bool)> {
+    let mut runs = load_runs(conn, limit)?;
+    let total: i64 = conn.query_row("SELECT count(*) FROM runs", [], |r| r.get(0))?;
+    let more = usize::try_from(total).unwrap_or(usize::MAX) > runs.len();
+    if more {
+        let have: HashSet<String> = runs.iter().map(|r| r.run_id.clone()).collect();
+        let mut st = conn.prepare(
+            "SELECT run_id, app, name, status, started_at, ended_at, sdk, created_at, event_count,
+                    EXISTS (SELECT 1 FROM run_gaps g WHERE g.run_id = runs.run_id)
+             FROM runs WHERE status = 'running'
+             ORDER BY coalesce(started_at, created_at) DESC, run_id DESC",
+        )?;
+        for r in st.query_map([], run_row)? {
+            let r = r?;
+            if !have.contains(&r.run_id) {
+                runs.push(r);
+            }
+        }
+    }
+    Ok((runs, more))
 }
 
 fn writer_loop(conn: &Connection, mut rx: mpsc::Receiver<WriteOp>) {
@@ -653,6 +692,41 @@ impl Reader {
         })
     }
 
+    /// As [`Reader::events_within`], but the bodies are appended to `out`, comma separated,
+    /// as they are read (no copy per event): the page of a replay frame. Returns the seqs of
+    /// the page and whether more events follow it.
+    pub fn append_events_within(
+        &self,
+        run_id: &str,
+        after_seq: Option<u64>,
+        limit: usize,
+        max_bytes: usize,
+        out: &mut String,
+    ) -> Result<(Vec<u64>, bool), String> {
+        self.with(|c| {
+            let mut st = c.prepare_cached(
+                "SELECT seq, body FROM events WHERE run_id = ?1 AND seq > ?2 ORDER BY seq",
+            )?;
+            let after = after_seq.map_or(-1, i64_of);
+            let mut rows = st.query(params![run_id, after])?;
+            let mut seqs = Vec::new();
+            let mut bytes = 0usize;
+            while let Some(row) = rows.next()? {
+                let body = row.get_ref(1)?.as_str()?;
+                if seqs.len() >= limit || (!seqs.is_empty() && bytes + body.len() > max_bytes) {
+                    return Ok((seqs, true));
+                }
+                bytes += body.len();
+                if !seqs.is_empty() {
+                    out.push(',');
+                }
+                out.push_str(body);
+                seqs.push(u64_of(row.get(0)?).unwrap_or(0));
+            }
+            Ok((seqs, false))
+        })
+    }
+
     /// The stored summary of one run.
     pub fn run(&self, run_id: &str) -> Result<Option<RunRow>, String> {
         self.with(|c| {
@@ -774,7 +848,7 @@ mod tests {
             keep: 100,
             max_age_days: 30,
         };
-        let st = Storage::open(&path, retention, 1).expect("open");
+        let st = Storage::open(&path, retention, 1000, 1).expect("open");
         // Another connection holds the write lock: the writer waits on it (its busy timeout is
         // 5 s), as it would behind a slow disk.
         let lock = Connection::open(&path).expect("open");

@@ -302,43 +302,80 @@ async fn flush(
     }
 }
 
-/// Sends the stored events of `run`, in frames of at most [`REPLAY_PAGE`] events and about
-/// [`FRAME_BYTES`], then `replayed`. Each page is read and sent under one of the hub's read
-/// permits, so pages in memory at once are bounded across all viewers. `None` when the
-/// socket is gone (or too slow).
-async fn replay(hub: &Arc<HubState>, run: &Arc<str>, sink: &mut Sink) -> Option<HashSet<u64>> {
-    hub.writer.barrier().await;
-    let mut seen = HashSet::new();
-    let mut after = None;
-    loop {
-        let permit = Arc::clone(&hub.reads).acquire_owned().await.ok()?;
-        let reader = Arc::clone(&hub.reader);
-        let r = Arc::clone(run);
-        let (page, more) = tokio::task::spawn_blocking(move || {
-            reader.events_within(&r, after, REPLAY_PAGE, FRAME_BYTES)
+/// One replay page, read as a whole `events` frame, with the permit it was read under.
+struct Page {
+    frame: String,
+    seqs: Vec<u64>,
+    more: bool,
+    _permit: tokio::sync::OwnedSemaphorePermit,
+}
+
+/// Reads the page of `run` after `after` (under one of the hub's read permits) into a replay
+/// frame; `None` when the hub is closing. A failed read is an empty last page.
+fn read_page(
+    hub: &Arc<HubState>,
+    run: &Arc<str>,
+    after: Option<u64>,
+) -> tokio::task::JoinHandle<Option<Page>> {
+    let reads = Arc::clone(&hub.reads);
+    let reader = Arc::clone(&hub.reader);
+    let run = Arc::clone(run);
+    tokio::spawn(async move {
+        let permit = reads.acquire_owned().await.ok()?;
+        tokio::task::spawn_blocking(move || {
+            let mut frame = String::with_capacity(FRAME_PAGE_CAPACITY);
+            frame.push_str(r#"{"type":"events","runId":"#);
+            frame.push_str(&Value::from(&*run).to_string());
+            frame.push_str(r#","events":["#);
+            let (seqs, more) = reader
+                .append_events_within(&run, after, REPLAY_PAGE, FRAME_BYTES, &mut frame)
+                .unwrap_or_default();
+            frame.push_str(r#"],"replay":true}"#);
+            Page {
+                frame,
+                seqs,
+                more,
+                _permit: permit,
+            }
         })
         .await
         .ok()
-        .and_then(Result::ok)
-        .unwrap_or_default();
-        let Some(last) = page.last() else { break };
-        after = Some(last.0);
-        let bodies: Vec<Arc<str>> = page
-            .into_iter()
-            .map(|(seq, body)| {
-                seen.insert(seq);
-                Arc::from(body)
-            })
-            .collect();
-        let frame = events_frame(run, &bodies, true);
-        drop(bodies);
-        let sent = send(sink, frame).await;
-        drop(permit);
-        if !sent {
-            return None;
-        }
-        if !more {
+    })
+}
+
+/// What a replay frame of small events takes: allocated once per page.
+const FRAME_PAGE_CAPACITY: usize = 256 * 1024;
+
+/// Sends the stored events of `run` (those after seq `after`, when given), in frames of at
+/// most [`REPLAY_PAGE`] events and about
+/// [`FRAME_BYTES`], then `replayed`. Each page is read (straight into its frame) and sent
+/// under one of the hub's read permits, so pages in memory at once are bounded across all
+/// viewers; the next page is read while one is sent (two permits of a viewer at most).
+/// `None` when the socket is gone (or too slow).
+async fn replay(
+    hub: &Arc<HubState>,
+    run: &Arc<str>,
+    after: Option<u64>,
+    sink: &mut Sink,
+) -> Option<HashSet<u64>> {
+    hub.writer.barrier().await;
+    let mut seen = HashSet::new();
+    let mut next = Some(read_page(hub, run, after));
+    while let Some(pending) = next.take() {
+        let Some(page) = pending.await.ok().flatten() else {
             break;
+        };
+        let Some(&last) = page.seqs.last() else { break };
+        if page.more {
+            next = Some(read_page(hub, run, Some(last)));
+        }
+        seen.extend(page.seqs.iter().copied());
+        let sent = send(sink, page.frame).await;
+        if !sent {
+            if let Some(n) = next {
+                n.abort();
+            }
+            return None;
         }
     }
     let done = FeedFrame::Replayed {
@@ -424,10 +461,24 @@ async fn control(
             };
             let run: Arc<str> = Arc::from(run);
             hub.viewer_subscribe(id, Some(Arc::clone(&run)));
+            // The run as listed first: a deep link may name a run older than the `hello`'s
+            // list (or one no longer in memory), which the viewer then lists too.
+            if let Ok(Some(summary)) = hub.run_anywhere(&run).await
+                && !send(
+                    sink,
+                    serde_json::json!({"type": "run", "run": summary}).to_string(),
+                )
+                .await
+            {
+                return false;
+            }
             // Live events queue up in the channel while the replay is sent; the seqs of the
             // replay filter out the overlap.
             *sub = None;
-            match replay(hub, &run, sink).await {
+            // `afterSeq`: the viewer has the stored events up to it already (read over
+            // `GET /api/runs/{runId}/events`); only later ones are replayed.
+            let after = frame.get("afterSeq").and_then(Value::as_u64);
+            match replay(hub, &run, after, sink).await {
                 Some(replayed) => {
                     *sub = Some(Sub { run, replayed });
                     true

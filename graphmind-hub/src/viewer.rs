@@ -39,6 +39,7 @@ const JS: &str = "text/javascript; charset=utf-8";
 const ASSETS: &[Asset] = &[
     asset!("main.js", JS),
     asset!("feed.js", JS),
+    asset!("stored.js", JS),
     asset!("model.js", JS),
     asset!("layout.js", JS),
     asset!("canvas.js", JS),

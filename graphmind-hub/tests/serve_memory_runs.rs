@@ -8,7 +8,7 @@
 mod support;
 
 use serde_json::{Value, json};
-use support::{App, Peer, TestHub, hub, run_ids, runtime, wait_for};
+use support::{App, InProcessHub, Peer, TempDir, hub, run_ids, runtime, wait_for};
 
 const CAP: usize = 5;
 
@@ -34,17 +34,17 @@ async fn short_run(app: &mut App, run: &str) {
     app.emit(run, "run.finished", json!({"status": "ok"})).await;
 }
 
-fn memory_runs(h: &TestHub) -> usize {
+fn memory_runs(h: &InProcessHub) -> usize {
     usize::try_from(h.health()["runs"].as_u64().expect("runs in /health")).expect("fits")
 }
 
-fn summary(h: &TestHub, run: &str) -> Value {
+fn summary(h: &InProcessHub, run: &str) -> Value {
     let r = h.get(&format!("/api/runs/{run}"));
     assert_eq!(r.status, 200, "GET /api/runs/{run}: {}", r.body);
     r.json()
 }
 
-fn listed_ids(h: &TestHub, limit: usize) -> Vec<String> {
+fn listed_ids(h: &InProcessHub, limit: usize) -> Vec<String> {
     run_ids(
         h.get_json(&format!("/api/runs?limit={limit}"))["runs"]
             .as_array()
@@ -251,4 +251,52 @@ fn running_and_paused_runs_stay_in_memory_however_old() {
     let ids = listed_ids(&h, 200);
     assert_eq!(ids.len(), n + 2);
     assert_eq!(ids[n..], ["run_aab_paused", "run_aaa_running"]);
+}
+
+#[test]
+fn a_restarted_hub_loads_only_the_newest_runs_that_fit_in_memory_and_older_running_ones() {
+    let rt = runtime();
+    let dir = TempDir::new("memory-restart");
+    let n = 30;
+    {
+        // A first start with room for every run: one left running (its app stays until the
+        // stop), then `n` finished ones.
+        let s = InProcessHub::start_in(&dir.0, |_| {});
+        let app = rt.block_on(async {
+            let mut app = App::running(s.port, "run_aaa_left_running", "left").await;
+            for i in 0..n {
+                short_run(&mut app, &run_id(i)).await;
+            }
+            app
+        });
+        wait_for(10, "every event accepted", || {
+            (s.health()["stats"]["eventsAccepted"] == json!(1 + 4 * n)).then_some(())
+        });
+        drop(app);
+        s.stop();
+    }
+    let s = InProcessHub::start_in(&dir.0, |c| {
+        c.memory_runs = CAP;
+        c.abandon_grace = std::time::Duration::from_millis(800);
+    });
+    // From the start memory holds the newest CAP runs and the old running one; nothing had to
+    // be evicted (a start used to read every kept run and trim them afterwards).
+    assert_eq!(memory_runs(&s), CAP + 1, "{}", s.health());
+    std::thread::sleep(std::time::Duration::from_millis(600));
+    let health = s.health();
+    assert_eq!(health["stats"]["runsEvicted"], json!(0), "{health}");
+    assert_eq!(memory_runs(&s), CAP + 1, "{health}");
+    // The rest is read from storage: the list, a summary, the events.
+    let mut expected: Vec<String> = (0..n).rev().map(run_id).collect();
+    expected.push("run_aaa_left_running".into());
+    assert_eq!(listed_ids(&s, 200), expected);
+    let oldest = summary(&s, &run_id(0));
+    assert_eq!(oldest["status"], json!("ok"), "{oldest}");
+    assert_eq!(oldest["eventCount"], json!(4), "{oldest}");
+    assert_eq!(s.events(&run_id(0)).len(), 4);
+    // The old running run gets the abandon grace as before.
+    wait_for(10, "the unclaimed run abandoned", || {
+        (summary(&s, "run_aaa_left_running")["status"] == json!("abandoned")).then_some(())
+    });
+    s.stop();
 }

@@ -68,6 +68,57 @@ fn subscribe_replays_then_tails_without_gaps_or_duplicates() {
 }
 
 #[test]
+fn subscribe_after_seq_replays_only_later_events_then_tails_and_lists_the_run_first() {
+    let h = hub(|_| {});
+    let port = h.port;
+    let run = "run_900000000003";
+    block_on(async {
+        let mut app = App::running(port, run, "after-seq").await;
+        for i in 0..300 {
+            app.emit(run, "x.step", json!({"i": i})).await;
+        }
+        wait_for(10, "301 events stored", || {
+            (h.seqs(run).len() == 301).then_some(())
+        });
+        let mut v = Peer::viewer(port).await;
+        v.until(5000, |f| f["type"] == "hello").await;
+        // The viewer read seqs 1..=200 over HTTP: the feed replays from 201 on.
+        v.send(&json!({"type": "subscribe", "runId": run, "afterSeq": 200}))
+            .await;
+        let listed = v.next_json(5000).await;
+        assert_eq!(listed["type"], json!("run"), "the run first: {listed}");
+        assert_eq!(listed["run"]["runId"], json!(run));
+        assert_eq!(listed["run"]["eventCount"], json!(301));
+        let mut replayed = Vec::new();
+        loop {
+            let f = v
+                .until(5000, |f| f["type"] == "events" || f["type"] == "replayed")
+                .await;
+            if f["type"] == "replayed" {
+                break;
+            }
+            assert_eq!(f["replay"], json!(true));
+            replayed.extend(
+                f["events"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|e| e["seq"].as_u64().unwrap()),
+            );
+        }
+        assert_eq!(replayed, (201..=301).collect::<Vec<u64>>());
+        // Then the live tail.
+        app.emit(run, "x.step", json!({"i": 300})).await;
+        let live = v
+            .until(5000, |f| {
+                f["type"] == "events" && f["replay"] == json!(false)
+            })
+            .await;
+        assert_eq!(live["events"][0]["seq"], json!(302));
+    });
+}
+
+#[test]
 fn pauses_and_resume_through_the_feed() {
     let h = hub(|_| {});
     let port = h.port;

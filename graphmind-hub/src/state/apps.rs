@@ -319,7 +319,7 @@ mod tests {
             keep: 10,
             max_age_days: 30,
         };
-        let storage = Storage::open(&dir.join("t.db"), retention, now_ms()).expect("open");
+        let storage = Storage::open(&dir.join("t.db"), retention, 10, now_ms()).expect("open");
         let cfg = Config {
             version: "test",
             port: 0,
@@ -340,6 +340,7 @@ mod tests {
             storage.writer.clone(),
             Arc::clone(&storage.reader),
             Vec::new(),
+            false,
             Vec::new(),
             Vec::new(),
         );

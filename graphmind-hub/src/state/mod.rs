@@ -595,13 +595,14 @@ pub struct HubState {
 }
 
 impl HubState {
-    /// A hub over opened storage (its runs, and the ids of the runs the retention rule
-    /// deleted) with the given initial debug state.
+    /// A hub over opened storage (the runs it holds in memory, whether storage holds more,
+    /// and the ids of the runs the retention rule deleted) with the given initial debug state.
     pub fn new(
         cfg: Config,
         writer: Writer,
         reader: Arc<Reader>,
         stored: Vec<RunRow>,
+        more_stored: bool,
         deleted: Vec<(String, u64)>,
         breakpoints: Vec<BreakpointMatcher>,
     ) -> Arc<Self> {
@@ -619,7 +620,7 @@ impl HubState {
                 live: HashMap::new(),
                 left: HashMap::new(),
                 gone: HashMap::new(),
-                evicted: false,
+                evicted: more_stored,
                 runs,
                 deleted: deleted.into_iter().collect(),
                 pauses: HashMap::new(),

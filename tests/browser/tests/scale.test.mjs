@@ -104,6 +104,8 @@ test('a hub of 10,000 runs: the 100,000-event run deep-links, `graphmind runs` a
       assert.equal(m.events, EVENTS, 'every event of the run reached the page');
       assert.equal(m.nodes, NODES);
       assert.ok((await page.locator('[data-testid="node-card"]').count()) > 0, 'the graph is drawn');
+      // the oldest of 10,000: not among the `hello`'s newest 200, listed all the same
+      await page.locator(`[data-testid="run-item"].selected[data-run-id="${runId}"]`).waitFor({ timeout: 10_000 });
       assertNoPageErrors(page);
       loads.push(m.renderedAt);
       parts.push(`subscribe at ${m.renderedAt - m.renderMs | 0}, replayed +${m.replayMs | 0}, drawn +${(m.renderMs - m.replayMs) | 0}`);
