@@ -224,6 +224,67 @@ pub(crate) enum Record {
     Started(Started),
     /// A compact `node.finished`.
     Finished(Finished),
+    /// A compact `node.started` and `node.finished` of one tool call (two frames, two seqs).
+    Call(Call),
+}
+
+/// `node.started` and `node.finished` of a tool call that finished in its first poll, as one
+/// ring entry: two frames with consecutive seqs, the same bytes as the two compact records
+/// ([`Call::split`]).
+#[derive(Debug)]
+pub(crate) struct Call {
+    pub(crate) started: Started,
+    /// Milliseconds from the started frame's `ts` to the finished frame's.
+    pub(crate) finished_after: u32,
+    pub(crate) duration_ms: f64,
+    pub(crate) status: Status,
+    pub(crate) output: Option<Val>,
+}
+
+impl Call {
+    /// The two records it stands for.
+    pub(crate) fn split(self) -> (Started, Finished) {
+        let node_id = match &self.started.label {
+            Label::Tool(site) => Cow::Borrowed(site.node_id),
+            Label::Named(n) => n.node_id.clone(),
+        };
+        let finished = Finished {
+            node_id,
+            instance_id: self.started.instance_id.clone(),
+            duration_ms: self.duration_ms,
+            status: self.status,
+            output: self.output,
+            held_ms: 0.0,
+            more: None,
+        };
+        (self.started, finished)
+    }
+
+    fn finished_wire(&self) -> FinishedWire<'_> {
+        FinishedWire {
+            node_id: self.started.label.node_id(),
+            instance_id: &self.started.instance_id,
+            duration_ms: self.duration_ms,
+            status: self.status,
+            output: self.output.as_ref(),
+            usage: None,
+            held_ms: 0.0,
+            extra: None,
+        }
+    }
+}
+
+impl Started {
+    fn wire(&self) -> StartedWire<'_> {
+        StartedWire {
+            node_id: self.label.node_id(),
+            kind: self.label.kind(),
+            name: self.label.name(),
+            instance_id: &self.instance_id,
+            parent_id: self.parent_id.as_deref(),
+            input: self.input.as_ref(),
+        }
+    }
 }
 
 /// The wire form of [`Started`]: the same fields, order and omissions as [`NodeStarted`].
@@ -264,6 +325,33 @@ impl Record {
             Self::Message(m) => m.type_name(),
             Self::Started(_) => "node.started",
             Self::Finished(_) => "node.finished",
+            Self::Call(_) => "node.started",
+        }
+    }
+
+    /// Frames (and seqs) the record stands for: 2 for a [`Call`], else 1.
+    #[inline]
+    pub(crate) fn frames(&self) -> u64 {
+        if matches!(self, Self::Call(_)) { 2 } else { 1 }
+    }
+
+    /// The wire `type` of frame `part` (0 or 1) of the record.
+    pub(crate) fn part_type_name(&self, part: u64) -> &str {
+        match self {
+            Self::Call(_) if part > 0 => "node.finished",
+            _ => self.type_name(),
+        }
+    }
+
+    /// Serializes the payload object of frame `part` (0 or 1) of the record.
+    pub(crate) fn part_payload_serialize<S: serde::Serializer>(
+        &self,
+        part: u64,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::Call(c) if part > 0 => c.finished_wire().serialize(s),
+            _ => self.payload_serialize(s),
         }
     }
 
@@ -271,15 +359,8 @@ impl Record {
     pub(crate) fn payload_serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self {
             Self::Message(m) => m.payload_serialize(s),
-            Self::Started(p) => StartedWire {
-                node_id: p.label.node_id(),
-                kind: p.label.kind(),
-                name: p.label.name(),
-                instance_id: &p.instance_id,
-                parent_id: p.parent_id.as_deref(),
-                input: p.input.as_ref(),
-            }
-            .serialize(s),
+            Self::Started(p) => p.wire().serialize(s),
+            Self::Call(c) => c.started.wire().serialize(s),
             Self::Finished(p) => FinishedWire {
                 node_id: &p.node_id,
                 instance_id: &p.instance_id,
@@ -294,11 +375,13 @@ impl Record {
         }
     }
 
-    /// The equivalent protocol message.
+    /// The equivalent protocol message (of a [`Call`], its `node.started`: a call is split
+    /// with [`Call::split`] before it is turned into messages).
     pub(crate) fn into_message(self) -> Message {
         match self {
             Self::Message(m) => Arc::unwrap_or_clone(m),
             Self::Started(p) => Message::NodeStarted(p.into()),
+            Self::Call(c) => Message::NodeStarted(c.split().0.into()),
             Self::Finished(p) => Message::NodeFinished(p.into()),
         }
     }

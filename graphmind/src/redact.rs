@@ -52,7 +52,9 @@ impl Hide {
             Record::Finished(p) => {
                 (p.output.is_some() && self.output_of(p.node_id.as_ref())) || p.more.is_some()
             }
-            Record::Message(_) => true,
+            // Split into its two records before redaction (`Inner::record_call`); were one
+            // to arrive, it is redacted as its `node.started` (nothing hidden is kept).
+            Record::Message(_) | Record::Call(_) => true,
         };
         if !affected {
             return record;

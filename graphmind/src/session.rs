@@ -315,6 +315,8 @@ impl Inner {
     /// [`Inner::emit`] for an event that happened at `at` (stamped `ts`), kept as a compact
     /// record until it is sent.
     pub(crate) fn record(&self, run_id: &str, record: Record, at: Instant) -> Option<u64> {
+        // Deferred `node.started` of calls polled on this thread come first.
+        crate::call::detached::flush_deferred();
         if !self.enabled || self.disposed.load(Relaxed) {
             return None;
         }
@@ -325,6 +327,37 @@ impl Inner {
             record
         };
         let seq = self.shared.record(ts, run_id, record);
+        if self.shared.is_attached() {
+            self.shared.wake();
+        } else {
+            self.touch();
+        }
+        Some(seq)
+    }
+
+    /// [`Inner::record`] for a tool call's two events (started at `started`, finished at
+    /// `finished`) as one ring entry; split in two when the session redacts.
+    pub(crate) fn record_call(
+        &self,
+        run_id: &str,
+        mut call: crate::event::Call,
+        started: Instant,
+        finished: Instant,
+    ) -> Option<u64> {
+        if self.hide.any() {
+            let (s, f) = call.split();
+            let seq = self.record(run_id, Record::Started(s), started);
+            self.record(run_id, Record::Finished(f), finished);
+            return seq;
+        }
+        crate::call::detached::flush_deferred();
+        if !self.enabled || self.disposed.load(Relaxed) {
+            return None;
+        }
+        let ts = self.ts_at(started);
+        call.finished_after =
+            u32::try_from(self.ts_at(finished).saturating_sub(ts)).unwrap_or(u32::MAX);
+        let seq = self.shared.record(ts, run_id, Record::Call(call));
         if self.shared.is_attached() {
             self.shared.wake();
         } else {

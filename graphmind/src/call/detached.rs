@@ -2,8 +2,16 @@
 //! `node.finished` (after `node.error` for an `Err`) at its end, and nothing else — no gates,
 //! no held time, no token batch. Its state is a fraction of a gated call's, so the call
 //! costs little more than the two events it leaves in the replay ring.
+//!
+//! A call that finishes in its first poll (most tool calls) leaves one ring entry for its two
+//! events: its `node.started` waits until that poll ends and goes into the ring with its
+//! `node.finished` ([`crate::event::Call`]). Meanwhile it sits in a thread-local list, and any
+//! event recorded on the thread during the poll (a nested call's, an emit) records the waiting
+//! ones first ([`flush_deferred`]), so a call's `node.started` still precedes every event it
+//! causes.
 
 use std::borrow::Cow;
+use std::cell::RefCell;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -12,10 +20,12 @@ use graphmind_protocol::{ErrorInfo, Extra, Status};
 
 use super::Host;
 use super::scope::RunCtx;
-use crate::call::node_run::{emit_error, record_finished, record_tool_started};
+use crate::call::node_run::{
+    compact_input, compact_val, emit_error, record_finished, record_tool_started,
+};
 use crate::captured::Val;
 use crate::clock::{Instant, millis_between};
-use crate::event::{Finished, InstanceId, Payload};
+use crate::event::{Call, Finished, InstanceId, Label, Payload, Record, Started};
 use crate::ids::RunId;
 use crate::sites::ToolSite;
 
@@ -31,9 +41,31 @@ pub(crate) struct Ending {
 pub(crate) struct DetachedNode {
     run: RunRef,
     site: &'static ToolSite,
+    /// The call's id once its `node.started` is recorded (while it waits, the id is in it).
     instance_id: InstanceId,
     started: Instant,
     open: bool,
+    /// `node.started`, not recorded yet: it waits for the end of the first poll.
+    waiting: Option<Started>,
+}
+
+thread_local! {
+    /// The open nodes of detached calls in their first poll on this thread, outermost first.
+    static DEFERRED: RefCell<Vec<DetachedNode>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Records the waiting `node.started` of the calls in their first poll on this thread,
+/// outermost first: called before any other event is recorded (the records it makes skip it).
+#[inline]
+pub(crate) fn flush_deferred() {
+    DEFERRED.with(|d| {
+        let Ok(mut d) = d.try_borrow_mut() else {
+            return;
+        };
+        for node in d.iter_mut() {
+            node.record_started();
+        }
+    });
 }
 
 /// The run a detached call belongs to: one shared handle either way.
@@ -72,6 +104,21 @@ impl DetachedNode {
             RunRef::Run(r) => Some(r.agent_node.clone()),
             RunRef::Implicit(_) => None,
         };
+        if run.host().defers() && compact_input(&input) {
+            return Self {
+                run,
+                site,
+                instance_id: InstanceId::Call(0),
+                started: Instant::now(),
+                open: true,
+                waiting: Some(Started {
+                    label: Label::Tool(site),
+                    instance_id,
+                    parent_id: parent,
+                    input: Some(input),
+                }),
+            };
+        }
         let started = record_tool_started(
             run.host(),
             run.run_id(),
@@ -86,13 +133,48 @@ impl DetachedNode {
             instance_id,
             started,
             open: true,
+            waiting: None,
         }
     }
 
-    /// Records the end: `node.error` first for an error, then `node.finished`.
+    /// Records the waiting `node.started`, if any.
+    fn record_started(&mut self) {
+        if let Some(started) = self.waiting.take() {
+            self.instance_id = started.instance_id.clone();
+            self.run
+                .host()
+                .record(self.run.run_id(), Record::Started(started), self.started);
+        }
+    }
+
+    /// Records the end: `node.error` first for an error, then `node.finished` (with a
+    /// waiting `node.started` as one entry when it ended well and its output is small).
     fn finish(&mut self, outcome: Ending, extra: Extra) {
         if !std::mem::replace(&mut self.open, false) {
             return;
+        }
+        if let Some(started) = self.waiting.take() {
+            if outcome.error.is_none()
+                && extra.is_empty()
+                && outcome.output.as_ref().is_none_or(compact_val)
+            {
+                let now = Instant::now();
+                self.run.host().record_call(
+                    self.run.run_id(),
+                    Call {
+                        started,
+                        finished_after: 0,
+                        duration_ms: millis_between(self.started, now),
+                        status: outcome.status,
+                        output: outcome.output,
+                    },
+                    self.started,
+                    now,
+                );
+                return;
+            }
+            self.waiting = Some(started);
+            self.record_started();
         }
         let (host, run_id) = (self.run.host(), self.run.run_id());
         if let Some(error) = outcome.error {
@@ -148,14 +230,36 @@ pin_project_lite::pin_project! {
     pub struct Recording<D: Future> {
         #[pin]
         fut: D,
-        node: DetachedNode,
+        // `None` only during a first poll (the node is then in `DEFERRED`).
+        node: Option<DetachedNode>,
         done: fn(&D::Output) -> Ending,
     }
 }
 
 impl<D: Future> Recording<D> {
     pub(crate) fn new(fut: D, node: DetachedNode, done: fn(&D::Output) -> Ending) -> Self {
-        Self { fut, node, done }
+        Self {
+            fut,
+            node: Some(node),
+            done,
+        }
+    }
+}
+
+/// Puts a node back from `DEFERRED` when its first poll ends (or unwinds).
+struct Deferred<'a> {
+    slot: &'a mut Option<DetachedNode>,
+    depth: usize,
+}
+
+impl Drop for Deferred<'_> {
+    fn drop(&mut self) {
+        *self.slot = DEFERRED.with(|d| {
+            let mut d = d.try_borrow_mut().ok()?;
+            // Nested first polls have put theirs back already: this one is the last.
+            d.truncate(self.depth + 1);
+            d.pop()
+        });
     }
 }
 
@@ -164,8 +268,50 @@ impl<D: Future> Future for Recording<D> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<D::Output> {
         let this = self.project();
+        if this.node.as_ref().is_some_and(|n| n.waiting.is_some())
+            && let Some(node) = this.node.take()
+        {
+            // First poll with `node.started` waiting: the node stays reachable for events
+            // recorded on this thread meanwhile.
+            // The node comes back on `Err` (the list is borrowed: a poll inside a flush).
+            #[allow(clippy::result_large_err)]
+            let depth = DEFERRED.with(|d| match d.try_borrow_mut() {
+                Ok(mut d) => {
+                    d.push(node);
+                    Ok(d.len() - 1)
+                }
+                Err(_) => Err(node),
+            });
+            match depth {
+                Ok(depth) => {
+                    let polled = {
+                        let _back = Deferred {
+                            slot: &mut *this.node,
+                            depth,
+                        };
+                        this.fut.poll(cx)
+                    };
+                    let Poll::Ready(out) = polled else {
+                        if let Some(node) = this.node {
+                            node.record_started();
+                        }
+                        return Poll::Pending;
+                    };
+                    if let Some(node) = this.node {
+                        node.finish((this.done)(&out), Extra::new());
+                    }
+                    return Poll::Ready(out);
+                }
+                Err(mut node) => {
+                    node.record_started();
+                    *this.node = Some(node);
+                }
+            }
+        }
         let out = std::task::ready!(this.fut.poll(cx));
-        this.node.finish((this.done)(&out), Extra::new());
+        if let Some(node) = this.node {
+            node.finish((this.done)(&out), Extra::new());
+        }
         Poll::Ready(out)
     }
 }

@@ -42,6 +42,27 @@ pub(crate) trait Host: GateSink + Send + Sync + 'static {
         let _ = at;
         self.emit(run_id, record.into_message())
     }
+    /// Records a tool call's `node.started` (at `started`) and `node.finished` (at
+    /// `finished`), one ring entry where the host keeps compact records. Returns the first
+    /// seq, if recorded.
+    fn record_call(
+        &self,
+        run_id: &str,
+        call: crate::event::Call,
+        started: Instant,
+        finished: Instant,
+    ) -> Option<u64> {
+        let (s, f) = call.split();
+        let seq = self.record(run_id, crate::event::Record::Started(s), started);
+        self.record(run_id, crate::event::Record::Finished(f), finished);
+        seq
+    }
+    /// Whether a detached call's `node.started` may wait until its first poll ends (to be
+    /// recorded with its `node.finished` as one entry): the host records the deferred ones of
+    /// the thread before any other event ([`crate::call::detached::flush_deferred`]).
+    fn defers(&self) -> bool {
+        false
+    }
     /// Whether an armed breakpoint holds a gate at `point` of (`kind`, `name`), and the
     /// current mode (O(1) whatever the number of breakpoints).
     fn gate_rule(&self, kind: NodeKind, name: &str, point: PausePoint) -> (bool, Mode);
@@ -101,6 +122,18 @@ impl Host for crate::session::Inner {
     }
     fn record(&self, run_id: &str, record: crate::event::Record, at: Instant) -> Option<u64> {
         crate::session::Inner::record(self, run_id, record, at)
+    }
+    fn record_call(
+        &self,
+        run_id: &str,
+        call: crate::event::Call,
+        started: Instant,
+        finished: Instant,
+    ) -> Option<u64> {
+        crate::session::Inner::record_call(self, run_id, call, started, finished)
+    }
+    fn defers(&self) -> bool {
+        true
     }
     fn gate_rule(&self, kind: NodeKind, name: &str, point: PausePoint) -> (bool, Mode) {
         crate::session::Inner::gate_rule(self, kind, name, point)

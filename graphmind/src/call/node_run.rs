@@ -398,7 +398,7 @@ fn compact(v: &Value) -> bool {
 }
 
 /// [`compact`] for a captured value.
-fn compact_val(v: &Val) -> bool {
+pub(crate) fn compact_val(v: &Val) -> bool {
     match v.raw_len() {
         Some(n) => n <= RAW_COMPACT_MAX,
         None => rough_len_val(v, 0) <= COMPACT_MAX,
@@ -406,7 +406,7 @@ fn compact_val(v: &Val) -> bool {
 }
 
 /// [`compact`] for an input.
-fn compact_input(p: &Payload) -> bool {
+pub(crate) fn compact_input(p: &Payload) -> bool {
     match p {
         Payload::Json(v) => compact(v),
         Payload::Fields(f) => {

@@ -124,9 +124,10 @@ pub(crate) struct Lost {
 }
 
 impl Lost {
-    fn add(&mut self, seq: u64, run: &Arc<str>) {
-        self.add_range(seq, seq);
-        if !self.runs.contains(run) {
+    fn add(&mut self, from: u64, to: u64, run: &Arc<str>) {
+        self.add_range(from, to);
+        // Usually the run of the last loss: the same shared id, found without comparing text.
+        if !self.runs.iter().any(|r| Arc::ptr_eq(r, run)) && !self.runs.contains(run) {
             self.runs.insert(Arc::clone(run));
         }
     }
@@ -169,16 +170,32 @@ impl Lost {
 }
 
 impl Event {
-    /// Compact wire JSON, with `"dropped": n, "lost": [...]` after `payload` when this event
+    /// The seq of its last frame (a [`Record::Call`] holds two).
+    #[inline]
+    fn last_seq(&self) -> u64 {
+        self.seq + self.record.frames() - 1
+    }
+
+    /// Compact wire JSON of frame `part` (0, or 1 for a call's `node.finished`), with
+    /// `"dropped": n, "lost": [...]` after `payload` on the first frame when this event
     /// announces lost seqs (see [`Ring::take_batch`]).
-    fn write_json(&self, run_id: &str, out: &mut Vec<u8>) -> bool {
+    fn write_json(&self, part: u64, run_id: &str, out: &mut Vec<u8>) -> bool {
+        let ts = match &self.record {
+            Record::Call(c) if part > 0 => self.ts + u64::from(c.finished_after),
+            _ => self.ts,
+        };
         write_frame(
             Frame {
-                seq: self.seq,
-                ts: self.ts,
+                seq: self.seq + part,
+                ts,
                 run_id,
                 record: &self.record,
-                lost: self.lost.as_deref(),
+                part,
+                lost: if part == 0 {
+                    self.lost.as_deref()
+                } else {
+                    None
+                },
             },
             out,
         )
@@ -202,14 +219,16 @@ struct Frame<'a> {
     ts: u64,
     run_id: &'a str,
     record: &'a Record,
+    /// Which frame of the record (see [`Record::frames`]).
+    part: u64,
     lost: Option<&'a Lost>,
 }
 
-struct Payload<'a>(&'a Record);
+struct Payload<'a>(&'a Record, u64);
 
 impl Serialize for Payload<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.0.payload_serialize(s)
+        self.0.part_payload_serialize(self.1, s)
     }
 }
 
@@ -220,8 +239,8 @@ impl Serialize for Frame<'_> {
         m.serialize_entry("seq", &self.seq)?;
         m.serialize_entry("ts", &self.ts)?;
         m.serialize_entry("runId", self.run_id)?;
-        m.serialize_entry("type", self.record.type_name())?;
-        m.serialize_entry("payload", &Payload(self.record))?;
+        m.serialize_entry("type", self.record.part_type_name(self.part))?;
+        m.serialize_entry("payload", &Payload(self.record, self.part))?;
         if let Some(lost) = self.lost.filter(|l| !l.is_empty()) {
             m.serialize_entry("dropped", &lost.count())?;
             m.serialize_entry("lost", &lost.seqs)?;
@@ -248,24 +267,28 @@ pub(crate) enum Pending {
 }
 
 impl Pending {
-    fn take(event: &Event, run_id: &Arc<str>) -> Self {
+    /// The frames of `event`, appended to `batch`.
+    fn take(event: &Event, run_id: &Arc<str>, batch: &mut Vec<Self>) {
         match &event.record {
-            Record::Message(m) => Self::Shared {
+            Record::Message(m) => batch.push(Self::Shared {
                 seq: event.seq,
                 ts: event.ts,
                 run_id: Arc::clone(run_id),
                 message: Arc::clone(m),
                 size: event.size,
                 lost: event.lost.clone(),
-            },
-            Record::Started(_) | Record::Finished(_) => {
-                let mut buf = Vec::with_capacity(event.size + 64);
-                Self::Text(
-                    event
-                        .write_json(run_id, &mut buf)
-                        .then(|| String::from_utf8(buf).ok())
-                        .flatten(),
-                )
+            }),
+            Record::Started(_) | Record::Finished(_) | Record::Call(_) => {
+                let frames = event.record.frames();
+                for part in 0..frames {
+                    let mut buf = Vec::with_capacity(event.size / frames as usize + 64);
+                    batch.push(Self::Text(
+                        event
+                            .write_json(part, run_id, &mut buf)
+                            .then(|| String::from_utf8(buf).ok())
+                            .flatten(),
+                    ));
+                }
             }
         }
     }
@@ -289,6 +312,7 @@ impl Pending {
                         ts,
                         run_id: &run_id,
                         record: &Record::Message(message),
+                        part: 0,
                         lost: lost.as_deref(),
                     },
                     &mut buf,
@@ -300,10 +324,15 @@ impl Pending {
     }
 }
 
+/// A ring full by count evicts this share of its limit at once (see [`Ring::evict_batch`]).
+const EVICT_SHARE: usize = 64;
+
 /// Bounded, seq-ordered event store.
 #[derive(Debug)]
 pub(crate) struct Ring {
     events: VecDeque<Event>,
+    /// Frames held (a [`Record::Call`] entry holds two): what `max_events` bounds.
+    held: usize,
     bytes: usize,
     max_events: usize,
     max_bytes: usize,
@@ -335,6 +364,7 @@ impl Ring {
     pub(crate) fn new(max_events: usize, max_bytes: usize) -> Self {
         Self {
             events: VecDeque::new(),
+            held: 0,
             bytes: 0,
             max_events: max_events.max(1),
             max_bytes: max_bytes.max(1),
@@ -363,16 +393,22 @@ impl Ring {
         self.next_seq.checked_sub(1)
     }
 
-    /// Stamps `message` with the next seq and stores it, evicting the oldest events while a
-    /// limit would be exceeded. Returns the seq.
+    /// Stamps `record` with the next seq (two for a [`Record::Call`]) and stores it, evicting
+    /// the oldest events while a limit would be exceeded. Returns the (first) seq.
     pub(crate) fn push(&mut self, ts: u64, run_id: &str, record: Record) -> u64 {
-        let seq = self.take_seq();
-        self.recorded += 1;
-        let size = estimate_record(&record) + run_id.len() + 64;
+        let frames = record.frames();
+        let seq = self.next_seq;
+        self.next_seq += frames;
+        self.recorded += frames;
+        let size = estimate_record(&record) + (run_id.len() + 64) * frames as usize;
         while !self.events.is_empty() && self.bytes + size > self.max_bytes {
             self.evict_oldest();
         }
+        if self.held + frames as usize > self.max_events {
+            self.evict_batch(frames as usize);
+        }
         self.bytes += size;
+        self.held += frames as usize;
         let event = Event {
             seq,
             ts,
@@ -381,44 +417,63 @@ impl Ring {
             size,
             lost: None,
         };
-        if self.events.len() >= self.max_events
-            && let Some(oldest) = self.events.front_mut()
-        {
-            // Full: the new event takes the oldest one's slot (dropped in place, not copied
-            // out), and the slot turns from front to back.
-            let old = std::mem::replace(oldest, event);
-            self.events.rotate_left(1);
-            self.evicted(old);
-        } else {
-            self.events.push_back(event);
-        }
+        self.events.push_back(event);
         seq
+    }
+
+    /// Full by count: evicts the oldest events, a share of the limit at once, so the pushes
+    /// that follow evict nothing (the ring then holds a little fewer events than its limit).
+    #[cold]
+    #[inline(never)]
+    fn evict_batch(&mut self, frames: usize) {
+        let room = self.max_events.saturating_sub(frames);
+        let target = room.saturating_sub(self.max_events / EVICT_SHARE);
+        let mut n = 0;
+        while self.held > target
+            && let Some(old) = self.events.get_mut(n)
+        {
+            let (seq, frames, size, run) = (old.seq, old.record.frames(), old.size, old.run);
+            let carried = old.lost.take();
+            self.evicted(seq, frames, size, run, carried.as_deref());
+            n += 1;
+        }
+        // Dropped in place, not moved out one by one.
+        self.events.drain(..n);
     }
 
     fn evict_oldest(&mut self) {
         if let Some(old) = self.events.pop_front() {
-            self.evicted(old);
+            self.evicted(
+                old.seq,
+                old.record.frames(),
+                old.size,
+                old.run,
+                old.lost.as_deref(),
+            );
         }
     }
 
-    /// Accounts for an evicted event: unconfirmed, it and what it announced are announced
-    /// by a later one.
-    fn evicted(&mut self, old: Event) {
-        self.bytes = self.bytes.saturating_sub(old.size);
-        self.dropped += 1;
-        if old.seq >= self.confirmed_below {
-            self.lost += 1;
-            self.lost_unannounced.add(old.seq, self.runs.id(old.run));
-            if let Some(carried) = &old.lost {
+    /// Accounts for an evicted event (its first seq, frames, size, run slot and the lost
+    /// seqs it announced): unconfirmed, it and what it announced are announced by a later one.
+    fn evicted(&mut self, seq: u64, frames: u64, size: usize, run: usize, carried: Option<&Lost>) {
+        self.bytes = self.bytes.saturating_sub(size);
+        self.held = self.held.saturating_sub(frames as usize);
+        self.dropped += frames;
+        let last = seq + frames - 1;
+        if last >= self.confirmed_below {
+            let from = seq.max(self.confirmed_below);
+            self.lost += last - from + 1;
+            self.lost_unannounced.add(from, last, self.runs.id(run));
+            if let Some(carried) = carried {
                 self.lost_unannounced.merge(carried);
             }
         }
-        self.runs.release(old.run);
+        self.runs.release(run);
     }
 
-    /// Events held now.
+    /// Events held now (a call's two frames count two).
     pub(crate) fn len(&self) -> usize {
-        self.events.len()
+        self.held
     }
 
     /// Events evicted so far.
@@ -460,7 +515,7 @@ impl Ring {
         max: usize,
         max_bytes: usize,
     ) -> (Vec<Pending>, Option<u64>) {
-        let start = self.events.partition_point(|e| e.seq < self.cursor);
+        let start = self.events.partition_point(|e| e.last_seq() < self.cursor);
         let mut batch = Vec::new();
         let mut bytes = 0;
         let mut last = None;
@@ -476,8 +531,8 @@ impl Ring {
             }
             bytes += event.size;
             let run_id = self.runs.id(event.run);
-            batch.push(Pending::take(event, run_id));
-            last = Some(event.seq);
+            Pending::take(event, run_id, &mut batch);
+            last = Some(event.last_seq());
         }
         if let Some(seq) = last {
             self.cursor = seq + 1;
@@ -488,7 +543,9 @@ impl Ring {
 
     /// Whether an event waits to be sent (one at or after the cursor).
     pub(crate) fn has_pending(&self) -> bool {
-        self.events.back().is_some_and(|e| e.seq >= self.cursor)
+        self.events
+            .back()
+            .is_some_and(|e| e.last_seq() >= self.cursor)
     }
 
     /// Records that every event below `seq` reached a connection (confirms them unless the
@@ -504,20 +561,13 @@ impl Ring {
 pub(crate) fn estimate_record(record: &Record) -> usize {
     match record {
         Record::Message(m) => estimate(m),
-        Record::Started(p) => {
-            80 + p.label.node_id().len()
-                + p.label.name().len()
-                + p.instance_id.len()
-                + p.parent_id.as_ref().map_or(0, |s| s.len())
-                + p.input.as_ref().map_or(0, |v| match v {
-                    Input::Json(v) => value_size(v, 0),
-                    Input::Fields(f) => f
-                        .iter()
-                        .map(|(k, v)| k.len() + 4 + val_size(v, 1))
-                        .sum::<usize>()
-                        .saturating_add(2),
-                    Input::Raw(r) => r.get().len(),
-                })
+        Record::Started(p) => estimate_started(p),
+        Record::Call(c) => {
+            estimate_started(&c.started)
+                + 96
+                + c.started.label.node_id().len()
+                + c.started.instance_id.len()
+                + c.output.as_ref().map_or(0, |v| val_size(v, 0))
         }
         Record::Finished(p) => {
             96 + p.node_id.len()
@@ -528,6 +578,23 @@ pub(crate) fn estimate_record(record: &Record) -> usize {
                 })
         }
     }
+}
+
+/// [`estimate_record`] for a `node.started`.
+fn estimate_started(p: &crate::event::Started) -> usize {
+    80 + p.label.node_id().len()
+        + p.label.name().len()
+        + p.instance_id.len()
+        + p.parent_id.as_ref().map_or(0, |s| s.len())
+        + p.input.as_ref().map_or(0, |v| match v {
+            Input::Json(v) => value_size(v, 0),
+            Input::Fields(f) => f
+                .iter()
+                .map(|(k, v)| k.len() + 4 + val_size(v, 1))
+                .sum::<usize>()
+                .saturating_add(2),
+            Input::Raw(r) => r.get().len(),
+        })
 }
 
 /// [`value_size`] for a captured value.
@@ -751,12 +818,6 @@ mod tests {
         use crate::event::{Finished, InstanceId, Payload, Started};
         use graphmind_protocol::Status;
         use std::borrow::Cow;
-        static ADD: crate::sites::ToolSite = crate::sites::ToolSite {
-            name: "add",
-            node_id: "tool:add",
-            retry: true,
-            call_id: None,
-        };
         let started = || Started {
             label: crate::event::Label::Tool(&ADD),
             instance_id: InstanceId::Call(41),
@@ -798,6 +859,117 @@ mod tests {
         }
     }
 
+    static ADD: crate::sites::ToolSite = crate::sites::ToolSite {
+        name: "add",
+        node_id: "tool:add",
+        retry: true,
+        call_id: None,
+    };
+
+    fn call_started(n: u64) -> crate::event::Started {
+        crate::event::Started {
+            label: crate::event::Label::Tool(&ADD),
+            instance_id: crate::event::InstanceId::Call(n),
+            parent_id: Some("agent:a".into()),
+            input: Some(crate::event::Payload::Fields(Box::new([
+                ("a", Val::U64(1)),
+                ("b", Val::Str("two".into())),
+            ]))),
+        }
+    }
+
+    fn call(n: u64) -> crate::event::Call {
+        crate::event::Call {
+            started: call_started(n),
+            finished_after: 3,
+            duration_ms: 2.5,
+            status: graphmind_protocol::Status::Ok,
+            output: Some(Val::U64(3)),
+        }
+    }
+
+    /// A call that finished in its first poll is one entry, and sends the same two frames,
+    /// byte for byte, as its `node.started` and `node.finished` recorded one by one.
+    #[test]
+    fn a_call_entry_sends_the_same_frames_as_its_two_records() {
+        let mut one = Ring::new(10, usize::MAX);
+        assert_eq!(one.push(5, "run_1", Record::Call(call(41))), 0);
+        assert_eq!((one.len(), one.recorded(), one.last_seq()), (2, 2, Some(1)));
+        assert_eq!(one.events.len(), 1, "one entry");
+        let (batch, last) = one.take_batch(10, usize::MAX);
+        assert_eq!(last, Some(1));
+        let a = texts(batch);
+        let mut two = Ring::new(10, usize::MAX);
+        let (s, f) = call(41).split();
+        two.push(5, "run_1", Record::Started(s));
+        two.push(8, "run_1", Record::Finished(f));
+        let b = texts(two.take_batch(10, usize::MAX).0);
+        assert_eq!(a, b);
+        assert!(
+            a[0].starts_with(r#"{"gm":1,"seq":0,"ts":5,"runId":"run_1","type":"node.started","#)
+        );
+        assert!(
+            a[1].starts_with(r#"{"gm":1,"seq":1,"ts":8,"runId":"run_1","type":"node.finished","#)
+        );
+        assert!(!one.has_pending());
+        one.push(9, "run_1", msg(0));
+        assert!(one.has_pending());
+        let (batch, last) = one.take_batch(10, usize::MAX);
+        assert_eq!((batch.len(), last), (1, Some(2)));
+    }
+
+    /// Evicted unconfirmed, a call entry loses both seqs (one range); half confirmed, one.
+    #[test]
+    fn an_evicted_call_entry_counts_two_events_and_loses_only_unconfirmed_seqs() {
+        let mut r = Ring::new(2, usize::MAX);
+        r.push(0, "run", Record::Call(call(1))); // seqs 0, 1
+        r.push(0, "run", Record::Call(call(2))); // seqs 2, 3: evicts 0, 1
+        assert_eq!((r.len(), r.dropped(), r.lost()), (2, 2, 2));
+        r.set_acking(true);
+        let _ = r.take_batch(10, usize::MAX);
+        r.delivered(4);
+        r.acked(3); // the hub stored seq 2, not 3
+        r.push(0, "run", msg(0)); // seq 4: evicts 2, 3
+        assert_eq!((r.len(), r.dropped(), r.lost(), r.recorded()), (1, 4, 3, 5));
+        let sent = texts(r.take_batch(10, usize::MAX).0);
+        // Seq 3, and what the evicted entry announced (it was not stored whole).
+        assert_eq!(lost_of(&sent[0]), [(0, 1), (3, 3)]);
+        let mut r = Ring::new(3, usize::MAX);
+        r.push(0, "run", Record::Call(call(1)));
+        r.push(0, "run", Record::Call(call(2)));
+        r.push(0, "run", msg(1));
+        let sent = texts(r.take_batch(10, usize::MAX).0);
+        assert_eq!(sent.len(), 3);
+        assert_eq!(lost_of(&sent[0]), [(0, 1)], "the first call, one range");
+        assert!(sent[0].contains(r#""dropped":2"#) && !sent[1].contains("dropped"));
+    }
+
+    /// A ring full by count evicts a share of its limit at once (the pushes after it evict
+    /// nothing), and counts every eviction as before, in one lost range.
+    #[test]
+    fn a_full_ring_evicts_in_batches_and_counts_each_event() {
+        let mut r = Ring::new(640, usize::MAX);
+        for i in 0..640 {
+            r.push(0, "run", msg(i));
+        }
+        assert_eq!((r.len(), r.dropped()), (640, 0));
+        r.push(0, "run", msg(640));
+        assert_eq!((r.len(), r.dropped(), r.lost()), (630, 11, 11));
+        for i in 641..650 {
+            r.push(0, "run", msg(i));
+        }
+        assert_eq!((r.len(), r.dropped()), (639, 11), "nothing more evicted");
+        for i in 650..2000 {
+            r.push(0, "run", msg(i));
+        }
+        assert_eq!(r.dropped() as usize + r.len(), 2000);
+        assert!(r.len() <= 640 && r.len() >= 630);
+        let sent = texts(r.take_batch(1, usize::MAX).0);
+        let dropped = r.dropped();
+        assert_eq!(lost_of(&sent[0]), [(0, dropped - 1)]);
+        assert!(sent[0].contains(&format!(r#""dropped":{dropped},"#)));
+    }
+
     #[test]
     fn byte_limit_evicts_too() {
         let mut r = Ring::new(100, 300);
@@ -835,7 +1007,7 @@ mod tests {
                 runs: [Arc::from("run_0")].into(),
             })),
         };
-        assert!(e.write_json("run_1", &mut out));
+        assert!(e.write_json(0, "run_1", &mut out));
         assert_eq!(
             String::from_utf8(out).unwrap(),
             r#"{"gm":1,"seq":0,"ts":7,"runId":"run_1","type":"exec.resumed","payload":{"pauseId":"p0","action":"continue"},"dropped":3,"lost":[[3,4],[9,9]],"lostRuns":["run_0"]}"#
@@ -907,7 +1079,7 @@ mod tests {
         let mut l = Lost::default();
         let (a, b): (Arc<str>, Arc<str>) = ("run_a".into(), "run_b".into());
         for s in [5, 6, 7, 1, 2, 9, 8] {
-            l.add(s, if s < 5 { &a } else { &b });
+            l.add(s, s, if s < 5 { &a } else { &b });
         }
         assert_eq!(l.seqs, [(1, 2), (5, 9)]);
         l.merge(&Lost {
