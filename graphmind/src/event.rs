@@ -215,6 +215,26 @@ pub(crate) struct FinishedMore {
     pub(crate) extra: Extra,
 }
 
+thread_local! {
+    /// Set while a detached call's `node.started` waits on this thread for its first poll to
+    /// end: records the waiting ones (the call layer sets it, see `call::detached`).
+    static WAITING: std::cell::Cell<Option<fn()>> = const { std::cell::Cell::new(None) };
+}
+
+/// Records the `node.started` waiting on this thread, if any: the session calls it before it
+/// records any event, so a call's `node.started` precedes what the call causes.
+#[inline]
+pub(crate) fn flush_waiting() {
+    if let Some(flush) = WAITING.with(std::cell::Cell::get) {
+        flush();
+    }
+}
+
+/// Sets (or clears) what [`flush_waiting`] runs on this thread.
+pub(crate) fn set_waiting(flush: Option<fn()>) {
+    WAITING.with(|w| w.set(flush));
+}
+
 /// One event as the ring stores it.
 #[derive(Debug)]
 pub(crate) enum Record {

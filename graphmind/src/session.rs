@@ -316,7 +316,7 @@ impl Inner {
     /// record until it is sent.
     pub(crate) fn record(&self, run_id: &str, record: Record, at: Instant) -> Option<u64> {
         // Deferred `node.started` of calls polled on this thread come first.
-        crate::call::detached::flush_deferred();
+        crate::event::flush_waiting();
         if !self.enabled || self.disposed.load(Relaxed) {
             return None;
         }
@@ -350,7 +350,7 @@ impl Inner {
             self.record(run_id, Record::Finished(f), finished);
             return seq;
         }
-        crate::call::detached::flush_deferred();
+        crate::event::flush_waiting();
         if !self.enabled || self.disposed.load(Relaxed) {
             return None;
         }

@@ -55,9 +55,9 @@ thread_local! {
 }
 
 /// Records the waiting `node.started` of the calls in their first poll on this thread,
-/// outermost first: called before any other event is recorded (the records it makes skip it).
-#[inline]
-pub(crate) fn flush_deferred() {
+/// outermost first: called before any other event is recorded (the records it makes skip it),
+/// through [`crate::event::flush_waiting`].
+fn flush_deferred() {
     DEFERRED.with(|d| {
         let Ok(mut d) = d.try_borrow_mut() else {
             return;
@@ -258,7 +258,11 @@ impl Drop for Deferred<'_> {
             let mut d = d.try_borrow_mut().ok()?;
             // Nested first polls have put theirs back already: this one is the last.
             d.truncate(self.depth + 1);
-            d.pop()
+            let node = d.pop();
+            if d.is_empty() {
+                crate::event::set_waiting(None);
+            }
+            node
         });
     }
 }
@@ -278,6 +282,7 @@ impl<D: Future> Future for Recording<D> {
             let depth = DEFERRED.with(|d| match d.try_borrow_mut() {
                 Ok(mut d) => {
                     d.push(node);
+                    crate::event::set_waiting(Some(flush_deferred));
                     Ok(d.len() - 1)
                 }
                 Err(_) => Err(node),

@@ -59,7 +59,7 @@ pub(crate) trait Host: GateSink + Send + Sync + 'static {
     }
     /// Whether a detached call's `node.started` may wait until its first poll ends (to be
     /// recorded with its `node.finished` as one entry): the host records the deferred ones of
-    /// the thread before any other event ([`crate::call::detached::flush_deferred`]).
+    /// the thread before any other event ([`crate::event::flush_waiting`]).
     fn defers(&self) -> bool {
         false
     }
