@@ -234,8 +234,9 @@ function newestRun() {
  * While a long replay streams in, the graph is drawn at most every REPLAY_DRAW_MS (the first
  * time REPLAY_FIRST_DRAW_MS after subscribing): each draw lays out and restyles every card,
  * and drawing on every frame of a 100,000-event replay took longer than the replay itself.
+ * A load that is done within a second is drawn once, when it is complete.
  */
-const REPLAY_FIRST_DRAW_MS = 400;
+const REPLAY_FIRST_DRAW_MS = 1000;
 const REPLAY_DRAW_MS = 1000;
 let lastReplayDraw = 0;
 
@@ -650,8 +651,8 @@ function renderRuns() {
     return li;
   });
   ul.replaceChildren(...items);
-  // a run selected by a deep link or a click is scrolled into the list's view once (a deep
-  // link may name a run far below the newest ones)
+  // the run a deep link selected is scrolled into the list's view once (it may be far below
+  // the newest ones)
   if (revealRun && revealRun === state.selectedRun) {
     const li = items.find((x) => x.dataset.runId === revealRun);
     if (li) {
