@@ -18,7 +18,10 @@
 //!   with `exec.resumed`, and the HTTP answer arrives: p50 / p99, also from the POST alone.
 //!
 //! `cargo bench -p graphmind-cli --bench hub_load` runs the full sizes (100,000 events per
-//! case, 1,000 round trips). Without `--bench` (e.g. `cargo test --benches`) it runs a small
+//! case, 1,000 round trips). `HUB_LOAD_CASES=ingest,otlp,gate` (any of them; all by default)
+//! runs only those parts: `ingest` (the baselines and the hub ingest cases), `otlp` (export on
+//! vs off), `gate` (the round trips). `HUB_LOAD_BIN=<path>` runs another build of
+//! `graphmind` as the hub (to compare a change against its parent with the same bench). Without `--bench` (e.g. `cargo test --benches`) it runs a small
 //! smoke size and only checks that everything arrived.
 
 use std::io::{BufRead, BufReader};
@@ -67,6 +70,11 @@ fn main() {
     rt.block_on(run(&sizes));
 }
 
+/// Whether the part `name` runs (`HUB_LOAD_CASES`, all when unset).
+fn part(name: &str) -> bool {
+    std::env::var("HUB_LOAD_CASES").map_or(true, |v| v.split(',').any(|p| p.trim() == name))
+}
+
 async fn run(sizes: &Sizes) {
     let dir = TempDir::new();
     let mut rows: Vec<[String; 4]> = Vec::new();
@@ -81,6 +89,59 @@ async fn run(sizes: &Sizes) {
 
     // Every ingest case runs `reps` times (fresh hub and database each time); the table shows
     // the median and, in the notes, the slowest — the machine is shared, single runs are noisy.
+    if part("ingest") {
+        ingest_cases(sizes, &dir, &mut rows).await;
+    }
+    if part("otlp") {
+        otlp_cases(sizes, &dir, &mut rows).await;
+    }
+    let (full_rt, post_rt) = if part("gate") {
+        let db = dir.0.join("hub-gate.db");
+        let hub = Hub::start(
+            &dir.0,
+            &db,
+            &["--pause-on-error", "off", "--allow-control", "resume"],
+        );
+        let rt = gate_round_trips(&hub, sizes.round_trips).await;
+        drop(hub);
+        rt
+    } else {
+        (Vec::new(), Vec::new())
+    };
+
+    println!();
+    println!(
+        "{:<46} {:>12} {:>12}  notes",
+        "case", "ingested/s", "persisted/s"
+    );
+    for r in &rows {
+        println!("{:<46} {:>12} {:>12}  {}", r[0], r[1], r[2], r[3]);
+    }
+    println!();
+    println!(
+        "{:<46} {:>10} {:>10} {:>10}",
+        "gate round trip", "p50 µs", "p99 µs", "max µs"
+    );
+    for (name, v) in [
+        ("exec.paused -> long poll -> resume -> released", &full_rt),
+        (
+            "resume POST -> exec.resume -> exec.resumed -> 200",
+            &post_rt,
+        ),
+    ] {
+        println!(
+            "{:<46} {:>10} {:>10} {:>10}",
+            name,
+            pct(v, 50.0),
+            pct(v, 99.0),
+            v.iter().max().copied().unwrap_or(0)
+        );
+    }
+}
+
+/// The baselines and the hub ingest cases (1 and 8 apps).
+async fn ingest_cases(sizes: &Sizes, dir: &TempDir, rows: &mut Vec<[String; 4]>) {
+    let n = sizes.events;
     let reps = sizes.reps;
     for apps in [1, 8] {
         let mut t = Vec::new();
@@ -151,7 +212,12 @@ async fn run(sizes: &Sizes) {
         ),
     ]);
     rows.extend(hub_rows);
+}
 
+/// OTLP export on vs off.
+async fn otlp_cases(sizes: &Sizes, dir: &TempDir, rows: &mut Vec<[String; 4]>) {
+    let n = sizes.events;
+    let reps = sizes.reps;
     // OTLP export on vs off, same run, interleaved: 8 apps sending short finished runs (so
     // the exporter works all through ingest), the export going to a loopback collector that
     // answers 200 at once.
@@ -215,44 +281,6 @@ async fn run(sizes: &Sizes) {
     ]);
     if !sizes.full {
         assert!(collector.spans() > 0, "the collector got spans");
-    }
-
-    let db = dir.0.join("hub-gate.db");
-    let hub = Hub::start(
-        &dir.0,
-        &db,
-        &["--pause-on-error", "off", "--allow-control", "resume"],
-    );
-    let (full_rt, post_rt) = gate_round_trips(&hub, sizes.round_trips).await;
-    drop(hub);
-
-    println!();
-    println!(
-        "{:<46} {:>12} {:>12}  notes",
-        "case", "ingested/s", "persisted/s"
-    );
-    for r in &rows {
-        println!("{:<46} {:>12} {:>12}  {}", r[0], r[1], r[2], r[3]);
-    }
-    println!();
-    println!(
-        "{:<46} {:>10} {:>10} {:>10}",
-        "gate round trip", "p50 µs", "p99 µs", "max µs"
-    );
-    for (name, v) in [
-        ("exec.paused -> long poll -> resume -> released", &full_rt),
-        (
-            "resume POST -> exec.resume -> exec.resumed -> 200",
-            &post_rt,
-        ),
-    ] {
-        println!(
-            "{:<46} {:>10} {:>10} {:>10}",
-            name,
-            pct(v, 50.0),
-            pct(v, 99.0),
-            v.iter().max().copied().unwrap_or(0)
-        );
     }
 }
 
@@ -466,7 +494,12 @@ struct Hub {
 
 impl Hub {
     fn start(home: &Path, db: &Path, extra: &[&str]) -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_graphmind"))
+        // `HUB_LOAD_BIN`: another build of the hub (a before/after comparison, same bench).
+        let bin = std::env::var_os("HUB_LOAD_BIN").map_or_else(
+            || PathBuf::from(env!("CARGO_BIN_EXE_graphmind")),
+            PathBuf::from,
+        );
+        let mut child = Command::new(bin)
             .args(["serve", "--port", "0", "--json", "--no-open", "--db"])
             .arg(db)
             .args(extra)

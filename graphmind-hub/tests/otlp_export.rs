@@ -9,7 +9,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use graphmind_hub::otlp::{MapOptions, OtlpConfig, encode_stored, trace_id};
+use graphmind_hub::otlp::{BATCH_RUNS, MapOptions, OtlpConfig, encode_stored, trace_id};
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use otlp_support::*;
 use prost::Message as _;
@@ -400,7 +400,9 @@ fn a_collector_that_fails_first_gets_the_run_after_retries_with_backoff() {
 }
 
 /// A collector that accepts connections and never answers: the exporter hangs on its one
-/// request, the queue fills, further runs are dropped and counted — and ingest keeps pace.
+/// request (however many runs it gathered into it), the queue fills, further runs are
+/// dropped and counted — and ingest keeps pace. What the exporter holds stays bounded: the
+/// queue's runs and at most one request's ([`BATCH_RUNS`]).
 #[test]
 fn a_hung_collector_bounds_the_queue_counts_drops_and_never_stalls_ingest() {
     block_on(async {
@@ -415,14 +417,16 @@ fn a_hung_collector_bounds_the_queue_counts_drops_and_never_stalls_ingest() {
             }
         });
         let endpoint = format!("http://127.0.0.1:{port}");
+        let queue = 4u64;
         let hub = hub(move |c| {
             c.otlp = Some(otlp(&endpoint, |o| {
-                o.queue = 4;
+                o.queue = queue as usize;
                 o.timeout = Duration::from_secs(120);
             }));
         });
         let mut app = App::connect(hub.port).await;
-        let runs = 60u64;
+        // More runs than one request and the queue can hold: some must be dropped.
+        let runs = 3 * BATCH_RUNS as u64;
         let started = Instant::now();
         for r in 0..runs {
             let run = format!("run_hung{r:04}");
@@ -433,51 +437,48 @@ fn a_hung_collector_bounds_the_queue_counts_drops_and_never_stalls_ingest() {
             }
             app.emit(&run, "run.finished", json!({"status": "ok"}))
                 .await;
-            // The exporter takes the first run and hangs on sending it.
-            if r == 0 {
-                let port = hub.port;
-                wait_async(20, "the first run taken off the queue", move || {
-                    let h = read(port, "/health").json();
-                    (h["otlp"]["runsQueued"] == 1 && h["otlp"]["queued"] == 0).then_some(())
-                })
-                .await;
-            }
         }
         let total = runs * 42;
         let port = hub.port;
-        // Every event accepted and every finished run offered to the export queue: the offer
-        // follows the run's last event, so under load `/health` can show the one before the other.
+        // Every event accepted and every finished run offered to the export queue, and each
+        // run accounted for: dropped, waiting in the queue, or in the request that hangs. The
+        // offer follows the run's last event, so under load `/health` can show the one
+        // before the other.
         let h = wait_async(
             60,
-            "every event accepted and every run offered",
+            "every event accepted and every run accounted for",
             move || {
                 let h = read(port, "/health").json();
                 let o = &h["otlp"];
-                let settled = o["runsQueued"].as_u64() == Some(runs)
-                    && o["runsDropped"].as_u64().unwrap_or(0)
-                        + o["queued"].as_u64().unwrap_or(0)
-                        + 1
-                        == runs;
+                let n = |k: &str| o[k].as_u64().unwrap_or(0);
+                let settled = n("runsQueued") == runs
+                    && n("runsInFlight") > 0
+                    && n("runsDropped") + n("queued") + n("runsInFlight") == runs;
                 (h["stats"]["eventsAccepted"].as_u64() == Some(total) && settled).then_some(h)
             },
         )
         .await;
         let took = started.elapsed();
-        // Loose: 2,520 small events on a loaded 2-core machine; a stalled hub would not
+        // Loose: 8,064 small events on a loaded 2-core machine; a stalled hub would not
         // finish at all while the collector hangs (120 s timeout).
         assert!(took < Duration::from_secs(60), "ingest took {took:?}");
         let o = &h["otlp"];
-        assert_eq!(o["runsQueued"], runs, "{h}");
-        assert!(o["queued"].as_u64().unwrap() <= 4, "{h}");
-        let dropped = o["runsDropped"].as_u64().unwrap();
-        // At most the queue (4) and the batch in flight (the first run or two) escape the drop.
-        assert!(dropped >= runs - 4 - 2, "{h}");
-        assert_eq!(
-            dropped + o["queued"].as_u64().unwrap() + 1,
-            runs,
-            "one run is in flight: {h}"
+        let n = |k: &str| o[k].as_u64().unwrap();
+        assert_eq!(n("runsQueued"), runs, "{h}");
+        assert!(n("queued") <= queue, "the queue is bounded: {h}");
+        assert_eq!(n("queueCapacity"), queue, "{h}");
+        let in_flight = n("runsInFlight");
+        assert!(
+            (1..=BATCH_RUNS as u64).contains(&in_flight),
+            "one request in flight holds at most BATCH_RUNS runs: {h}"
         );
-        assert_eq!(o["runsExported"], 0, "{h}");
+        let dropped = n("runsDropped");
+        assert!(dropped >= runs - queue - BATCH_RUNS as u64, "{h}");
+        assert_eq!(dropped + n("queued") + in_flight, runs, "{h}");
+        assert_eq!(n("runsExported"), 0, "{h}");
+        assert_eq!(n("batchesSent"), 0, "{h}");
+        // Bounded memory: only the queue's runs keep their events (no run is open).
+        assert_eq!(o["keptRuns"], 0, "{h}");
         held.abort();
     });
 }

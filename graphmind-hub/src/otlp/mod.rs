@@ -46,6 +46,11 @@ pub const BATCH_RUNS: usize = 64;
 /// A request goes out once its encoded spans reach this many bytes (one larger run goes
 /// alone), so the exporter holds about this much besides the run it is reading.
 pub const BATCH_BYTES: usize = 4 * 1024 * 1024;
+/// How long the exporter waits, once a finished run came, for more to fill the request
+/// (up to [`BATCH_RUNS`] runs or [`BATCH_BYTES`] of kept events): runs that finish close
+/// together go out in one request instead of one each, which costs the hub (and the
+/// collector) far less per run. A run reaches the collector at most this much later.
+pub const GATHER: Duration = Duration::from_millis(50);
 
 /// Most open runs whose events the exporter keeps at once; a run that starts beyond it lets
 /// the one that has waited longest go (read back from storage when it finishes).
@@ -160,6 +165,9 @@ pub struct OtlpStats {
     pub read_errors: AtomicU64,
     /// Runs exported cut at [`MAX_RUN_EVENTS`] / [`MAX_RUN_BYTES`].
     pub runs_cut: AtomicU64,
+    /// Runs taken off the queue and not yet exported, failed or given up (at most
+    /// [`BATCH_RUNS`]): with the queue's, all the runs the exporter holds.
+    pub runs_in_flight: AtomicU64,
 }
 
 /// A finished run offered for export.
@@ -378,6 +386,7 @@ impl Exporter {
             "retries": g(&s.retries),
             "readErrors": g(&s.read_errors),
             "runsCut": g(&s.runs_cut),
+            "runsInFlight": g(&s.runs_in_flight),
             "keptRuns": kept_runs,
             "keptBytes": kept_bytes,
             "queuedBytes": self.queued_bytes.load(Ordering::Relaxed),
@@ -435,6 +444,58 @@ fn span_count(rs: &[ResourceSpans]) -> u64 {
         .sum()
 }
 
+/// The bytes of kept events a job holds.
+fn job_bytes(job: &Job) -> usize {
+    match job {
+        Job::Kept { bytes, .. } => *bytes,
+        Job::Stored(_) => 0,
+    }
+}
+
+/// Builds the spans of `jobs` in order until the encoded spans reach [`BATCH_BYTES`] (so what
+/// is held stays bounded whatever the runs' sizes). Blocking (SQLite for runs offered by id).
+/// Returns the batch and how many jobs it used.
+fn build_batch(
+    reader: &Reader,
+    jobs: &mut std::collections::VecDeque<Job>,
+    opts: MapOptions,
+    stats: &OtlpStats,
+) -> (Vec<ResourceSpans>, u64) {
+    let mut batch = Vec::new();
+    let mut bytes = 0usize;
+    let mut used = 0;
+    while let Some(job) = jobs.pop_front() {
+        used += 1;
+        let built = match job {
+            Job::Stored(id) => read_run(reader, &id, opts),
+            Job::Kept {
+                run_id,
+                bodies,
+                incomplete,
+                ..
+            } => Ok(Some((run_spans(&run_id, &bodies, incomplete, opts), false))),
+        };
+        match built {
+            Ok(Some((rs, cut))) => {
+                if cut {
+                    stats.runs_cut.fetch_add(1, Ordering::Relaxed);
+                }
+                bytes += rs.encoded_len();
+                batch.push(rs);
+            }
+            // Deleted meanwhile (retention): nothing to export.
+            Ok(None) => {}
+            Err(_) => {
+                stats.read_errors.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        if bytes >= BATCH_BYTES {
+            break;
+        }
+    }
+    (batch, used)
+}
+
 async fn worker(
     config: OtlpConfig,
     writer: Writer,
@@ -445,58 +506,60 @@ async fn worker(
 ) {
     let sender = Sender::new(config.clone());
     let opts = config.map_options();
-    let mut jobs = Vec::with_capacity(BATCH_RUNS);
-    loop {
-        jobs.clear();
-        if rx.recv_many(&mut jobs, BATCH_RUNS).await == 0 {
+    let mut got = Vec::with_capacity(BATCH_RUNS);
+    let mut open = true;
+    while open {
+        got.clear();
+        if rx.recv_many(&mut got, BATCH_RUNS).await == 0 {
             return;
         }
+        // Gather: runs finishing close together go out in one request.
+        let deadline = tokio::time::Instant::now() + GATHER;
+        let mut kept: usize = got.iter().map(job_bytes).sum();
+        while got.len() < BATCH_RUNS && kept < BATCH_BYTES {
+            let room = BATCH_RUNS - got.len();
+            let before = got.len();
+            match tokio::time::timeout_at(deadline, rx.recv_many(&mut got, room)).await {
+                Ok(0) => {
+                    open = false;
+                    break;
+                }
+                Ok(_) => kept += got[before..].iter().map(job_bytes).sum::<usize>(),
+                Err(_) => break,
+            }
+        }
+        // Off the queue: the jobs' bytes no longer count against it; they are in flight.
+        queued_bytes.fetch_sub(kept, Ordering::Relaxed);
+        stats
+            .runs_in_flight
+            .store(got.len() as u64, Ordering::Relaxed);
         // Everything of the runs offered by id was queued for storage before their ids were:
         // once the writer committed up to here, storage holds them whole.
-        if jobs.iter().any(|j| matches!(j, Job::Stored(_))) {
+        if got.iter().any(|j| matches!(j, Job::Stored(_))) {
             writer.barrier().await;
         }
-        // Runs are read one at a time, and a batch goes out once it holds BATCH_BYTES of
-        // encoded spans: what the exporter holds stays bounded whatever the runs' sizes.
-        let mut batch = Vec::new();
-        let mut bytes = 0usize;
-        for job in jobs.drain(..) {
-            if let Job::Kept { bytes, .. } = &job {
-                queued_bytes.fetch_sub(*bytes, Ordering::Relaxed);
-            }
-            let read = {
+        let mut jobs: std::collections::VecDeque<Job> = got.drain(..).collect();
+        while !jobs.is_empty() {
+            // One blocking task per request, not per run.
+            let built = {
                 let reader = Arc::clone(&reader);
-                tokio::task::spawn_blocking(move || match job {
-                    Job::Stored(id) => read_run(&reader, &id, opts),
-                    Job::Kept {
-                        run_id,
-                        bodies,
-                        incomplete,
-                        ..
-                    } => Ok(Some((run_spans(&run_id, &bodies, incomplete, opts), false))),
+                let stats = Arc::clone(&stats);
+                tokio::task::spawn_blocking(move || {
+                    let (batch, used) = build_batch(&reader, &mut jobs, opts, &stats);
+                    (batch, used, jobs)
                 })
                 .await
             };
-            match read {
-                Ok(Ok(Some((rs, cut)))) => {
-                    if cut {
-                        stats.runs_cut.fetch_add(1, Ordering::Relaxed);
-                    }
-                    bytes += rs.encoded_len();
-                    batch.push(rs);
-                }
-                // Deleted meanwhile (retention): nothing to export.
-                Ok(Ok(None)) => {}
-                Ok(Err(_)) | Err(_) => {
-                    stats.read_errors.fetch_add(1, Ordering::Relaxed);
-                }
-            }
-            if bytes >= BATCH_BYTES {
-                deliver(&sender, std::mem::take(&mut batch), &stats).await;
-                bytes = 0;
-            }
+            let Ok((batch, used, rest)) = built else {
+                // The build panicked: the runs it held are lost, counted.
+                stats.read_errors.fetch_add(1, Ordering::Relaxed);
+                break;
+            };
+            jobs = rest;
+            deliver(&sender, batch, &stats).await;
+            stats.runs_in_flight.fetch_sub(used, Ordering::Relaxed);
         }
-        deliver(&sender, batch, &stats).await;
+        stats.runs_in_flight.store(0, Ordering::Relaxed);
     }
 }
 
