@@ -508,6 +508,36 @@ pub trait ResponseCodec<R: ?Sized> {
     }
 }
 
+/// What a [`ChunkCodec`] keeps between the chunks of one stream (see
+/// [`ChunkCodec::stream_deltas`]): one value of the codec's choosing, created on first use.
+/// Empty (and free) for a codec that keeps nothing.
+#[derive(Default)]
+pub struct ChunkState {
+    slot: Option<Box<dyn std::any::Any + Send>>,
+}
+
+impl std::fmt::Debug for ChunkState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChunkState")
+            .field("used", &self.slot.is_some())
+            .finish()
+    }
+}
+
+impl ChunkState {
+    /// The state of type `T`, created with `T::default()` on first use (or when a value of
+    /// another type was kept: one stream is read by one codec, which keeps one type).
+    pub fn get_or_default<T: Default + Send + 'static>(&mut self) -> &mut T {
+        if !self.slot.as_ref().is_some_and(|s| s.is::<T>()) {
+            self.slot = Some(Box::new(T::default()));
+        }
+        match self.slot.as_mut().and_then(|s| s.downcast_mut::<T>()) {
+            Some(t) => t,
+            None => unreachable!("the slot was just filled with a T"),
+        }
+    }
+}
+
 /// Reads one item of a streamed model response of type `C` (see [`ResponseCodec`] for why a
 /// codec). A stream of `Result<Chunk, Error>` items needs the impl for that `Result` type:
 /// report the `Ok` chunk's deltas and the error's text from [`error`](ChunkCodec::error).
@@ -533,6 +563,40 @@ pub trait ResponseCodec<R: ?Sized> {
 pub trait ChunkCodec<C: ?Sized> {
     /// Reports the chunk's deltas (text, reasoning, tool-call arguments naming their call).
     fn call_deltas(chunk: &C, emit: &mut dyn FnMut(Delta<'_>));
+    /// [`call_deltas`](ChunkCodec::call_deltas) with state kept across the chunks of one
+    /// stream, for chunks that cannot be read one at a time: a tool call named by its id on
+    /// its first piece only, or a provider that sends the arguments so far instead of each
+    /// piece. Every chunk of one stream gets the same [`ChunkState`], empty at the start.
+    /// The default ignores it and calls `call_deltas`.
+    ///
+    /// ```
+    /// use graphmind::model::{ChunkCodec, ChunkState, Delta};
+    ///
+    /// /// Chunks carrying a call's arguments so far; the debugger wants each new piece.
+    /// struct SoFar;
+    ///
+    /// impl ChunkCodec<String> for SoFar {
+    ///     fn call_deltas(_: &String, _: &mut dyn FnMut(Delta<'_>)) {}
+    ///     fn stream_deltas(chunk: &String, state: &mut ChunkState, emit: &mut dyn FnMut(Delta<'_>)) {
+    ///         let seen: &mut String = state.get_or_default();
+    ///         if let Some(new) = chunk.strip_prefix(seen.as_str()).filter(|n| !n.is_empty()) {
+    ///             emit(Delta::tool_args(0, new));
+    ///         }
+    ///         seen.clone_from(chunk);
+    ///     }
+    /// }
+    ///
+    /// let mut state = ChunkState::default();
+    /// let mut pieces = Vec::new();
+    /// for chunk in ["{\"ci", "{\"city\"", "{\"city\": 1}"] {
+    ///     SoFar::stream_deltas(&chunk.to_owned(), &mut state, &mut |d| pieces.push(d.text.to_owned()));
+    /// }
+    /// assert_eq!(pieces, ["{\"ci", "ty\"", ": 1}"]);
+    /// ```
+    fn stream_deltas(chunk: &C, state: &mut ChunkState, emit: &mut dyn FnMut(Delta<'_>)) {
+        let _ = state;
+        Self::call_deltas(chunk, emit);
+    }
     /// Usage, usually on the last chunk.
     fn usage(chunk: &C) -> Option<Usage> {
         let _ = chunk;

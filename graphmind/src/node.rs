@@ -43,6 +43,8 @@ pub struct Node {
     edit: Option<fn() -> crate::edit::EditCheck>,
     /// [`Node::rejectable`].
     reject: bool,
+    /// [`Node::retryable`]: whether the next gates offer retry.
+    retry: bool,
 }
 
 impl std::fmt::Debug for Node {
@@ -144,6 +146,7 @@ impl Node {
             instance_id,
             edit: None,
             reject: false,
+            retry: true,
         })
     }
 
@@ -194,6 +197,7 @@ impl Node {
             instance_id,
             edit: None,
             reject: false,
+            retry: true,
         })
     }
 
@@ -260,6 +264,15 @@ impl Node {
         self
     }
 
+    /// Whether the debugger may retry at this node's next gates (yes at first). A gate that
+    /// may not leaves `retry` out of `exec.paused.actions` and answers a retry with
+    /// `exec.refused`, the gate staying held. For a gate where running the call again cannot
+    /// mean what it says (a stream whose consumer already read part of the reply).
+    pub fn retryable(&mut self, yes: bool) -> &mut Self {
+        self.retry = yes;
+        self
+    }
+
     /// Finishes a node whose call was rejected: `node.error` named `Rejected` with the
     /// reason, then `node.finished` `error` with `rejected: {reason}`.
     pub fn reject(self, reason: &str) {
@@ -318,7 +331,7 @@ impl Node {
             kind: self.call.kind,
             name: &self.call.name,
             point,
-            retry: true,
+            retry: self.retry,
             inject,
             abort: true,
             clock: self.call.scope.clock.clone(),

@@ -203,9 +203,37 @@ impl<T: Serialize + DeserializeOwned> StepOutput for T {}
 /// A stream written as a named type (`Pin<Box<dyn Stream<…> + Send>>`, `BoxStream`, an SDK's
 /// alias of one), handed back to the caller in that type: the teed stream is boxed once more.
 /// A stream written as `impl Stream` needs no conversion, the tee itself is returned.
+///
+/// A stream type of your own crate (an adapter's stream that can hold a boxed stream)
+/// implements it to be returned by a `#[graphmind::model_step(stream = true)]` in its own
+/// type: `restream` wraps the tee, which yields the items of the stream the step returned.
+///
+/// ```
+/// use std::pin::Pin;
+/// use std::task::{Context, Poll};
+///
+/// use futures_core::Stream;
+/// use graphmind::tee::{Restream, Tee};
+///
+/// /// A stream type of an adapter: anything that yields `u32`s, boxed.
+/// pub struct Numbers(Pin<Box<dyn Stream<Item = u32> + Send>>);
+///
+/// impl Stream for Numbers {
+///     type Item = u32;
+///     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<u32>> {
+///         self.0.as_mut().poll_next(cx)
+///     }
+/// }
+///
+/// impl Restream for Numbers {
+///     fn restream(tee: Tee<Self>) -> Self {
+///         Self(Box::pin(tee))
+///     }
+/// }
+/// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is a stream graphmind cannot hand back in its own type",
-    label = "a stream returned under a name must be `Pin<Box<dyn Stream<Item = …> + Send>>` (or without `Send`)",
+    label = "a stream returned under a name must be `Pin<Box<dyn Stream<Item = …> + Send>>` (or without `Send`), or implement `graphmind::tee::Restream`",
     note = "graphmind tees the stream and must return the tee as this type; return `impl Stream<Item = …>` or a boxed `dyn Stream` instead"
 )]
 pub trait Restream: futures_core::Stream + Sized {

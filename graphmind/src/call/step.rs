@@ -513,7 +513,7 @@ pub(crate) fn observe_chunk<K: ChunkCodec<C>, C>(obs: &mut Observer, chunk: &C) 
     }
     let node = &mut obs.node;
     let reply = &mut obs.reply;
-    K::call_deltas(chunk, &mut |delta| {
+    K::stream_deltas(chunk, &mut obs.codec, &mut |delta| {
         node.push_delta(&delta);
         if matches!(delta.kind, DeltaKind::Text | DeltaKind::ToolArgs) {
             reply.get_or_insert_default().push(&delta);

@@ -25,6 +25,8 @@ pub struct Observer {
     pub(crate) reply: Option<Box<crate::model::StreamedReply>>,
     /// The chunks as their codec records them for replay (`recordedChunks`).
     pub(crate) recorded: Option<Vec<serde_json::Value>>,
+    /// What the stream's codec keeps between chunks ([`ChunkCodec::stream_deltas`](crate::model::ChunkCodec::stream_deltas)).
+    pub(crate) codec: crate::model::ChunkState,
     /// Extra fields for `node.finished` (a replayed stream says so).
     pub(crate) extra: Extra,
     ended: bool,
@@ -50,6 +52,7 @@ impl Observer {
             finish_reason: None,
             reply: None,
             recorded: None,
+            codec: crate::model::ChunkState::default(),
             extra: Extra::new(),
             ended: false,
         }

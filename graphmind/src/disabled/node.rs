@@ -90,6 +90,12 @@ impl Node {
         match self.0 {}
     }
 
+    /// Whether the next gates offer retry.
+    pub fn retryable(&mut self, yes: bool) -> &mut Self {
+        let _ = yes;
+        match self.0 {}
+    }
+
     /// Finishes a rejected node.
     pub fn reject(self, reason: &str) {
         let _ = reason;

@@ -59,3 +59,10 @@ impl<S: Stream> Stream for Tee<S> {
         self.inner.size_hint()
     }
 }
+
+/// A stream type handed back by a `#[graphmind::model_step(stream = true)]` in its own type
+/// (compiled out: the attribute returns the function untouched and never calls it).
+pub trait Restream: Stream + Sized {
+    /// Wraps the tee in the written type.
+    fn restream(tee: Tee<Self>) -> Self;
+}
