@@ -14,10 +14,20 @@
 //!     client.exec_chat("gpt-4o-mini", req, None).await
 //! }
 //!
-//! // A stream step returns genai's stream boxed (the attribute hands a stream back in its
-//! // own type only as `Pin<Box<dyn Stream>>`).
+//! // A stream step returns genai's stream as the adapter's `ChatStream` (`.into()`; genai's
+//! // own type cannot be built outside genai, so the attribute could not hand the teed
+//! // stream back in it) …
 //! #[graphmind::model_step(codec = graphmind_genai::Genai, skip(client), stream = true)]
 //! async fn step_stream(
+//!     client: &genai::Client,
+//!     req: ChatRequest,
+//! ) -> genai::Result<graphmind_genai::ChatStream> {
+//!     Ok(client.exec_chat_stream("gpt-4o-mini", req, None).await?.stream.into())
+//! }
+//!
+//! // … or boxed.
+//! #[graphmind::model_step(codec = graphmind_genai::Genai, skip(client), stream = true)]
+//! async fn step_boxed(
 //!     client: &genai::Client,
 //!     req: ChatRequest,
 //! ) -> genai::Result<Pin<Box<dyn Stream<Item = genai::Result<ChatStreamEvent>> + Send>>> {
@@ -28,20 +38,21 @@
 //! Call genai's own client inside such a step, not the wrapped [`Client`](crate::Client):
 //! each of its calls is a model step already.
 //!
-//! The codec reads what the wrapped client reads, with one difference: it is stateless
-//! per event, and genai's `ToolCallChunk` carries, depending on the provider, either a
-//! piece of the arguments or all of them so far, so a codec step tees text and reasoning
-//! but no tool-argument deltas (its tool calls are on `node.finished` when the end event
-//! captured them). The wrapped client tees tool arguments per call.
+//! The codec reads what the wrapped client reads: text, reasoning, and each tool call's
+//! arguments in pieces, per call (index, call id, tool name). genai's `ToolCallChunk`
+//! carries, depending on the provider, a piece of the arguments or all of them so far, so
+//! the codec keeps the stream's calls in its [`ChunkState`](graphmind::model::ChunkState)
+//! and tees only what is new.
 
 use std::borrow::Cow;
 
 use genai::chat::{ChatRequest, ChatResponse, ChatStreamEvent};
 use graphmind::model::{
-    ChunkCodec, Delta, DeltaKind, RequestCodec, ResponseCodec, ToolCall, Usage,
+    ChunkCodec, ChunkState, Delta, DeltaKind, RequestCodec, ResponseCodec, ToolCall, Usage,
 };
 
 use crate::output::{from_response, raw_finish, usage_of};
+use crate::tool_chunks::ToolChunks;
 
 /// Reads genai's `ChatRequest`, `ChatResponse` and the stream's `ChatStreamEvent` (also as
 /// `genai::Result<ChatStreamEvent>`, the stream's item).
@@ -83,6 +94,14 @@ impl ChunkCodec<ChatStreamEvent> for Genai {
             _ => {}
         }
     }
+    fn stream_deltas(e: &ChatStreamEvent, state: &mut ChunkState, emit: &mut dyn FnMut(Delta<'_>)) {
+        match e {
+            ChatStreamEvent::ToolCallChunk(t) => state
+                .get_or_default::<ToolChunks>()
+                .chunk(&t.tool_call, emit),
+            _ => <Self as ChunkCodec<ChatStreamEvent>>::call_deltas(e, emit),
+        }
+    }
     fn usage(e: &ChatStreamEvent) -> Option<Usage> {
         match e {
             ChatStreamEvent::End(end) => end.captured_usage.as_ref().and_then(usage_of),
@@ -104,6 +123,15 @@ impl ChunkCodec<genai::Result<ChatStreamEvent>> for Genai {
     fn call_deltas(e: &genai::Result<ChatStreamEvent>, emit: &mut dyn FnMut(Delta<'_>)) {
         if let Ok(e) = e {
             <Self as ChunkCodec<ChatStreamEvent>>::call_deltas(e, emit);
+        }
+    }
+    fn stream_deltas(
+        e: &genai::Result<ChatStreamEvent>,
+        state: &mut ChunkState,
+        emit: &mut dyn FnMut(Delta<'_>),
+    ) {
+        if let Ok(e) = e {
+            <Self as ChunkCodec<ChatStreamEvent>>::stream_deltas(e, state, emit);
         }
     }
     fn usage(e: &genai::Result<ChatStreamEvent>) -> Option<Usage> {

@@ -27,8 +27,9 @@
 //!   a response (refused, and the gate stays held, when it does not deserialize into
 //!   genai's type), continue returns genai's error untouched, abort ends the run. For a
 //!   stream it holds when preparing the request fails (no target, no API key) and when the
-//!   stream fails before its first event (genai reports an HTTP error as the stream's first
-//!   `Err`).
+//!   stream fails (genai reports an HTTP error as the stream's first `Err`). Once the caller
+//!   has read an event of the reply (the connection broke mid-way) the gate offers no
+//!   retry, and an inject is the rest of the reply, streamed after what was read.
 //! - The `after` gate holds a `ChatResponse` before the caller sees it (inject substitutes
 //!   it). Streams have none: the caller reads each event as it arrives.
 //! - Streams are teed: the caller reads genai's events as genai yields them, in the
@@ -59,6 +60,7 @@ mod codec;
 mod output;
 mod step;
 mod stream;
+mod tool_chunks;
 
 pub use client::{Client, Instrument};
 pub use codec::Genai;

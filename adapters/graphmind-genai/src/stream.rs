@@ -7,8 +7,11 @@
 //! A request that fails before its first event (an HTTP error status, a refused
 //! connection: genai reports them as the first `Err` item, after its `Start`) holds the
 //! `error` gate inside the stream: retry opens the stream again, inject streams the
-//! injected events, continue yields genai's error, abort ends the run. An error after the
-//! first event is recorded (`node.error`, status `error`) and passed on as it is.
+//! injected events, continue yields genai's error, abort ends the run. A stream that fails
+//! after its first event (the connection breaks mid-way) holds the same gate, without
+//! retry: the caller has read part of the reply, and a new attempt would answer it again
+//! from its start. Inject there streams the injected events as the rest of the reply,
+//! continue yields genai's error, abort ends the run.
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -21,8 +24,9 @@ use graphmind::node::Node;
 use graphmind::protocol::{Extra, PausePoint, Status};
 
 use crate::guard;
-use crate::output::{Call, StepOut, arguments_text, call_of, raw_finish, usage_of};
+use crate::output::{Call, StepOut, call_of, raw_finish, usage_of};
 use crate::step::{Gate, Step, aborted, error_name, extras, gate};
+use crate::tool_chunks::ToolChunks;
 
 type Boxed = Pin<Box<dyn Stream<Item = genai::Result<ChatStreamEvent>> + Send>>;
 
@@ -48,6 +52,25 @@ impl ChatStream {
     pub(crate) fn bare(inner: genai::chat::ChatStream) -> Self {
         Self {
             inner: Inner::Bare(inner),
+        }
+    }
+}
+
+/// genai's own stream, uninstrumented: what a
+/// `#[graphmind::model_step(codec = graphmind_genai::Genai, stream = true)]` of yours
+/// returns (the attribute tees it and hands it back as a `ChatStream`).
+impl From<genai::chat::ChatStream> for ChatStream {
+    fn from(inner: genai::chat::ChatStream) -> Self {
+        Self::bare(inner)
+    }
+}
+
+/// A `#[graphmind::model_step(stream = true)]` returning `ChatStream` (or
+/// `genai::Result<ChatStream>`) gets the teed stream back in this type.
+impl graphmind::tee::Restream for ChatStream {
+    fn restream(tee: graphmind::tee::Tee<Self>) -> Self {
+        Self {
+            inner: Inner::Observed(Box::pin(tee)),
         }
     }
 }
@@ -158,7 +181,7 @@ impl Flow {
                 Ok(ChatStreamEvent::Start) if self.started => continue,
                 Ok(ChatStreamEvent::Start) => self.started = true,
                 Ok(_) => self.flowing = true,
-                Err(e) if !self.flowing && self.seen.node.is_some() => {
+                Err(e) if self.seen.node.is_some() => {
                     match self.error_gate(e).await {
                         Some(Gate::Retry) => continue,
                         Some(Gate::Inject(())) => continue,
@@ -193,12 +216,17 @@ impl Flow {
         }
     }
 
-    /// The error gate of a request that failed before its first event. `Retry` / `Inject`:
-    /// the source was replaced, read on; `Go`: pass the error on; `Abort`: end the stream.
+    /// The error gate of a failed stream. `Retry` / `Inject`: the source was replaced, read
+    /// on; `Go`: pass the error on; `Abort`: end the stream. Once an event other than `Start`
+    /// reached the caller the gate offers no retry, and an inject is the rest of the reply.
     async fn error_gate(&mut self, e: &genai::Error) -> Option<Gate<()>> {
+        let midway = self.flowing;
         let node = self.seen.node.as_mut()?;
         node.error(&error_name(e), e.to_string());
-        match gate::<Vec<ChatStreamEvent>>(node, PausePoint::Error).await {
+        node.retryable(!midway);
+        let decided = gate::<Vec<ChatStreamEvent>>(node, PausePoint::Error).await;
+        node.retryable(true);
+        match decided {
             Gate::Go => Some(Gate::Go),
             Gate::Retry => {
                 self.seen.attempts += 1;
@@ -233,7 +261,7 @@ struct Seen {
     injected: bool,
     out: StepOut,
     /// Tool calls in the order they first appeared, with the arguments seen so far.
-    calls: Vec<Call>,
+    calls: ToolChunks,
     chunks: u64,
     errors: u64,
     /// Tool calls from the end event's captured content (complete), when genai captured them.
@@ -247,7 +275,7 @@ impl Seen {
             attempts: step.attempts,
             injected,
             out: StepOut::default(),
-            calls: Vec::new(),
+            calls: ToolChunks::default(),
             chunks: 0,
             errors: 0,
             final_calls: None,
@@ -286,53 +314,14 @@ impl Seen {
         }
     }
 
-    /// One `ToolCallChunk`. genai's providers differ: some send each piece of the
-    /// arguments, some the arguments so far (Anthropic, or OpenAI with
-    /// `capture_tool_calls`); OpenAI's later pieces name the call `call_<index>` instead
-    /// of its id. The call is found by id, else by that index; a piece that extends what
-    /// was seen is the arguments so far, and only what is new is teed.
+    /// One `ToolCallChunk`: its new piece of arguments, teed per call (see [`ToolChunks`]).
     fn tool_chunk(&mut self, tc: &genai::chat::ToolCall) {
-        let args = arguments_text(&tc.fn_arguments);
-        let by_index = tc
-            .call_id
-            .strip_prefix("call_")
-            .and_then(|n| n.parse::<usize>().ok())
-            .filter(|n| *n < self.calls.len() && self.calls[*n].id != tc.call_id);
-        let pos = self
-            .calls
-            .iter()
-            .position(|c| c.id == tc.call_id)
-            .or(by_index);
-        let pos = match pos {
-            Some(p) => p,
-            None => {
-                self.calls.push(Call {
-                    id: tc.call_id.clone(),
-                    name: tc.fn_name.clone(),
-                    arguments: String::new(),
-                });
-                self.calls.len() - 1
+        let node = &mut self.node;
+        self.calls.chunk(tc, &mut |d| {
+            if let Some(node) = node.as_mut() {
+                node.delta(&d);
             }
-        };
-        let call = &mut self.calls[pos];
-        if call.name.is_empty() && !tc.fn_name.is_empty() {
-            call.name = tc.fn_name.clone();
-        }
-        let piece = if !call.arguments.is_empty() && args.starts_with(call.arguments.as_str()) {
-            args[call.arguments.len()..].to_owned()
-        } else {
-            args
-        };
-        call.arguments.push_str(&piece);
-        if piece.is_empty() {
-            return;
-        }
-        let (id, name) = (call.id.clone(), call.name.clone());
-        let mut d = Delta::tool_args(pos as u64, &piece).with_call_id(&id);
-        if !name.is_empty() {
-            d = d.with_tool_name(&name);
-        }
-        self.delta(&d);
+        });
     }
 
     fn end_event(&mut self, end: &StreamEnd) {
@@ -361,7 +350,7 @@ impl Seen {
         out.tool_calls = self
             .final_calls
             .take()
-            .unwrap_or_else(|| std::mem::take(&mut self.calls));
+            .unwrap_or_else(|| std::mem::take(&mut self.calls.calls));
         let mut extra: Extra = extras(self.attempts, &out, self.injected).streamed().into();
         extra.insert("chunks".into(), self.chunks.into());
         if dropped {

@@ -12,6 +12,7 @@
 //! | `…-fail-N` | the first N requests answer 500, then `text` |
 //! | `…-always-500` | 500 |
 //! | `…-unresolved-N` | (no request) the client's first N target resolutions fail |
+//! | `…-broken` | stream: the first piece of the text, then the connection breaks |
 #![allow(dead_code)]
 
 use std::collections::HashMap;
@@ -153,6 +154,25 @@ fn sse(body: String) -> Response {
         .expect("response")
 }
 
+/// An SSE stream that sends `head`, then breaks (the body fails after a pause, so that
+/// the head reaches the client first): genai reads the head's events, then an error.
+fn broken(head: String) -> Response {
+    let parts = futures_util::stream::unfold(Some(head), |state| async move {
+        match state {
+            Some(head) => Some((Ok(axum::body::Bytes::from(head)), None)),
+            None => {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                Some((Err(std::io::Error::other("the connection broke")), None))
+            }
+        }
+    });
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(header::CONTENT_TYPE, "text/event-stream")
+        .body(Body::from_stream(parts))
+        .expect("response")
+}
+
 /// The failure a model name asks for on its `nth` request, if any.
 fn failure(model: &str, nth: usize) -> Option<Response> {
     let error = json!({"error": {"message": "The server had an error.", "type": "server_error"}});
@@ -185,6 +205,13 @@ async fn openai(State(state): State<Shared>, body: String) -> Response {
     let (model, nth) = record(&state, "/v1/chat/completions", &body);
     if let Some(r) = failure(&model, nth) {
         return r;
+    }
+    if model.ends_with("-broken") {
+        let first = json!({"id": "chatcmpl-s1", "object": "chat.completion.chunk",
+            "created": 1764547200, "model": format!("{model}-2026"),
+            "choices": [{"index": 0, "delta": {"role": "assistant", "content": PIECES[0]},
+                "logprobs": null, "finish_reason": null}]});
+        return broken(format!("data: {first}\n\n"));
     }
     let tools = model.ends_with("-tools") && !last_is_tool_result(&body, false);
     let usage = json!({"prompt_tokens": 120, "completion_tokens": 9, "total_tokens": 129,
@@ -260,6 +287,22 @@ async fn anthropic(State(state): State<Shared>, body: String) -> Response {
     let (model, nth) = record(&state, "/v1/messages", &body);
     if let Some(r) = failure(&model, nth) {
         return r;
+    }
+    if model.ends_with("-broken") {
+        let events = [
+            json!({"type": "message_start", "message": {"id": "msg_s1", "type": "message",
+                "role": "assistant", "model": format!("{model}-2026"), "content": [],
+                "stop_reason": null, "usage": {"input_tokens": 20, "output_tokens": 1}}}),
+            json!({"type": "content_block_start", "index": 0,
+                "content_block": {"type": "text", "text": ""}}),
+            json!({"type": "content_block_delta", "index": 0,
+                "delta": {"type": "text_delta", "text": PIECES[0]}}),
+        ];
+        let head: String = events
+            .iter()
+            .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap_or("")))
+            .collect();
+        return broken(head);
     }
     let tools = model.ends_with("-tools") && !last_is_tool_result(&body, true);
     let usage = json!({"input_tokens": 20, "output_tokens": 9,
