@@ -5,6 +5,7 @@
 //! loop receives. The hook's `on_dispatch` notes which run's step a completion dispatch
 //! belongs to (by its effect id); the layer finds the step there when the dispatch failed.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use graphmind::node::Node;
@@ -33,18 +34,28 @@ type InFlight = (EffectId, Option<String>, Shared);
 /// layer lets the error pass ungated.
 static IN_FLIGHT: Mutex<Vec<InFlight>> = Mutex::new(Vec::new());
 
+/// Whether any agent of the process was built with the `error` gate's layer: until one is,
+/// nothing reads [`IN_FLIGHT`], and model calls skip it (no lock, no run lookup).
+static LAYERED: AtomicBool = AtomicBool::new(false);
+
 fn in_flight() -> MutexGuard<'static, Vec<InFlight>> {
     IN_FLIGHT.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// The completion dispatch `id` serves the open step of `shared`.
 pub(crate) fn note(id: EffectId, shared: &Shared) {
+    if !LAYERED.load(Ordering::Relaxed) {
+        return;
+    }
     let run = graphmind::current_run_id();
     in_flight().push((id, run, shared.clone()));
 }
 
 /// The dispatch `id` of `shared` is over (answered, or its run settled).
 pub(crate) fn forget(id: EffectId, shared: &Shared) {
+    if !LAYERED.load(Ordering::Relaxed) {
+        return;
+    }
     in_flight().retain(|(i, _, s)| !(*i == id && s.same(shared)));
 }
 
@@ -94,6 +105,7 @@ pub fn gated_model(
 ) -> ErasedHandler {
     let label = label.into();
     let model = model.into();
+    LAYERED.store(true, Ordering::Relaxed);
     ErasedHandler::new(ModelAdapter::new(label, model.clone())).layered(ModelErrorGate { model })
 }
 
