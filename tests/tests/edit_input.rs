@@ -5,8 +5,10 @@
 
 mod macro_support;
 
-use graphmind_tests::{FakeDebugger, Frame};
-use macro_support::{SECOND, finished, pause_id, paused, run_finished, wait_count};
+use graphmind_tests::adapter::resume_with;
+
+use graphmind_tests::FakeDebugger;
+use macro_support::{SECOND, finished, paused, run_finished, wait_count};
 use serde_json::{Value, json};
 
 #[graphmind::tool]
@@ -27,12 +29,6 @@ async fn attached(hub: &FakeDebugger, caps: &[&str], cfg: graphmind::Config) -> 
     let gm = graphmind::Session::new(cfg);
     assert!(gm.ready(2 * SECOND).await, "did not attach");
     gm
-}
-
-fn resume(hub: &FakeDebugger, held: &Frame, payload: Value) {
-    let mut payload = payload;
-    payload["pauseId"] = json!(pause_id(held));
-    assert!(hub.send(&hub.control("exec.resume", held.run_id(), payload)));
 }
 
 const EDIT_CAPS: &[&str] = &["pause-registry", "edit-input"];
@@ -61,7 +57,7 @@ async fn an_accepted_edit_runs_the_body_with_the_edited_arguments_and_the_node_s
         started.payload()["instanceId"],
         "exec.paused names the held execution"
     );
-    resume(
+    resume_with(
         &hub,
         &held,
         json!({"action": "continue", "input": {"q": "b"}, "requestId": "req-1"}),
@@ -134,7 +130,7 @@ async fn each_bad_edit_is_refused_with_its_code_and_the_gate_stays_held_until_a_
     for (i, (payload, _)) in bad.iter().enumerate() {
         let mut payload = payload.clone();
         payload["requestId"] = json!(format!("bad-{i}"));
-        resume(&hub, &held, payload);
+        resume_with(&hub, &held, payload);
     }
     let refused = wait_count(&hub, "exec.refused", bad.len()).await;
     for (i, (frame, (_, code))) in refused.iter().zip(&bad).enumerate() {
@@ -159,7 +155,7 @@ async fn each_bad_edit_is_refused_with_its_code_and_the_gate_stays_held_until_a_
     );
     assert!(hub.frames_of("exec.resumed").is_empty());
 
-    resume(
+    resume_with(
         &hub,
         &held,
         json!({"action": "continue", "input": {"limit": 7}, "requestId": "ok"}),
@@ -186,7 +182,7 @@ async fn without_the_hub_capability_no_edit_is_offered_or_honoured() {
         "{}",
         held.payload()
     );
-    resume(
+    resume_with(
         &hub,
         &held,
         json!({"action": "continue", "input": {"q": "b"}, "requestId": "e"}),
@@ -194,7 +190,7 @@ async fn without_the_hub_capability_no_edit_is_offered_or_honoured() {
     let refused = wait_count(&hub, "exec.refused", 1).await;
     assert_eq!(refused[0].payload()["code"], "disabled");
     assert_eq!(refused[0].payload()["requestId"], "e");
-    resume(&hub, &held, json!({"action": "continue"}));
+    resume_with(&hub, &held, json!({"action": "continue"}));
     assert_eq!(task.await.expect("joined").expect("not aborted"), "a:5");
     run_finished(&hub).await;
     assert!(finished(&hub, "tool:search")[0].get("edited").is_none());
@@ -222,7 +218,7 @@ async fn the_kill_switch_takes_edit_input_off_the_hello_and_refuses_edits() {
     });
     let held = paused(&hub, 1).await;
     assert!(held.payload().get("editable").is_none());
-    resume(
+    resume_with(
         &hub,
         &held,
         json!({"action": "continue", "input": {"q": "b"}}),
@@ -235,7 +231,7 @@ async fn the_kill_switch_takes_edit_input_off_the_hello_and_refuses_edits() {
             .is_some_and(|m| m.contains("GRAPHMIND_DISABLE_EDIT_INPUT")),
         "the refusal names the switch"
     );
-    resume(&hub, &held, json!({"action": "continue"}));
+    resume_with(&hub, &held, json!({"action": "continue"}));
     assert_eq!(task.await.expect("joined").expect("not aborted"), "a:5");
     gm.dispose().await;
 }
@@ -250,14 +246,14 @@ async fn a_tool_whose_arguments_borrow_is_not_editable_and_refuses_an_edit_as_un
     });
     let held = paused(&hub, 1).await;
     assert!(held.payload().get("editable").is_none());
-    resume(
+    resume_with(
         &hub,
         &held,
         json!({"action": "continue", "input": {"q": "b"}}),
     );
     let refused = wait_count(&hub, "exec.refused", 1).await;
     assert_eq!(refused[0].payload()["code"], "unsupported");
-    resume(&hub, &held, json!({"action": "continue"}));
+    resume_with(&hub, &held, json!({"action": "continue"}));
     assert_eq!(task.await.expect("joined").expect("not aborted"), "A");
     gm.dispose().await;
 }
@@ -279,19 +275,19 @@ async fn request_id_is_echoed_on_exec_resumed_for_every_action() {
         }
     });
     let first = paused(&hub, 1).await;
-    resume(
+    resume_with(
         &hub,
         &first,
         json!({"action": "continue", "requestId": "c-1"}),
     );
     let second = paused(&hub, 2).await;
-    resume(
+    resume_with(
         &hub,
         &second,
         json!({"action": "retry", "requestId": "r-1"}),
     );
     let third = paused(&hub, 3).await;
-    resume(
+    resume_with(
         &hub,
         &third,
         json!({"action": "inject", "output": "x", "requestId": "i-1"}),
@@ -353,7 +349,7 @@ async fn retry_with_an_edited_input_at_the_error_gate_reruns_the_tool_with_it() 
     assert_eq!(held.payload()["point"], "error");
     assert_eq!(held.payload()["editable"], true, "{}", held.payload());
     // `continue` with an input at an error gate: refused shape, still held.
-    resume(
+    resume_with(
         &hub,
         &held,
         json!({"action": "continue", "input": {"from": "EUR"}, "requestId": "e-1"}),
@@ -364,14 +360,14 @@ async fn retry_with_an_edited_input_at_the_error_gate_reruns_the_tool_with_it() 
     tokio::time::sleep(SECOND / 10).await;
     assert!(!task.is_finished(), "still held after the refusal");
     // A bad value with retry: refused schema, still held.
-    resume(
+    resume_with(
         &hub,
         &held,
         json!({"action": "retry", "input": {"amount": "lots"}, "requestId": "e-2"}),
     );
     let refused = wait_count(&hub, "exec.refused", 2).await;
     assert_eq!(refused[1].payload()["code"], "schema");
-    resume(
+    resume_with(
         &hub,
         &held,
         json!({"action": "retry", "input": {"from": "EUR"}, "requestId": "e-3"}),
@@ -421,7 +417,7 @@ async fn retry_with_an_edited_input_at_the_after_gate_reruns_the_tool_with_it() 
     let held = paused(&hub, 1).await;
     assert_eq!(held.payload()["point"], "after");
     assert_eq!(held.payload()["editable"], true);
-    resume(
+    resume_with(
         &hub,
         &held,
         json!({"action": "retry", "input": {"limit": 9}, "requestId": "a-1"}),
@@ -430,7 +426,7 @@ async fn retry_with_an_edited_input_at_the_after_gate_reruns_the_tool_with_it() 
     let again = paused(&hub, 2).await;
     assert_eq!(again.payload()["point"], "after");
     assert_eq!(again.payload()["output"], "a:9", "{}", again.payload());
-    resume(&hub, &again, json!({"action": "continue"}));
+    resume_with(&hub, &again, json!({"action": "continue"}));
     let out = task.await.expect("joined").expect("not aborted");
     assert_eq!(out, "a:9");
     run_finished(&hub).await;
@@ -461,14 +457,14 @@ async fn a_tool_that_runs_once_is_not_editable_at_its_error_gate() {
         "{}",
         held.payload()
     );
-    resume(
+    resume_with(
         &hub,
         &held,
         json!({"action": "retry", "input": {"from": "EUR"}, "requestId": "o-1"}),
     );
     let refused = wait_count(&hub, "exec.refused", 1).await;
     assert_eq!(refused[0].payload()["code"], "unsupported");
-    resume(&hub, &held, json!({"action": "continue"}));
+    resume_with(&hub, &held, json!({"action": "continue"}));
     let out = task.await.expect("joined").expect("not aborted");
     assert_eq!(out, Err("unknown currency".to_owned()));
     gm.dispose().await;

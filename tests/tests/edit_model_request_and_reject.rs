@@ -6,13 +6,15 @@
 
 mod macro_support;
 
+use graphmind_tests::adapter::resume_with;
+
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use graphmind::node::{Node, Resume};
 use graphmind::protocol::{NodeKind, PausePoint, Status};
-use graphmind_tests::{FakeDebugger, Frame};
-use macro_support::{SECOND, finished, pause_id, paused, run_finished, wait_count};
+use graphmind_tests::FakeDebugger;
+use macro_support::{SECOND, finished, paused, run_finished, wait_count};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -24,12 +26,6 @@ async fn attached(hub: &FakeDebugger, breakpoints: Vec<Value>) -> graphmind::Ses
     let gm = graphmind::Session::new(hub.config("edit"));
     assert!(gm.ready(2 * SECOND).await, "did not attach");
     gm
-}
-
-fn resume(hub: &FakeDebugger, held: &Frame, payload: Value) {
-    let mut payload = payload;
-    payload["pauseId"] = json!(pause_id(held));
-    assert!(hub.send(&hub.control("exec.resume", held.run_id(), payload)));
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -72,7 +68,7 @@ async fn an_edited_model_request_reaches_the_scripted_model() {
     assert_eq!(held.payload()["nodeId"], "llm:step");
     assert_eq!(held.payload()["editable"], true);
     let edited = json!({"model": "large", "messages": ["hello", "there"]});
-    resume(
+    resume_with(
         &hub,
         &held,
         json!({"action": "continue", "input": {"request": edited}, "requestId": "m-1"}),
@@ -131,7 +127,7 @@ async fn an_adapter_request_made_editable_through_node_returns_the_merged_reques
     });
     let held = paused(&hub, 1).await;
     assert_eq!(held.payload()["editable"], true);
-    resume(
+    resume_with(
         &hub,
         &held,
         json!({"action": "continue", "input": {"model": 7}}),
@@ -143,7 +139,7 @@ async fn an_adapter_request_made_editable_through_node_returns_the_merged_reques
         "{}",
         refused[0].payload()
     );
-    resume(
+    resume_with(
         &hub,
         &held,
         json!({"action": "continue", "input": {"model": "large"}}),
@@ -217,7 +213,7 @@ async fn a_rejected_tool_does_not_run_and_its_caller_gets_the_reason_as_its_err(
             .contains(&json!("reject")),
         "{actions}"
     );
-    resume(
+    resume_with(
         &hub,
         &held,
         json!({"action": "reject", "reason": "wrong recipient", "requestId": "x-1"}),
@@ -261,7 +257,7 @@ async fn a_tool_that_did_not_opt_in_refuses_a_reject_as_unsupported_and_stays_he
             .contains(&json!("reject")),
         "{actions}"
     );
-    resume(
+    resume_with(
         &hub,
         &held,
         json!({"action": "reject", "reason": "no", "requestId": "x-2"}),
@@ -272,7 +268,7 @@ async fn a_tool_that_did_not_opt_in_refuses_a_reject_as_unsupported_and_stays_he
     tokio::time::sleep(SECOND / 10).await;
     assert!(!task.is_finished(), "still held after the refusal");
     assert_eq!(DELETES.load(Ordering::SeqCst), 0);
-    resume(&hub, &held, json!({"action": "continue"}));
+    resume_with(&hub, &held, json!({"action": "continue"}));
     let out = task.await.expect("joined").expect("not aborted");
     assert_eq!(out, Ok("deleted main".to_owned()));
     gm.dispose().await;
@@ -320,7 +316,7 @@ async fn a_rejected_streaming_tool_never_opens_its_stream_and_its_caller_gets_th
             .contains(&json!("reject")),
         "{actions}"
     );
-    resume(
+    resume_with(
         &hub,
         &held,
         json!({"action": "reject", "reason": "not today", "requestId": "x-3"}),
@@ -351,7 +347,7 @@ async fn a_rejected_streaming_tool_never_opens_its_stream_and_its_caller_gets_th
         }
     });
     let held = paused(&hub, 2).await;
-    resume(&hub, &held, json!({"action": "continue"}));
+    resume_with(&hub, &held, json!({"action": "continue"}));
     let out = task.await.expect("joined").expect("not aborted");
     assert_eq!(
         out,
@@ -398,7 +394,7 @@ async fn retry_with_an_edited_request_at_the_error_gate_sends_it_to_the_scripted
     let held = paused(&hub, 1).await;
     assert_eq!(held.payload()["point"], "error");
     assert_eq!(held.payload()["editable"], true, "{}", held.payload());
-    resume(
+    resume_with(
         &hub,
         &held,
         json!({"action": "retry", "input": {"request": {"model": "small", "messages": ["hi"]}},

@@ -59,7 +59,7 @@ async fn the_example_agent_holds_at_its_planted_error_and_survives_abort_and_a_d
     expected.extend(step);
     expected.extend([
         "node.started tool:lookup_order",
-        "node.error tool:lookup_order",
+        "node.error tool:lookup_order ToolError",
         "exec.paused tool:lookup_order error",
         "exec.resumed continue",
         "node.finished tool:lookup_order error",

@@ -65,7 +65,7 @@ async fn a_misfit_inject_at_the_error_gate_is_refused_then_a_fitting_one_recover
             "run.started",
             "node.started agent:r",
             "node.started tool:lookup",
-            "node.error tool:lookup",
+            "node.error tool:lookup String",
             "exec.paused tool:lookup error",
             "exec.refused schema",
             "exec.resumed inject",

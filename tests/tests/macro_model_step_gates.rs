@@ -159,7 +159,7 @@ async fn error_retry_reruns_the_body_in_the_same_node() {
     assert_eq!(
         events(&hub),
         expect(&[
-            "node.error llm:step",
+            "node.error llm:step String",
             "exec.paused llm:step error",
             "exec.resumed retry",
             "node.finished llm:step ok",

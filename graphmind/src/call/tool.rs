@@ -208,7 +208,97 @@ fn result_error<T, E: ToolError>(r: &Result<T, E>) -> Option<ErrorInfo> {
 pub fn tool_result<B, T, E>(
     site: &'static ToolSite,
     input: Input,
+    body: B,
+) -> CallFuture<B::Fut, impl Future<Output = Result<T, E>>>
+where
+    B: Body<Output = Result<T, E>>,
+    T: ToolOutput,
+    E: ToolError,
+{
+    result_call(site, input, body, ResultOptions::PLAIN)
+}
+
+/// [`tool_result`] for a `#[graphmind::tool(reject)]`: at its `before` gate a person may
+/// reject the call with a reason; it then does not run and returns
+/// `Err(E::from(Rejection))`.
+pub fn tool_result_reject<B, T, E>(
+    site: &'static ToolSite,
+    input: Input,
+    body: B,
+) -> CallFuture<B::Fut, impl Future<Output = Result<T, E>>>
+where
+    B: Body<Output = Result<T, E>>,
+    T: ToolOutput,
+    E: ToolError + Rejectable,
+{
+    let options = ResultOptions {
+        reject: Some(|r| Err(E::from(r))),
+        replay_error: None,
+    };
+    result_call(site, input, body, options)
+}
+
+/// [`tool_result`] for a `#[graphmind::tool(replay_errors)]`: a replay answers a call whose
+/// recorded outcome is an error with `Err(E::from(RecordedError))`, without running it.
+pub fn tool_result_replay<B, T, E>(
+    site: &'static ToolSite,
+    input: Input,
+    body: B,
+) -> CallFuture<B::Fut, impl Future<Output = Result<T, E>>>
+where
+    B: Body<Output = Result<T, E>>,
+    T: ToolOutput,
+    E: ToolError + Replayable,
+{
+    let options = ResultOptions {
+        reject: None,
+        replay_error: Some(E::from),
+    };
+    result_call(site, input, body, options)
+}
+
+/// [`tool_result_reject`] and [`tool_result_replay`] at once: `#[graphmind::tool(reject,
+/// replay_errors)]`.
+pub fn tool_result_reject_replay<B, T, E>(
+    site: &'static ToolSite,
+    input: Input,
+    body: B,
+) -> CallFuture<B::Fut, impl Future<Output = Result<T, E>>>
+where
+    B: Body<Output = Result<T, E>>,
+    T: ToolOutput,
+    E: ToolError + Rejectable + Replayable,
+{
+    let options = ResultOptions {
+        reject: Some(|r| Err(E::from(r))),
+        replay_error: Some(E::from),
+    };
+    result_call(site, input, body, options)
+}
+
+/// What a `Result` tool's attribute asked for beyond the plain gates; the public entry
+/// points differ only in these (and in the bounds that make them possible).
+struct ResultOptions<T, E> {
+    /// `reject`: what a rejected call returns.
+    reject: Option<fn(crate::Rejection) -> Result<T, E>>,
+    /// `replay_errors`: the error a replay answers a recorded error with.
+    replay_error: Option<fn(crate::RecordedError) -> E>,
+}
+
+impl<T, E> ResultOptions<T, E> {
+    const PLAIN: Self = Self {
+        reject: None,
+        replay_error: None,
+    };
+}
+
+/// The one body of the four `tool_result*` entry points: a detached call records, an
+/// attached one goes through its gates.
+fn result_call<B, T, E>(
+    site: &'static ToolSite,
+    input: Input,
     mut body: B,
+    options: ResultOptions<T, E>,
 ) -> CallFuture<B::Fut, impl Future<Output = Result<T, E>>>
 where
     B: Body<Output = Result<T, E>>,
@@ -222,128 +312,9 @@ where
             input,
             body,
             finish_tool_result::<T, E>,
-            move |i, b, c, h, r| tool_result_full(site, i, b, c, h, r),
+            move |i, b, c, h, r| tool_result_full(site, i, b, c, h, r, options),
         ),
     }
-}
-
-/// [`tool_result`] for a `#[graphmind::tool(reject)]`: at its `before` gate a person may
-/// reject the call with a reason; it then does not run and returns
-/// `Err(E::from(Rejection))`.
-pub fn tool_result_reject<B, T, E>(
-    site: &'static ToolSite,
-    input: Input,
-    mut body: B,
-) -> CallFuture<B::Fut, impl Future<Output = Result<T, E>>>
-where
-    B: Body<Output = Result<T, E>>,
-    T: ToolOutput,
-    E: ToolError + Rejectable,
-{
-    match input.0 {
-        None => CallFuture::direct(&mut body),
-        Some(input) => recorded(
-            site,
-            input,
-            body,
-            finish_tool_result::<T, E>,
-            move |i, b, c, h, r| tool_result_reject_full(site, i, b, c, h, r),
-        ),
-    }
-}
-
-async fn tool_result_reject_full<B, T, E>(
-    site: &'static ToolSite,
-    input: Payload,
-    body: B,
-    call: Call,
-    host: Arc<dyn Host>,
-    run_id: crate::ids::RunId,
-) -> Result<T, E>
-where
-    B: Body<Output = Result<T, E>>,
-    T: ToolOutput,
-    E: ToolError + Rejectable,
-{
-    let node = start_tool(call.parent(), host, run_id, site, input, B::EDIT);
-    let mut policy = result_policy::<T, E>();
-    policy.reject = Some(|r| Err(E::from(r)));
-    gated(&call, node, body, &policy, false).await.0
-}
-
-/// [`tool_result`] for a `#[graphmind::tool(replay_errors)]`: a replay answers a call whose
-/// recorded outcome is an error with `Err(E::from(RecordedError))`, without running it.
-pub fn tool_result_replay<B, T, E>(
-    site: &'static ToolSite,
-    input: Input,
-    mut body: B,
-) -> CallFuture<B::Fut, impl Future<Output = Result<T, E>>>
-where
-    B: Body<Output = Result<T, E>>,
-    T: ToolOutput,
-    E: ToolError + Replayable,
-{
-    match input.0 {
-        None => CallFuture::direct(&mut body),
-        Some(input) => recorded(
-            site,
-            input,
-            body,
-            finish_tool_result::<T, E>,
-            move |i, b, c, h, r| tool_result_replay_full(site, i, b, c, h, r, None),
-        ),
-    }
-}
-
-/// [`tool_result_reject`] and [`tool_result_replay`] at once: `#[graphmind::tool(reject,
-/// replay_errors)]`.
-pub fn tool_result_reject_replay<B, T, E>(
-    site: &'static ToolSite,
-    input: Input,
-    mut body: B,
-) -> CallFuture<B::Fut, impl Future<Output = Result<T, E>>>
-where
-    B: Body<Output = Result<T, E>>,
-    T: ToolOutput,
-    E: ToolError + Rejectable + Replayable,
-{
-    match input.0 {
-        None => CallFuture::direct(&mut body),
-        Some(input) => recorded(
-            site,
-            input,
-            body,
-            finish_tool_result::<T, E>,
-            move |i, b, c, h, r| {
-                tool_result_replay_full(site, i, b, c, h, r, Some(|r| Err(E::from(r))))
-            },
-        ),
-    }
-}
-
-/// The policy of a `replay_errors` tool: a recorded error is served as `Err`; the rest as
-/// [`tool_result`] (with reject support when `reject` and `E` has it).
-async fn tool_result_replay_full<B, T, E>(
-    site: &'static ToolSite,
-    input: Payload,
-    body: B,
-    call: Call,
-    host: Arc<dyn Host>,
-    run_id: crate::ids::RunId,
-    reject: Option<fn(crate::Rejection) -> Result<T, E>>,
-) -> Result<T, E>
-where
-    B: Body<Output = Result<T, E>>,
-    T: ToolOutput,
-    E: ToolError + Replayable,
-{
-    let mut node = start_tool(call.parent(), host, run_id, site, input, B::EDIT);
-    if let Some(recorded) = super::replayed::served_error(&mut node) {
-        return Err(E::from(recorded));
-    }
-    let mut policy = result_policy::<T, E>();
-    policy.reject = reject;
-    gated(&call, node, body, &policy, false).await.0
 }
 
 fn result_policy<T: ToolOutput, E: ToolError>() -> Policy<Result<T, E>> {
@@ -360,6 +331,8 @@ fn result_policy<T: ToolOutput, E: ToolError>() -> Policy<Result<T, E>> {
     }
 }
 
+/// A gated `Result` tool call: a replay serves a recorded error when the tool opted in;
+/// the rest as [`tool_result`] (with reject support when the tool opted in).
 async fn tool_result_full<B, T, E>(
     site: &'static ToolSite,
     input: Payload,
@@ -367,14 +340,21 @@ async fn tool_result_full<B, T, E>(
     call: Call,
     host: Arc<dyn Host>,
     run_id: crate::ids::RunId,
+    options: ResultOptions<T, E>,
 ) -> Result<T, E>
 where
     B: Body<Output = Result<T, E>>,
     T: ToolOutput,
     E: ToolError,
 {
-    let node = start_tool(call.parent(), host, run_id, site, input, B::EDIT);
-    let policy = result_policy::<T, E>();
+    let mut node = start_tool(call.parent(), host, run_id, site, input, B::EDIT);
+    if let Some(replay_error) = options.replay_error
+        && let Some(recorded) = super::replayed::served_error(&mut node)
+    {
+        return Err(replay_error(recorded));
+    }
+    let mut policy = result_policy::<T, E>();
+    policy.reject = options.reject;
     gated(&call, node, body, &policy, false).await.0
 }
 

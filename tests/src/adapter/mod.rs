@@ -73,6 +73,17 @@ pub async fn resume_at(hub: &FakeDebugger, n: usize, action: &str) -> Frame {
     p
 }
 
+/// Answers the pause of `held` with `payload` (an `exec.resume` body without its `pauseId`,
+/// e.g. `{"action": "continue", "input": {…}}`, which this fills in). Panics if the answer
+/// could not be sent.
+pub fn resume_with(hub: &FakeDebugger, held: &Frame, mut payload: Value) {
+    payload["pauseId"] = Value::String(pause_id(held));
+    assert!(
+        hub.send(&hub.control("exec.resume", held.run_id(), payload)),
+        "sent exec.resume"
+    );
+}
+
 /// Waits for the `n`-th pause and continues it; returns the pause's frame.
 pub async fn continue_at(hub: &FakeDebugger, n: usize) -> Frame {
     resume_at(hub, n, "continue").await
@@ -140,6 +151,7 @@ pub fn line(frame: &Frame) -> String {
             s("nodeId"),
             p["error"]["name"].as_str().unwrap_or("-")
         ),
+        "node.token" => format!("node.token {}", s("nodeId")),
         "exec.paused" => format!("exec.paused {} {}", s("nodeId"), s("point")),
         "exec.resumed" => format!("exec.resumed {}", s("action")),
         "exec.refused" => format!("exec.refused {}", s("code")),
