@@ -5,6 +5,10 @@
 //!
 //! The example binary `support_agent` is a thin `main` around it; `graphmind demo` can embed
 //! the same agent.
+//!
+//! With feature `openai`, `trip_agent` is a two-tool agent over async-openai (through
+//! graphmind-openai) against the local mock OpenAI server; the example binary `openai_agent`
+//! and `graphmind demo --agent openai` run it.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -14,6 +18,9 @@ use std::time::Duration;
 use futures_util::{Stream, StreamExt, stream};
 use graphmind::protocol::DeltaKind;
 use serde::{Deserialize, Serialize};
+
+#[cfg(feature = "openai")]
+pub mod trip_agent;
 
 /// How many times each body really ran (a replay answers calls without running them).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -7,12 +7,10 @@
 use std::time::Duration;
 
 use async_openai::types::responses::{CreateResponse, Response};
-use axum::Json;
-use axum::Router;
-use axum::routing::post;
 use graphmind_openai::Instrument;
+use graphmind_openai_mock::{Mock, fixture_json as fixture};
 use graphmind_tests::{FakeDebugger, Frame};
-use serde_json::{Value, json};
+use serde_json::json;
 
 const SECOND: Duration = Duration::from_secs(1);
 
@@ -39,33 +37,6 @@ const CASES: [(&str, &str, &str, &str); 4] = [
     ("mcp", "responses_mcp.json", "mcp", "mcp_0001"),
 ];
 
-fn fixture(name: &str) -> Value {
-    let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
-}
-
-/// A server on 127.0.0.1 answering `POST /v1/responses` with the fixture of the request's model.
-async fn server() -> String {
-    async fn respond(Json(body): Json<Value>) -> Json<Value> {
-        let model = body["model"].as_str().unwrap_or_default();
-        let file = CASES
-            .iter()
-            .find(|c| c.0 == model)
-            .map_or("responses_text.json", |c| c.1);
-        Json(fixture(file))
-    }
-    let app = Router::new().route("/v1/responses", post(respond));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let port = listener.local_addr().expect("addr").port();
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
-    format!("http://127.0.0.1:{port}/v1")
-}
-
 fn of<'a>(frames: &'a [Frame], kind: &str, node: &str) -> Vec<&'a Frame> {
     frames
         .iter()
@@ -75,18 +46,13 @@ fn of<'a>(frames: &'a [Frame], kind: &str, node: &str) -> Vec<&'a Frame> {
 
 #[tokio::test]
 async fn each_built_in_tool_is_an_observe_only_node_named_by_its_item_id() {
-    let base = server().await;
+    let mock = Mock::start().await;
     let hub = FakeDebugger::start().await;
     // A breakpoint on every tool: built-in tools are never gated all the same.
     hub.set_breakpoints(vec![json!({"kind": "tool"})]);
     let gm = graphmind::Session::new(hub.config("openai-builtin-tools"));
     assert!(gm.ready(5 * SECOND).await, "did not attach");
-    let client = async_openai::Client::with_config(
-        async_openai::config::OpenAIConfig::new()
-            .with_api_base(&base)
-            .with_api_key("sk-mock"),
-    )
-    .graphmind();
+    let client = mock.client().graphmind();
     let answers: Vec<Response> = gm
         .run("built-in tools", async {
             let mut out = Vec::new();
