@@ -82,6 +82,10 @@ cargo test -p graphmind-compiled-out
 step "demo, as the README runs it"
 cargo run -q -p graphmind-cli -- demo --auto --no-open --port 0
 
+step "demo --agent openai (feature demo-openai: async-openai against the mock OpenAI server)"
+# Off by default (it links async-openai and its HTTP client into the CLI); built here alone.
+cargo test -p graphmind-cli --features demo-openai --test demo_openai
+
 step "viewer in headless Chromium"
 bash tests/browser/run.sh
 

@@ -6,6 +6,10 @@
 //! the run holds on the error gate until someone injects a fix, retries or continues from the
 //! viewer. `--auto` plays that part through the HTTP control API and exits 0 once the run
 //! finished ok, so CI runs the demo too.
+//!
+//! `--agent openai` (feature `demo-openai`) runs the async-openai travel agent of
+//! `graphmind_examples::trip_agent` instead, through graphmind-openai against the local mock
+//! OpenAI server: two model steps and two parallel tool calls (see [`crate::demo_openai`]).
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -22,9 +26,9 @@ use crate::serve::{self, AllowControl, ServeArgs};
 use crate::signals::StopSignals;
 use graphmind_hub::now_ms;
 
-/// The demo agent's app name, as its runs show in the viewer.
+/// The support agent's app name, as its runs show in the viewer.
 const APP: &str = "support-agent";
-/// The demo run's name.
+/// The support agent's run name.
 const RUN: &str = "handle-ticket";
 /// The node the planted bad input fails in.
 const FAILING_NODE: &str = "tool:lookup_order";
@@ -42,7 +46,40 @@ pub struct DemoArgs {
     /// Seconds `--auto` waits for the run to finish.
     #[arg(long, default_value_t = 60, value_name = "SECONDS")]
     pub timeout: u64,
+    /// The agent to run: the scripted support agent, or the async-openai travel agent
+    /// against a local mock OpenAI server (needs the CLI's feature `demo-openai`).
+    #[arg(long, value_enum, default_value_t = Agent::Support)]
+    pub agent: Agent,
 }
+
+/// The agents `graphmind demo` can run.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Agent {
+    /// The support agent of `examples/` (a scripted model), with a planted error.
+    Support,
+    /// The async-openai travel agent (graphmind-openai) against the mock OpenAI server.
+    Openai,
+}
+
+impl Agent {
+    /// The app name its runs carry.
+    fn app(self) -> &'static str {
+        match self {
+            Agent::Support => APP,
+            Agent::Openai => crate::demo_openai::APP,
+        }
+    }
+
+    /// Its run's name.
+    fn run(self) -> &'static str {
+        match self {
+            Agent::Support => RUN,
+            Agent::Openai => crate::demo_openai::RUN,
+        }
+    }
+}
+
+use crate::demo_openai::Outcome;
 
 /// The value `--auto` injects at the failed lookup: the order the ticket is about.
 fn fix() -> Value {
@@ -95,6 +132,14 @@ macro_rules! say {
 }
 
 async fn run(args: DemoArgs) -> ExitCode {
+    if let Err(e) = crate::demo_openai::available().or_else(|e| match args.agent {
+        Agent::Openai => Err(e),
+        Agent::Support => Ok(()),
+    }) {
+        eprintln!("graphmind demo: {e}");
+        return ExitCode::from(2);
+    }
+    let agent_kind = args.agent;
     // Listen before the hub exists: SIGTERM or SIGHUP at any moment must stop the demo as
     // cleanly as Ctrl-C does (its hub's run file removed), never by the default action.
     let mut stop = StopSignals::install();
@@ -163,24 +208,45 @@ async fn run(args: DemoArgs) -> ExitCode {
     };
 
     let started_ms = now_ms();
-    let gm =
-        graphmind::init(graphmind::Config::new(APP).url(format!("ws://127.0.0.1:{port}/ingest")));
+    let gm = graphmind::init(
+        graphmind::Config::new(agent_kind.app()).url(format!("ws://127.0.0.1:{port}/ingest")),
+    );
     if !gm.ready(Duration::from_secs(2)).await {
         eprintln!("graphmind demo: the agent could not attach to the hub on port {port}");
     }
-    say!(json_out, "ticket: {}", graphmind_examples::TICKET);
-    if !args.auto {
-        say!(
-            json_out,
-            "graphmind demo: the agent misreads the order id, so {FAILING_NODE} fails and holds \
-             on its error gate: inject the order it should have found (e.g. {}) from the \
-             viewer (Retry runs the same bad input again; Continue lets the model correct itself)",
-            fix()
-        );
-    }
-    let agent = tokio::spawn(graphmind::run!(RUN, async {
-        graphmind_examples::support_agent(graphmind_examples::TICKET).await
-    }));
+    let agent: tokio::task::JoinHandle<Outcome> = match agent_kind {
+        Agent::Support => {
+            say!(json_out, "ticket: {}", graphmind_examples::TICKET);
+            if !args.auto {
+                say!(
+                    json_out,
+                    "graphmind demo: the agent misreads the order id, so {FAILING_NODE} fails \
+                     and holds on its error gate: inject the order it should have found (e.g. \
+                     {}) from the viewer (Retry runs the same bad input again; Continue lets \
+                     the model correct itself)",
+                    fix()
+                );
+            }
+            tokio::spawn(async {
+                graphmind::run!(RUN, async {
+                    graphmind_examples::support_agent(graphmind_examples::TICKET).await
+                })
+                .await
+                .map(|r| r.map_err(|e| e.to_string()))
+            })
+        }
+        Agent::Openai => match crate::demo_openai::spawn(json_out).await {
+            Ok(task) => task,
+            Err(e) => {
+                eprintln!("graphmind demo: {e}");
+                gm.dispose().await;
+                if let DemoHub::Own(running) = hub {
+                    running.shutdown().await;
+                }
+                return ExitCode::from(1);
+            }
+        },
+    };
 
     let mut failure = None;
     let mut agent = agent;
@@ -188,7 +254,8 @@ async fn run(args: DemoArgs) -> ExitCode {
         outcome = async {
             if let Some(token) = token {
                 let deadline = Instant::now() + Duration::from_secs(args.timeout);
-                if let Err(e) = drive(port, &token, &agent, started_ms, deadline, json_out).await {
+                let at = Demo { agent: agent_kind, port, started_ms };
+                if let Err(e) = drive(&at, &token, &agent, deadline, json_out).await {
                     failure = Some(e);
                     agent.abort();
                 }
@@ -220,10 +287,16 @@ async fn run(args: DemoArgs) -> ExitCode {
     }
     gm.dispose().await;
 
-    let status = run_status(port, started_ms).await;
+    let at = Demo {
+        agent: agent_kind,
+        port,
+        started_ms,
+    };
+    let status = run_status(&at).await;
     say!(
         json_out,
-        "graphmind demo: run {RUN} finished {}",
+        "graphmind demo: run {} finished {}",
+        agent_kind.run(),
         status.as_deref().unwrap_or("(not found on the hub)")
     );
     let code = if args.auto {
@@ -251,16 +324,24 @@ async fn run(args: DemoArgs) -> ExitCode {
     code
 }
 
+/// Which demo run, on which hub.
+struct Demo {
+    agent: Agent,
+    port: u16,
+    /// When the demo started its agent (ms since the epoch).
+    started_ms: u64,
+}
+
 /// Plays the user's part until the agent finishes: the held error of the planted bad input
 /// gets the fix injected; any other gate of the demo run is continued.
 async fn drive(
-    port: u16,
+    at: &Demo,
     token: &str,
     agent: &tokio::task::JoinHandle<impl Sized>,
-    started_ms: u64,
     deadline: Instant,
     json_out: bool,
 ) -> Result<(), String> {
+    let port = at.port;
     let mut handled = std::collections::HashSet::new();
     while !agent.is_finished() {
         if Instant::now() > deadline {
@@ -277,9 +358,7 @@ async fn drive(
         let list = serde_json::from_value::<PausesList>(pauses.1)
             .map_err(|e| format!("--auto: the hub's pauses list does not decode: {e}"))?;
         for p in list.pauses {
-            if handled.contains(&p.pause_id)
-                || !is_demo_run(port, token, &p.run_id, started_ms).await
-            {
+            if handled.contains(&p.pause_id) || !is_demo_run(at, token, &p.run_id).await {
                 continue;
             }
             let (node, point) = (p.node_id.as_str(), p.point);
@@ -334,7 +413,8 @@ async fn drive(
 }
 
 /// The run's status on the hub (the newest demo run started since `started_ms`).
-async fn run_status(port: u16, started_ms: u64) -> Option<String> {
+async fn run_status(at: &Demo) -> Option<String> {
+    let port = at.port;
     // the hub writes in batches; give the final events a moment to land
     let until = Instant::now() + Duration::from_secs(3);
     let token = read_token(port);
@@ -343,7 +423,7 @@ async fn run_status(port: u16, started_ms: u64) -> Option<String> {
             let found = serde_json::from_value::<RunsList>(v).ok().and_then(|list| {
                 list.runs
                     .iter()
-                    .find(|r| is_demo_summary(r, started_ms))
+                    .find(|r| is_demo_summary(at.agent, r, at.started_ms))
                     .map(|r| r.status.as_str().to_owned())
             });
             if let Some(s) = found.as_deref()
@@ -359,18 +439,17 @@ async fn run_status(port: u16, started_ms: u64) -> Option<String> {
     }
 }
 
-fn is_demo_summary(r: &RunSummary, started_ms: u64) -> bool {
-    r.app.as_deref() == Some(APP)
-        && r.name.as_deref() == Some(RUN)
+fn is_demo_summary(agent: Agent, r: &RunSummary, started_ms: u64) -> bool {
+    r.app.as_deref() == Some(agent.app())
+        && r.name.as_deref() == Some(agent.run())
         && r.started_at + 1_000 >= started_ms
 }
 
-async fn is_demo_run(port: u16, token: &str, run_id: &str, started_ms: u64) -> bool {
+async fn is_demo_run(at: &Demo, token: &str, run_id: &str) -> bool {
     let path = format!("/api/runs/{run_id}");
-    match blocking(port, "GET", &path, Some(token.to_owned()), None).await {
-        Ok((200, r)) => {
-            serde_json::from_value::<RunSummary>(r).is_ok_and(|r| is_demo_summary(&r, started_ms))
-        }
+    match blocking(at.port, "GET", &path, Some(token.to_owned()), None).await {
+        Ok((200, r)) => serde_json::from_value::<RunSummary>(r)
+            .is_ok_and(|r| is_demo_summary(at.agent, &r, at.started_ms)),
         _ => false,
     }
 }
@@ -472,8 +551,10 @@ mod tests {
             }))
             .expect("a run summary")
         };
-        assert!(is_demo_summary(&summary(APP), 10_500));
-        assert!(!is_demo_summary(&summary(APP), 20_000));
-        assert!(!is_demo_summary(&summary("other"), 10_000));
+        let support = Agent::Support;
+        assert!(is_demo_summary(support, &summary(APP), 10_500));
+        assert!(!is_demo_summary(support, &summary(APP), 20_000));
+        assert!(!is_demo_summary(support, &summary("other"), 10_000));
+        assert!(!is_demo_summary(Agent::Openai, &summary(APP), 10_500));
     }
 }

@@ -5,6 +5,8 @@ mod browser;
 mod control;
 #[cfg(feature = "demo")]
 mod demo;
+#[cfg(feature = "demo")]
+mod demo_openai;
 mod export;
 mod hub_http;
 mod paths;
