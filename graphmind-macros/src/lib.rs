@@ -96,7 +96,10 @@ pub fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
 ///   another crate's types (an SDK's, which cannot implement graphmind's traits: the orphan
 ///   rule); without it, through the types' own `StepResponse` / `StepChunk` / `StepRequest`
 ///   impls (`graphmind::model::Native`). A codec that reads the text records the output in
-///   GraphMind 0.6's shape `{text, finishReason, rawFinishReason, toolCalls, response}`.
+///   GraphMind 0.6's shape `{text, finishReason, rawFinishReason, toolCalls, response}`. A
+///   codec's `RequestCodec` may name the request's `api` (recorded on `node.finished`) and
+///   have the request recorded as the whole input (`RequestCodec::bare_input`, when it is
+///   the one argument recorded), as an adapter's wrapped client records the same request.
 /// - Streaming returns are teed: every item reaches the caller unchanged and when it would
 ///   have; deltas (`graphmind::model::StepChunk`) are batched into `node.token` every 34 ms,
 ///   and `node.finished` carries usage and finish reason, also when the stream is dropped.

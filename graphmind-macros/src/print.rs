@@ -93,8 +93,8 @@ fn capture(plan: &Plan) -> TokenStream {
             quote!(#check let __graphmind_input = #p::capture(#build);)
         }
         Kind::ModelStep => {
-            let group = grouping(plan);
-            quote!(let __graphmind_input = #p::capture_step(#build, || #group);)
+            let (group, shape) = (grouping(plan), request_shape(plan));
+            quote!(let __graphmind_input = #p::capture_step(#build, || #group, || #shape);)
         }
     }
 }
@@ -108,6 +108,22 @@ fn grouping(plan: &Plan) -> TokenStream {
             (&&#p::Req::<#codec, _>::new(&#ident)).gm_group()
         }),
         Grouping::Auto => quote!(#p::Grouping::Auto),
+    }
+}
+
+/// What the codec says of the request (the first recorded argument): its `api`, and
+/// whether it is recorded as the whole input.
+fn request_shape(plan: &Plan) -> TokenStream {
+    let (p, codec) = (private(), codec(plan));
+    match plan.captured.first() {
+        Some(request) => {
+            let ident = &request.ident;
+            quote!({
+                use #p::{ViaAuto as _, ViaStepRequest as _};
+                (&&#p::Req::<#codec, _>::new(&#ident)).gm_shape()
+            })
+        }
+        None => quote!(#p::RequestShape::default()),
     }
 }
 

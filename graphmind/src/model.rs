@@ -671,6 +671,20 @@ pub trait RequestCodec<Q: ?Sized> {
         let _ = request;
         None
     }
+    /// The API the request is made to, recorded as the step's `api` on `node.finished`
+    /// (`chat.completions`, `responses`, …), as an adapter's wrapped client records it, so
+    /// that a `#[graphmind::model_step(codec = …)]` over the same request records the same
+    /// frames. `None` by default: no `api`.
+    fn api() -> Option<&'static str> {
+        None
+    }
+    /// Whether the step records the request itself as its input, as a wrapped client does,
+    /// rather than the step's arguments (`{req: request}`). It applies when the request is
+    /// the one argument the input records (`skip(…)` the others: a client, a key); an edit
+    /// at the step's `before` gate then names the request's fields. `false` by default.
+    fn bare_input() -> bool {
+        false
+    }
     /// The step's invocation: [`Grouping::After`] the previous response when there is one,
     /// else [`Grouping::Messages`] when the first message is known, else [`Grouping::Auto`].
     fn grouping(request: &Q) -> Grouping {

@@ -248,6 +248,7 @@ impl Node {
             self.run.edit = Some(Box::new(crate::call::node_run::EditState {
                 live,
                 before: self.run.edit.take().and_then(|s| s.before),
+                bare: None,
             }));
             self.edit = Some(crate::edit::whole::<T>);
         }

@@ -13,7 +13,8 @@ pub use serde_json::Value;
 pub use crate::call::expansion::{
     Arg, ArgCheck, ArgChecks, Body, CallFuture, CallId, Ed, EditArgs, EditOnce, EditRepeat, Fields,
     Input, ItemDecode, ItemDecoder, Once, Rejectable, Repeat, Replayable, Req, Restream, RetryArg,
-    StepInput, StepOutput, StreamItem, ToolError, ToolOutput, ViaAuto, ViaDecode, ViaEdit,
+    RequestShape, StepInput, StepOutput, StreamItem, ToolError, ToolOutput, ViaAuto, ViaDecode,
+    ViaEdit,
     ViaNoDecode, ViaNoEdit, ViaStepRequest, arg, arg_checks, assert_call_id, capture, capture_step,
     object, restream, restream_result, retry_clone,
 };

@@ -43,12 +43,15 @@ use async_openai::types::chat::{
 };
 use async_openai::types::responses::{CreateResponse, Response, ResponseStreamEvent};
 use graphmind::model::{
-    ChunkCodec, Delta, DeltaKind, RequestCodec, ResponseCodec, ToolCall, Usage,
+    ChunkCodec, ChunkState, Delta, DeltaKind, RequestCodec, ResponseCodec, ToolCall, Usage,
 };
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::output::{StepOut, chat_usage, event_delta, from_chat, from_response, is_unknown_event};
+use crate::finish::Api;
+use crate::output::{
+    StepOut, StreamedCalls, chat_usage, event_delta, from_chat, from_response, is_unknown_event,
+};
 
 /// Reads the Chat Completions types: `CreateChatCompletionRequest`,
 /// `CreateChatCompletionResponse` and the stream's `CreateChatCompletionStreamResponse`
@@ -148,9 +151,27 @@ fn chat_deltas(v: &Value, emit: &mut dyn FnMut(Delta<'_>)) {
     }
 }
 
+/// Reads a chunk through `read` with the stream's tool calls kept in `state`: each
+/// tool-argument piece names the id and tool its call was first named with (a chat call's
+/// first piece, a Responses `output_item.added` event), as the wrapped client's pieces do.
+fn named(
+    state: &mut ChunkState,
+    read: impl FnOnce(&mut dyn FnMut(Delta<'_>)),
+    emit: &mut dyn FnMut(Delta<'_>),
+) {
+    let calls: &mut StreamedCalls = state.get_or_default();
+    read(&mut |d| match (d.kind, d.index) {
+        (DeltaKind::ToolArgs, Some(i)) => emit(calls.piece(i, d.call_id, d.tool_name, d.text, false)),
+        _ => emit(d),
+    });
+}
+
 impl ChunkCodec<CreateChatCompletionStreamResponse> for Chat {
     fn call_deltas(c: &CreateChatCompletionStreamResponse, emit: &mut dyn FnMut(Delta<'_>)) {
         chat_deltas(&json(c), emit);
+    }
+    fn stream_deltas(c: &CreateChatCompletionStreamResponse, state: &mut ChunkState, emit: &mut dyn FnMut(Delta<'_>)) {
+        named(state, |e| <Self as ChunkCodec<CreateChatCompletionStreamResponse>>::call_deltas(c, e), emit);
     }
     fn usage(c: &CreateChatCompletionStreamResponse) -> Option<Usage> {
         json(c).get("usage").and_then(chat_usage)
@@ -179,6 +200,9 @@ impl ChunkCodec<Result<CreateChatCompletionStreamResponse, OpenAIError>> for Cha
         if let Ok(c) = c {
             <Self as ChunkCodec<CreateChatCompletionStreamResponse>>::call_deltas(c, emit);
         }
+    }
+    fn stream_deltas(c: &Result<CreateChatCompletionStreamResponse, OpenAIError>, state: &mut ChunkState, emit: &mut dyn FnMut(Delta<'_>)) {
+        named(state, |e| <Self as ChunkCodec<Result<CreateChatCompletionStreamResponse, OpenAIError>>>::call_deltas(c, e), emit);
     }
     fn usage(c: &Result<CreateChatCompletionStreamResponse, OpenAIError>) -> Option<Usage> {
         c.as_ref()
@@ -210,6 +234,9 @@ impl ChunkCodec<Value> for Chat {
     fn call_deltas(c: &Value, emit: &mut dyn FnMut(Delta<'_>)) {
         chat_deltas(c, emit);
     }
+    fn stream_deltas(c: &Value, state: &mut ChunkState, emit: &mut dyn FnMut(Delta<'_>)) {
+        named(state, |e| <Self as ChunkCodec<Value>>::call_deltas(c, e), emit);
+    }
     fn usage(c: &Value) -> Option<Usage> {
         c.get("usage").and_then(chat_usage)
     }
@@ -232,6 +259,9 @@ impl ChunkCodec<Result<Value, OpenAIError>> for Chat {
             chat_deltas(c, emit);
         }
     }
+    fn stream_deltas(c: &Result<Value, OpenAIError>, state: &mut ChunkState, emit: &mut dyn FnMut(Delta<'_>)) {
+        named(state, |e| <Self as ChunkCodec<Result<Value, OpenAIError>>>::call_deltas(c, e), emit);
+    }
     fn usage(c: &Result<Value, OpenAIError>) -> Option<Usage> {
         c.as_ref().ok().and_then(<Self as ChunkCodec<Value>>::usage)
     }
@@ -252,6 +282,12 @@ impl ChunkCodec<Result<Value, OpenAIError>> for Chat {
 }
 
 impl RequestCodec<CreateChatCompletionRequest> for Chat {
+    fn api() -> Option<&'static str> {
+        Some(Api::Chat.name())
+    }
+    fn bare_input() -> bool {
+        true
+    }
     fn first_message(q: &CreateChatCompletionRequest) -> Option<Cow<'_, str>> {
         q.messages.first().map(|m| Cow::Owned(json(m).to_string()))
     }
@@ -262,6 +298,12 @@ impl RequestCodec<CreateChatCompletionRequest> for Chat {
 
 /// A chat request as raw JSON (a `byot` call's): grouped by its `messages` as the typed one.
 impl RequestCodec<Value> for Chat {
+    fn api() -> Option<&'static str> {
+        Some(Api::Chat.name())
+    }
+    fn bare_input() -> bool {
+        true
+    }
     fn first_message(q: &Value) -> Option<Cow<'_, str>> {
         q.pointer("/messages/0").map(|m| Cow::Owned(m.to_string()))
     }
@@ -318,6 +360,9 @@ impl ChunkCodec<ResponseStreamEvent> for Responses {
             emit(d);
         }
     }
+    fn stream_deltas(c: &ResponseStreamEvent, state: &mut ChunkState, emit: &mut dyn FnMut(Delta<'_>)) {
+        named(state, |e| <Self as ChunkCodec<ResponseStreamEvent>>::call_deltas(c, e), emit);
+    }
     fn usage(e: &ResponseStreamEvent) -> Option<Usage> {
         let v = json(e);
         from_response(v.get("response")?).usage
@@ -368,6 +413,9 @@ impl ChunkCodec<Result<ResponseStreamEvent, OpenAIError>> for Responses {
             <Self as ChunkCodec<ResponseStreamEvent>>::call_deltas(c, emit);
         }
     }
+    fn stream_deltas(c: &Result<ResponseStreamEvent, OpenAIError>, state: &mut ChunkState, emit: &mut dyn FnMut(Delta<'_>)) {
+        named(state, |e| <Self as ChunkCodec<Result<ResponseStreamEvent, OpenAIError>>>::call_deltas(c, e), emit);
+    }
     fn usage(c: &Result<ResponseStreamEvent, OpenAIError>) -> Option<Usage> {
         c.as_ref()
             .ok()
@@ -396,6 +444,12 @@ impl ChunkCodec<Result<ResponseStreamEvent, OpenAIError>> for Responses {
 }
 
 impl RequestCodec<CreateResponse> for Responses {
+    fn api() -> Option<&'static str> {
+        Some(Api::Responses.name())
+    }
+    fn bare_input() -> bool {
+        true
+    }
     fn previous_response_id(q: &CreateResponse) -> Option<Cow<'_, str>> {
         q.previous_response_id.as_deref().map(Cow::Borrowed)
     }

@@ -43,7 +43,7 @@ impl Api {
 }
 
 /// Finishes `llm:step` with `out` (output, the whole `response` when there is one, usage,
-/// model, response id; graphmind remembers the response id, so that a request naming it
+/// the provider's finish reason, model, response id; graphmind remembers the response id, so that a request naming it
 /// as its `previous_response_id` continues the invocation).
 pub(crate) fn finish_out(
     node: Node,
@@ -63,6 +63,11 @@ pub(crate) fn finish_out(
         extras = extras.injected();
     }
     let mut extra: Extra = extras.into();
+    // The provider's spelling, beside the normalized one in the output, as a
+    // `#[graphmind::model_step]` records it.
+    if let Some(raw) = &out.raw_finish {
+        extra.insert("finishReason".into(), raw.clone().into());
+    }
     let streamed = !more.is_empty();
     extra.extend(more);
     let status = if out.raw_finish.as_deref() == Some("failed") {

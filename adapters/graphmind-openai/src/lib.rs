@@ -88,6 +88,28 @@ pub use responses::Responses;
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
 
+#[cfg(test)]
+mod readme_tests {
+    /// The text of the first code block opening with `fence` after `from` in `text`.
+    fn block<'a>(text: &'a str, from: &str, fence: &str) -> &'a str {
+        let at = text.find(from).expect("the section");
+        let start = text[at..].find(fence).expect("the block") + at + fence.len();
+        let len = text[start..].find("```").expect("the block's end");
+        &text[start..start + len]
+    }
+
+    #[test]
+    fn the_root_readme_shows_the_program_this_readme_compiles() {
+        let root = include_str!("../../../README.md");
+        let ours = include_str!("../README.md");
+        assert_eq!(
+            block(root, "## async-openai", "```rust,ignore\n"),
+            block(ours, "", "```rust,no_run\n"),
+            "README.md's async-openai example is a copy of adapters/graphmind-openai/README.md's first"
+        );
+    }
+}
+
 /// Runs adapter bookkeeping fail-open ([`graphmind::node::fail_open`] under this crate's name):
 /// `None` after a rate-limited warning when it panicked, and the call goes on uninstrumented.
 fn guard<T>(what: &str, f: impl FnOnce() -> T) -> Option<T> {

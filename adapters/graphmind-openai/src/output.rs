@@ -3,7 +3,9 @@
 //! response id. Read by field name from the serialized value, so that the adapter follows the
 //! API's wire names rather than one async-openai minor's Rust types.
 
-use graphmind::model::{DeltaKind, Reply, Usage};
+use std::collections::BTreeMap;
+
+use graphmind::model::{Delta, DeltaKind, Reply, Usage};
 use serde_json::Value;
 
 /// One tool call the model asked for.
@@ -47,6 +49,46 @@ impl StepOut {
             reply = reply.response(r);
         }
         reply.into_value()
+    }
+}
+
+/// The tool calls of one stream, by index (chat) or output index (Responses): each keeps
+/// the id and tool name it was first named with (a chat call's first piece, a Responses
+/// `output_item.added` event), so that every later piece, which has only the index, names
+/// them too. Shared by the wrapped client's tee and the codecs' `stream_deltas`.
+#[derive(Debug, Default)]
+pub(crate) struct StreamedCalls(pub(crate) BTreeMap<u64, ToolCall>);
+
+impl StreamedCalls {
+    /// Remembers what a piece of call `index` names, keeps its `args` when `keep_args`
+    /// (the wrapped client builds the output from them), and returns the piece as a delta
+    /// naming the call's id and tool as known so far.
+    pub(crate) fn piece<'a>(
+        &'a mut self,
+        index: u64,
+        id: Option<&str>,
+        name: Option<&str>,
+        args: &'a str,
+        keep_args: bool,
+    ) -> Delta<'a> {
+        let call = self.0.entry(index).or_default();
+        if let Some(id) = id.filter(|i| !i.is_empty() && call.id.is_empty()) {
+            id.clone_into(&mut call.id);
+        }
+        if let Some(name) = name.filter(|n| !n.is_empty() && call.name.is_empty()) {
+            name.clone_into(&mut call.name);
+        }
+        if keep_args {
+            call.arguments.push_str(args);
+        }
+        let mut d = Delta::tool_args(index, args);
+        if !call.id.is_empty() {
+            d = d.with_call_id(&call.id);
+        }
+        if !call.name.is_empty() {
+            d = d.with_tool_name(&call.name);
+        }
+        d
     }
 }
 

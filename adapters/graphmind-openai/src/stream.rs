@@ -8,7 +8,6 @@
 //! its raw JSON having a `type` and counts it (`unknownEvents` on `node.finished`) instead
 //! of reporting a stream error.
 
-use std::collections::BTreeMap;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
@@ -22,7 +21,7 @@ use serde_json::Value;
 
 use crate::finish::{Api, SdkStream, finish_builtin, finish_out, start_builtin};
 use crate::guard;
-use crate::output::{StepOut, ToolCall, chat_usage, event_delta, from_response, is_unknown_event};
+use crate::output::{StepOut, StreamedCalls, chat_usage, event_delta, from_response, is_unknown_event};
 
 /// What the tee has seen of one streamed step.
 struct Seen {
@@ -32,7 +31,7 @@ struct Seen {
     injected: bool,
     out: StepOut,
     /// Tool calls by their index (chat) or output index (responses).
-    calls: BTreeMap<u64, ToolCall>,
+    calls: StreamedCalls,
     /// Built-in tool nodes still open, by output item id.
     builtins: Vec<(String, Node)>,
     /// The final response of a Responses stream (`response.completed` and the like), read
@@ -78,7 +77,7 @@ pub(crate) fn observed<T: Serialize + Send + 'static>(
             attempts,
             injected,
             out: StepOut::default(),
-            calls: BTreeMap::new(),
+            calls: StreamedCalls::default(),
             builtins: Vec::new(),
             final_out: None,
             chunks: 0,
@@ -196,27 +195,11 @@ impl Seen {
         self.delta(&Delta::new(kind, text));
     }
 
-    fn tool_args(&mut self, index: u64, id: Option<String>, name: Option<String>, args: &str) {
-        let call = self.calls.entry(index).or_default();
-        if let Some(id) = id.filter(|i| !i.is_empty()) {
-            call.id = id;
+    fn tool_args(&mut self, index: u64, id: Option<&str>, name: Option<&str>, args: &str) {
+        let d = self.calls.piece(index, id, name, args, true);
+        if let (false, Some(node)) = (args.is_empty(), self.node.as_mut()) {
+            node.delta(&d);
         }
-        if let Some(name) = name.filter(|n| !n.is_empty()) {
-            call.name = name;
-        }
-        call.arguments.push_str(args);
-        if args.is_empty() {
-            return;
-        }
-        let (id, name) = (call.id.clone(), call.name.clone());
-        let mut d = Delta::tool_args(index, args);
-        if !id.is_empty() {
-            d = d.with_call_id(&id);
-        }
-        if !name.is_empty() {
-            d = d.with_tool_name(&name);
-        }
-        self.delta(&d);
     }
 
     /// A `CreateChatCompletionStreamResponse` as JSON.
@@ -256,7 +239,12 @@ impl Seen {
                     .get("arguments")
                     .and_then(Value::as_str)
                     .unwrap_or_default();
-                self.tool_args(index, s(call, "id"), s(function, "name"), args);
+                self.tool_args(
+                    index,
+                    call.get("id").and_then(Value::as_str),
+                    function.get("name").and_then(Value::as_str),
+                    args,
+                );
             }
             if let Some(r) = s(choice, "finish_reason") {
                 self.out.raw_finish = Some(r);
@@ -290,7 +278,12 @@ impl Seen {
                 let item = v.get("item").unwrap_or(&Value::Null);
                 match item.get("type").and_then(Value::as_str) {
                     Some("function_call" | "custom_tool_call") => {
-                        self.tool_args(index, s(item, "call_id"), s(item, "name"), "");
+                        self.tool_args(
+                            index,
+                            item.get("call_id").and_then(Value::as_str),
+                            item.get("name").and_then(Value::as_str),
+                            "",
+                        );
                     }
                     _ => {
                         if let Some(node) = start_builtin(item) {
@@ -347,7 +340,7 @@ impl Seen {
             Some((out, response)) => (out, Some(response)),
             None => {
                 let mut out = std::mem::take(&mut self.out);
-                out.tool_calls = std::mem::take(&mut self.calls).into_values().collect();
+                out.tool_calls = std::mem::take(&mut self.calls.0).into_values().collect();
                 (out, None)
             }
         };

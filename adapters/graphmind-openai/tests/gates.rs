@@ -15,8 +15,8 @@ use graphmind_tests::FakeDebugger;
 use serde_json::{Value, json};
 use support::mock::{Mock, fixture_json};
 use support::{
-    SECOND, abort_at, attached, continue_at, events, finished, lines, pause_id, paused, retry_at,
-    runs_finished, sdk,
+    SECOND, abort_at, attached, continue_at, edit_at, events, finished, lines, pause_id, paused,
+    retry_at, runs_finished, sdk,
 };
 
 fn request(model: &str) -> CreateChatCompletionRequest {
@@ -386,24 +386,36 @@ async fn drain(mut s: ChatCompletionResponseStream) -> Vec<Value> {
     out
 }
 
+fn stream_request(model: &str) -> CreateChatCompletionRequest {
+    let mut req = request(model);
+    req.stream = Some(true);
+    req
+}
+
+type Streamed = Result<Result<Vec<Value>, OpenAIError>, graphmind::Aborted>;
+
+/// A streamed request in run `a`, drained, on a task of its own (its gates are held).
+fn spawn_stream(
+    gm: &graphmind::Session,
+    client: graphmind_openai::Client<async_openai::config::OpenAIConfig>,
+    req: CreateChatCompletionRequest,
+) -> tokio::task::JoinHandle<Streamed> {
+    let gm = gm.clone();
+    tokio::spawn(async move {
+        gm.run("a", async {
+            let s = client.chat().create_stream(req).await?;
+            Ok::<_, OpenAIError>(drain(s).await)
+        })
+        .await
+    })
+}
+
 #[tokio::test]
 async fn a_stream_that_fails_to_open_is_gated_and_retry_opens_it() {
     let mock = Mock::start().await;
     let hub = FakeDebugger::start().await;
     let gm = attached(&hub, vec![json!({"kind": "llm", "point": "error"})]).await;
-    let client = mock.client().graphmind();
-    let mut req = request("fail-4");
-    req.stream = Some(true);
-    let task = tokio::spawn({
-        let gm = gm.clone();
-        async move {
-            gm.run("a", async {
-                let s = client.chat().create_stream(req).await?;
-                Ok::<_, OpenAIError>(drain(s).await)
-            })
-            .await
-        }
-    });
+    let task = spawn_stream(&gm, mock.client().graphmind(), stream_request("fail-4"));
     retry_at(&hub, 1).await;
     let chunks = join(task).await.expect("not aborted").expect("ok");
     assert_eq!(chunks.len(), 3);
@@ -442,19 +454,7 @@ async fn a_stream_has_no_after_gate_and_before_inject_streams_the_chunks() {
         ],
     )
     .await;
-    let client = mock.client().graphmind();
-    let mut req = request("text");
-    req.stream = Some(true);
-    let task = tokio::spawn({
-        let gm = gm.clone();
-        async move {
-            gm.run("a", async {
-                let s = client.chat().create_stream(req).await?;
-                Ok::<_, OpenAIError>(drain(s).await)
-            })
-            .await
-        }
-    });
+    let task = spawn_stream(&gm, mock.client().graphmind(), stream_request("text"));
     let p = paused(&hub, 1).await;
     let chunks = fixture_json("chat_refusal.sse.json");
     assert!(hub.inject(p.run_id(), &pause_id(&p), chunks.clone()));
@@ -495,11 +495,7 @@ async fn before_edit_sends_the_edited_request_to_the_model() {
     let p = paused(&hub, 1).await;
     assert_eq!(p.payload()["editable"], true);
     let messages = json!([{"role": "user", "content": "Weather in Porto?"}]);
-    assert!(hub.send(&hub.control(
-        "exec.resume",
-        p.run_id(),
-        json!({"pauseId": pause_id(&p), "action": "continue", "input": {"messages": messages}, "requestId": "e-1"}),
-    )));
+    edit_at(&hub, &p, json!({"messages": messages}), "e-1");
     join(task).await.expect("not aborted").expect("ok");
     let seen = mock.seen();
     assert_eq!(seen.len(), 1);
@@ -528,19 +524,7 @@ async fn before_edit_of_a_stream_sends_the_edited_request_to_the_model() {
     let hub = FakeDebugger::start().await;
     hub.set_hub_capabilities(&["pause-registry", "edit-input"]);
     let gm = attached(&hub, vec![json!({"kind": "llm", "point": "before"})]).await;
-    let client = mock.client().graphmind();
-    let mut req = request("text");
-    req.stream = Some(true);
-    let task = tokio::spawn({
-        let gm = gm.clone();
-        async move {
-            gm.run("a", async {
-                let s = client.chat().create_stream(req).await?;
-                Ok::<_, OpenAIError>(drain(s).await)
-            })
-            .await
-        }
-    });
+    let task = spawn_stream(&gm, mock.client().graphmind(), stream_request("text"));
     let p = paused(&hub, 1).await;
     assert_eq!(
         p.payload()["editable"],
@@ -550,11 +534,7 @@ async fn before_edit_of_a_stream_sends_the_edited_request_to_the_model() {
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(mock.count(), 0, "nothing leaves while the gate holds");
     let messages = json!([{"role": "user", "content": "Weather in Porto?"}]);
-    assert!(hub.send(&hub.control(
-        "exec.resume",
-        p.run_id(),
-        json!({"pauseId": pause_id(&p), "action": "continue", "input": {"messages": messages}, "requestId": "e-2"}),
-    )));
+    edit_at(&hub, &p, json!({"messages": messages}), "e-2");
     let chunks = join(task).await.expect("not aborted").expect("ok");
     assert_eq!(chunks.len(), 3, "the stream reaches the caller");
     let seen = mock.seen();
@@ -589,25 +569,9 @@ async fn a_stream_edit_that_does_not_fit_the_request_is_refused_and_the_gate_sta
     let hub = FakeDebugger::start().await;
     hub.set_hub_capabilities(&["pause-registry", "edit-input"]);
     let gm = attached(&hub, vec![json!({"kind": "llm", "point": "before"})]).await;
-    let client = mock.client().graphmind();
-    let mut req = request("text");
-    req.stream = Some(true);
-    let task = tokio::spawn({
-        let gm = gm.clone();
-        async move {
-            gm.run("a", async {
-                let s = client.chat().create_stream(req).await?;
-                Ok::<_, OpenAIError>(drain(s).await)
-            })
-            .await
-        }
-    });
+    let task = spawn_stream(&gm, mock.client().graphmind(), stream_request("text"));
     let p = paused(&hub, 1).await;
-    assert!(hub.send(&hub.control(
-        "exec.resume",
-        p.run_id(),
-        json!({"pauseId": pause_id(&p), "action": "continue", "input": {"messages": 7}, "requestId": "e-3"}),
-    )));
+    edit_at(&hub, &p, json!({"messages": 7}), "e-3");
     let refused = hub
         .wait_for("exec.refused", 5 * SECOND, |fs| {
             fs.iter().any(|f| f.kind() == "exec.refused")

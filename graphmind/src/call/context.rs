@@ -138,7 +138,7 @@ impl Call {
         {
             return None;
         }
-        checks()?.into_gate(state.live.clone())
+        checks()?.into_gate(state.live.clone(), state.bare)
     }
 
     /// What a gate at `point` holds, for its `exec.paused` (built only when it will hold;

@@ -17,7 +17,28 @@ pub struct Input(pub(crate) Option<crate::event::Payload>);
 
 /// A captured model-step input with its invocation grouping.
 #[derive(Debug)]
-pub struct StepInput(pub(crate) Option<(Value, Grouping)>);
+pub struct StepInput(pub(crate) Option<StepCapture>);
+
+/// What a model step records before it runs.
+#[derive(Debug)]
+pub(crate) struct StepCapture {
+    /// The input: the arguments (`{param: value}`), or the request itself.
+    pub(crate) input: Value,
+    pub(crate) grouping: Grouping,
+    /// The `api` extra of `node.finished` ([`RequestCodec::api`]).
+    pub(crate) api: Option<&'static str>,
+    /// The argument recorded as the whole input ([`RequestCodec::bare_input`]): an edit
+    /// names the request's fields and runs as this argument.
+    pub(crate) bare: Option<&'static str>,
+}
+
+/// What a codec says of a model step's request besides its grouping (see [`Req`]): its
+/// `api` and whether it is recorded as the whole input.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RequestShape {
+    api: Option<&'static str>,
+    bare: bool,
+}
 
 /// Builds the input (`{param: value}`) only if the running task's session records events.
 #[inline]
@@ -30,16 +51,38 @@ pub fn capture(build: impl FnOnce() -> Fields) -> Input {
 }
 
 /// [`capture`] for model steps; `group` says which invocation the step belongs to (see
-/// [`Grouping`] and [`Req`]).
+/// [`Grouping`] and [`Req`]), `shape` what the codec says of the request.
 #[inline]
-pub fn capture_step(build: impl FnOnce() -> Fields, group: impl FnOnce() -> Grouping) -> StepInput {
+pub fn capture_step(
+    build: impl FnOnce() -> Fields,
+    group: impl FnOnce() -> Grouping,
+    shape: impl FnOnce() -> RequestShape,
+) -> StepInput {
     if crate::call::scope::Scope::enabled_now() {
-        StepInput(Some((
-            crate::event::Payload::Fields(out_of_line(build).0).into_value(),
-            out_of_line(group),
-        )))
+        StepInput(Some(out_of_line(|| step_capture(build(), group(), shape()))))
     } else {
         StepInput(None)
+    }
+}
+
+fn step_capture(fields: Fields, grouping: Grouping, shape: RequestShape) -> StepCapture {
+    let mut fields = fields.0.into_vec();
+    // The request as the whole input: only when it is the one recorded argument.
+    let (input, bare) = match (shape.bare, fields.len()) {
+        (true, 1) => {
+            let (key, value) = fields.remove(0);
+            (value.into_value(), Some(key))
+        }
+        _ => {
+            let fields = crate::event::Payload::Fields(fields.into_boxed_slice());
+            (fields.into_value(), None)
+        }
+    };
+    StepCapture {
+        input,
+        grouping,
+        api: shape.api,
+        bare,
     }
 }
 
@@ -418,11 +461,19 @@ impl<'a, K: ?Sized, T: ?Sized> Req<'a, K, T> {
 pub trait ViaStepRequest {
     /// The grouping.
     fn gm_group(&self) -> Grouping;
+    /// The codec's `api` and input shape.
+    fn gm_shape(&self) -> RequestShape;
 }
 
 impl<K: RequestCodec<T> + ?Sized, T: ?Sized> ViaStepRequest for &Req<'_, K, T> {
     fn gm_group(&self) -> Grouping {
         K::grouping(self.0)
+    }
+    fn gm_shape(&self) -> RequestShape {
+        RequestShape {
+            api: K::api(),
+            bare: K::bare_input(),
+        }
     }
 }
 
@@ -430,11 +481,16 @@ impl<K: RequestCodec<T> + ?Sized, T: ?Sized> ViaStepRequest for &Req<'_, K, T> {
 pub trait ViaAuto {
     /// The grouping.
     fn gm_group(&self) -> Grouping;
+    /// No `api`, the arguments as the input.
+    fn gm_shape(&self) -> RequestShape;
 }
 
 impl<K: ?Sized, T: ?Sized> ViaAuto for &&Req<'_, K, T> {
     fn gm_group(&self) -> Grouping {
         Grouping::Auto
+    }
+    fn gm_shape(&self) -> RequestShape {
+        RequestShape::default()
     }
 }
 
@@ -459,13 +515,26 @@ pub fn arg_checks<const N: usize>(checks: [(&'static str, Option<ArgCheck>); N])
 
 impl ArgChecks {
     /// The gate's edit support over `base` (the call's input now), when every argument can
-    /// be deserialized.
+    /// be deserialized. With `bare` (the input is that argument itself, a model step's
+    /// request) an edit names the argument's fields, and the merged whole is checked.
     pub(crate) fn into_gate(
         self,
         base: serde_json::Map<String, Value>,
+        bare: Option<&'static str>,
     ) -> Option<crate::edit::EditGate> {
         if self.0.is_empty() || self.0.iter().any(|(_, c)| c.is_none()) {
             return None;
+        }
+        if let Some(name) = bare {
+            let (_, check) = self.0.into_iter().find(|(k, _)| *k == name)?;
+            let check = check?;
+            return Some(crate::edit::EditGate {
+                base,
+                keys: None,
+                check: Box::new(move |merged, _changed| {
+                    check(name, &Value::Object(merged.clone())).map_or(Ok(()), Err)
+                }),
+            });
         }
         let keys = self.0.iter().map(|(k, _)| *k).collect();
         let checks = self.0;

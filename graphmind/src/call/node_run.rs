@@ -39,6 +39,8 @@ pub(crate) struct NodeRun {
     /// The input the call runs with now, kept (attached only) while a `before` gate may
     /// take an edited input; boxed, so a node without one stays small.
     pub(crate) edit: Option<Box<EditState>>,
+    /// The `api` extra of its `node.finished` (a model step whose codec names it).
+    pub(crate) api: Option<&'static str>,
 }
 
 /// A node's input as edits see it: the input it runs with now, and the recorded one once
@@ -48,6 +50,9 @@ pub(crate) struct EditState {
     pub(crate) live: serde_json::Map<String, Value>,
     /// The input `node.started` recorded, once an edit replaced it.
     pub(crate) before: Option<Value>,
+    /// The argument that is the whole input (a model step recording its request): an edit
+    /// names its fields, and the body runs with the merged whole as that argument.
+    pub(crate) bare: Option<&'static str>,
 }
 
 /// What `node.started` says.
@@ -91,6 +96,7 @@ impl NodeRun {
             tokens: None,
             finished: false,
             edit: None,
+            api: None,
         }
     }
 
@@ -99,6 +105,19 @@ impl NodeRun {
         if let (Some(state), Value::Object(map)) = (self.edit.as_deref_mut(), after) {
             let old = std::mem::replace(&mut state.live, map.clone());
             state.before.get_or_insert(Value::Object(old));
+        }
+    }
+
+    /// The arguments an accepted edit hands the body: those it changed, or, when the input
+    /// is one argument itself ([`EditState::bare`]), that argument as the edited whole.
+    pub(crate) fn edit_args(
+        &self,
+        after: Value,
+        changed: crate::call::expansion::EditArgs,
+    ) -> crate::call::expansion::EditArgs {
+        match self.edit.as_ref().and_then(|s| s.bare) {
+            Some(name) => std::iter::once((name.to_owned(), after)).collect(),
+            None => changed,
         }
     }
 
@@ -170,6 +189,9 @@ impl NodeRun {
             edited.insert("before".into(), before);
             edited.insert("after".into(), Value::Object(state.live));
             finish.extra.insert("edited".into(), Value::Object(edited));
+        }
+        if let Some(api) = self.api {
+            finish.extra.entry("api").or_insert_with(|| api.into());
         }
         // Finished for good: the ids move into the last event.
         record_finished(

@@ -118,7 +118,7 @@ pub(crate) async fn gated<B: Body>(
             Resume::Continue | Resume::Retry => {}
             Resume::Edit { input, changed } => {
                 node.edited(&input);
-                body.edit(changed);
+                body.edit(node.edit_args(input, changed));
             }
             Resume::Reject(reason) => {
                 if let Some(reject) = policy.reject {
@@ -167,7 +167,7 @@ pub(crate) async fn gated<B: Body>(
                 // Retry with an edited input (GraphMind 0.6: `retry` + `input`).
                 Resume::Edit { input, changed } => {
                     node.edited(&input);
-                    body.edit(changed);
+                    body.edit(node.edit_args(input, changed));
                     continue;
                 }
                 Resume::Continue | Resume::Reject(_) => {
@@ -221,7 +221,7 @@ pub(crate) async fn gated<B: Body>(
             // Retry with an edited input (GraphMind 0.6: `retry` + `input`).
             Resume::Edit { input, changed } => {
                 node.edited(&input);
-                body.edit(changed);
+                body.edit(node.edit_args(input, changed));
                 continue;
             }
             Resume::Continue | Resume::Reject(_) => Status::Ok,

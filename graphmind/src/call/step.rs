@@ -11,7 +11,7 @@ use super::Host;
 use super::context::Call;
 use super::policy::{Policy, gated};
 use super::scope::{Invocation, StepState};
-use crate::call::expansion::{Body, CallFuture, StepInput, StepOutput, ToolError};
+use crate::call::expansion::{Body, CallFuture, StepCapture, StepInput, StepOutput, ToolError};
 use crate::call::node_run::{NodeRun, StartSpec};
 use crate::call::tee::{Observer, Tee};
 use crate::captured::to_value;
@@ -356,9 +356,14 @@ fn begin(
     site: &'static StepSite,
     retry: bool,
     editable: bool,
-    input: Value,
-    grouping: &Grouping,
+    capture: StepCapture,
 ) -> (Call, NodeRun, String) {
+    let StepCapture {
+        input,
+        grouping,
+        api,
+        bare,
+    } = capture;
     let (call, host, run_id) = Call::current(
         NodeKind::Llm,
         std::borrow::Cow::Borrowed("step"),
@@ -376,12 +381,14 @@ fn begin(
         run_id,
         site,
         Payload::Json(Box::new(input)),
-        grouping,
+        &grouping,
     );
+    node.api = api;
     if let Some(live) = keep {
         node.edit = Some(Box::new(crate::call::node_run::EditState {
             live,
             before: None,
+            bare,
         }));
     }
     let instance = node.instance_id.to_string();
@@ -419,16 +426,13 @@ where
 {
     match input.0 {
         None => CallFuture::direct(&mut body),
-        Some((input, grouping)) => {
-            CallFuture::full(move || model_step_full::<K, B, R>(site, input, grouping, body))
-        }
+        Some(capture) => CallFuture::full(move || model_step_full::<K, B, R>(site, capture, body)),
     }
 }
 
 async fn model_step_full<K, B, R>(
     site: &'static StepSite,
-    input: Value,
-    grouping: Grouping,
+    capture: StepCapture,
     body: B,
 ) -> R
 where
@@ -436,7 +440,7 @@ where
     B: Body<Output = R>,
     R: StepOutput,
 {
-    let (call, node, instance) = begin(site, B::RETRY, B::EDIT, input, &grouping);
+    let (call, node, instance) = begin(site, B::RETRY, B::EDIT, capture);
     let out = gated(&call, node, body, &step_policy::<K, R>(), false)
         .await
         .0;
@@ -461,16 +465,15 @@ where
 {
     match input.0 {
         None => CallFuture::direct(&mut body),
-        Some((input, grouping)) => CallFuture::full(move || {
-            model_step_result_full::<K, B, R, E>(site, input, grouping, body)
-        }),
+        Some(capture) => {
+            CallFuture::full(move || model_step_result_full::<K, B, R, E>(site, capture, body))
+        }
     }
 }
 
 async fn model_step_result_full<K, B, R, E>(
     site: &'static StepSite,
-    input: Value,
-    grouping: Grouping,
+    capture: StepCapture,
     body: B,
 ) -> Result<R, E>
 where
@@ -479,7 +482,7 @@ where
     R: StepOutput,
     E: ToolError,
 {
-    let (call, node, instance) = begin(site, B::RETRY, B::EDIT, input, &grouping);
+    let (call, node, instance) = begin(site, B::RETRY, B::EDIT, capture);
     let policy = Policy::<Result<R, E>> {
         error: |r| {
             r.as_ref()
@@ -601,10 +604,10 @@ where
     B: Body<Output = S>,
     S: Stream,
 {
-    let StepInput(Some((input, grouping))) = input else {
+    let StepInput(Some(capture)) = input else {
         return Tee::passthrough(first(body).await);
     };
-    let (call, mut node, _) = begin(site, B::RETRY, B::EDIT, input, &grouping);
+    let (call, mut node, _) = begin(site, B::RETRY, B::EDIT, capture);
     if node.replay.is_some() {
         match replayed_chunks::<K, S::Item>(&call, node).await {
             Ok(tee) => return tee.into_tee(),
@@ -639,10 +642,10 @@ where
     S: Stream,
     E: ToolError,
 {
-    let StepInput(Some((input, grouping))) = input else {
+    let StepInput(Some(capture)) = input else {
         return first(body).await.map(Tee::passthrough);
     };
-    let (call, mut node, _) = begin(site, B::RETRY, B::EDIT, input, &grouping);
+    let (call, mut node, _) = begin(site, B::RETRY, B::EDIT, capture);
     if node.replay.is_some() {
         match replayed_chunks::<K, S::Item>(&call, node).await {
             Ok(tee) => return Ok(tee.into_tee()),

@@ -81,6 +81,7 @@ fn start_tool(
         node.edit = Some(Box::new(crate::call::node_run::EditState {
             live,
             before: None,
+            bare: None,
         }));
     }
     node
