@@ -10,9 +10,12 @@
 //!   attribute, `#[graphmind::model_step(codec = MyCodec)]`. An adapter crate ships such a
 //!   codec for its SDK.
 //!
-//! A request is only read for grouping: without a [`RequestCodec`] steps are grouped into
-//! one invocation (one conversation) by the request's captured `messages` array (at the top
+//! A request is read for grouping: without a [`RequestCodec`] steps are grouped into one
+//! invocation (one conversation) by the request's captured `messages` array (at the top
 //! level or one level down), which OpenAI-, Anthropic- and Gemini-style requests already have.
+//! A [`RequestCodec`] may also name the request's API ([`RequestCodec::api`]) and have the
+//! request recorded as the step's whole input ([`RequestCodec::bare_input`]), so that a step
+//! over an SDK's request records what the SDK adapter's wrapped client records.
 
 use std::borrow::Cow;
 

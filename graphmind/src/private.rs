@@ -12,11 +12,10 @@ pub use serde_json::Value;
 
 pub use crate::call::expansion::{
     Arg, ArgCheck, ArgChecks, Body, CallFuture, CallId, Ed, EditArgs, EditOnce, EditRepeat, Fields,
-    Input, ItemDecode, ItemDecoder, Once, Rejectable, Repeat, Replayable, Req, Restream, RetryArg,
-    RequestShape, StepInput, StepOutput, StreamItem, ToolError, ToolOutput, ViaAuto, ViaDecode,
-    ViaEdit,
-    ViaNoDecode, ViaNoEdit, ViaStepRequest, arg, arg_checks, assert_call_id, capture, capture_step,
-    object, restream, restream_result, retry_clone,
+    Input, ItemDecode, ItemDecoder, Once, Rejectable, Repeat, Replayable, Req, RequestShape,
+    Restream, RetryArg, StepInput, StepOutput, StreamItem, ToolError, ToolOutput, ViaAuto,
+    ViaDecode, ViaEdit, ViaNoDecode, ViaNoEdit, ViaStepRequest, arg, arg_checks, assert_call_id,
+    capture, capture_step, object, restream, restream_result, retry_clone,
 };
 pub use crate::call::step::{
     model_step, model_step_result, model_step_stream, model_step_stream_result,

@@ -161,7 +161,9 @@ fn named(
 ) {
     let calls: &mut StreamedCalls = state.get_or_default();
     read(&mut |d| match (d.kind, d.index) {
-        (DeltaKind::ToolArgs, Some(i)) => emit(calls.piece(i, d.call_id, d.tool_name, d.text, false)),
+        (DeltaKind::ToolArgs, Some(i)) => {
+            emit(calls.piece(i, d.call_id, d.tool_name, d.text, false))
+        }
         _ => emit(d),
     });
 }
@@ -170,8 +172,16 @@ impl ChunkCodec<CreateChatCompletionStreamResponse> for Chat {
     fn call_deltas(c: &CreateChatCompletionStreamResponse, emit: &mut dyn FnMut(Delta<'_>)) {
         chat_deltas(&json(c), emit);
     }
-    fn stream_deltas(c: &CreateChatCompletionStreamResponse, state: &mut ChunkState, emit: &mut dyn FnMut(Delta<'_>)) {
-        named(state, |e| <Self as ChunkCodec<CreateChatCompletionStreamResponse>>::call_deltas(c, e), emit);
+    fn stream_deltas(
+        c: &CreateChatCompletionStreamResponse,
+        state: &mut ChunkState,
+        emit: &mut dyn FnMut(Delta<'_>),
+    ) {
+        named(
+            state,
+            |e| <Self as ChunkCodec<CreateChatCompletionStreamResponse>>::call_deltas(c, e),
+            emit,
+        );
     }
     fn usage(c: &CreateChatCompletionStreamResponse) -> Option<Usage> {
         json(c).get("usage").and_then(chat_usage)
@@ -201,8 +211,18 @@ impl ChunkCodec<Result<CreateChatCompletionStreamResponse, OpenAIError>> for Cha
             <Self as ChunkCodec<CreateChatCompletionStreamResponse>>::call_deltas(c, emit);
         }
     }
-    fn stream_deltas(c: &Result<CreateChatCompletionStreamResponse, OpenAIError>, state: &mut ChunkState, emit: &mut dyn FnMut(Delta<'_>)) {
-        named(state, |e| <Self as ChunkCodec<Result<CreateChatCompletionStreamResponse, OpenAIError>>>::call_deltas(c, e), emit);
+    fn stream_deltas(
+        c: &Result<CreateChatCompletionStreamResponse, OpenAIError>,
+        state: &mut ChunkState,
+        emit: &mut dyn FnMut(Delta<'_>),
+    ) {
+        named(
+            state,
+            |e| {
+                <Self as ChunkCodec<Result<CreateChatCompletionStreamResponse, OpenAIError>>>::call_deltas(c, e)
+            },
+            emit,
+        );
     }
     fn usage(c: &Result<CreateChatCompletionStreamResponse, OpenAIError>) -> Option<Usage> {
         c.as_ref()
@@ -235,7 +255,11 @@ impl ChunkCodec<Value> for Chat {
         chat_deltas(c, emit);
     }
     fn stream_deltas(c: &Value, state: &mut ChunkState, emit: &mut dyn FnMut(Delta<'_>)) {
-        named(state, |e| <Self as ChunkCodec<Value>>::call_deltas(c, e), emit);
+        named(
+            state,
+            |e| <Self as ChunkCodec<Value>>::call_deltas(c, e),
+            emit,
+        );
     }
     fn usage(c: &Value) -> Option<Usage> {
         c.get("usage").and_then(chat_usage)
@@ -259,8 +283,16 @@ impl ChunkCodec<Result<Value, OpenAIError>> for Chat {
             chat_deltas(c, emit);
         }
     }
-    fn stream_deltas(c: &Result<Value, OpenAIError>, state: &mut ChunkState, emit: &mut dyn FnMut(Delta<'_>)) {
-        named(state, |e| <Self as ChunkCodec<Result<Value, OpenAIError>>>::call_deltas(c, e), emit);
+    fn stream_deltas(
+        c: &Result<Value, OpenAIError>,
+        state: &mut ChunkState,
+        emit: &mut dyn FnMut(Delta<'_>),
+    ) {
+        named(
+            state,
+            |e| <Self as ChunkCodec<Result<Value, OpenAIError>>>::call_deltas(c, e),
+            emit,
+        );
     }
     fn usage(c: &Result<Value, OpenAIError>) -> Option<Usage> {
         c.as_ref().ok().and_then(<Self as ChunkCodec<Value>>::usage)
@@ -360,8 +392,16 @@ impl ChunkCodec<ResponseStreamEvent> for Responses {
             emit(d);
         }
     }
-    fn stream_deltas(c: &ResponseStreamEvent, state: &mut ChunkState, emit: &mut dyn FnMut(Delta<'_>)) {
-        named(state, |e| <Self as ChunkCodec<ResponseStreamEvent>>::call_deltas(c, e), emit);
+    fn stream_deltas(
+        c: &ResponseStreamEvent,
+        state: &mut ChunkState,
+        emit: &mut dyn FnMut(Delta<'_>),
+    ) {
+        named(
+            state,
+            |e| <Self as ChunkCodec<ResponseStreamEvent>>::call_deltas(c, e),
+            emit,
+        );
     }
     fn usage(e: &ResponseStreamEvent) -> Option<Usage> {
         let v = json(e);
@@ -413,8 +453,16 @@ impl ChunkCodec<Result<ResponseStreamEvent, OpenAIError>> for Responses {
             <Self as ChunkCodec<ResponseStreamEvent>>::call_deltas(c, emit);
         }
     }
-    fn stream_deltas(c: &Result<ResponseStreamEvent, OpenAIError>, state: &mut ChunkState, emit: &mut dyn FnMut(Delta<'_>)) {
-        named(state, |e| <Self as ChunkCodec<Result<ResponseStreamEvent, OpenAIError>>>::call_deltas(c, e), emit);
+    fn stream_deltas(
+        c: &Result<ResponseStreamEvent, OpenAIError>,
+        state: &mut ChunkState,
+        emit: &mut dyn FnMut(Delta<'_>),
+    ) {
+        named(
+            state,
+            |e| <Self as ChunkCodec<Result<ResponseStreamEvent, OpenAIError>>>::call_deltas(c, e),
+            emit,
+        );
     }
     fn usage(c: &Result<ResponseStreamEvent, OpenAIError>) -> Option<Usage> {
         c.as_ref()

@@ -21,7 +21,9 @@ use serde_json::Value;
 
 use crate::finish::{Api, SdkStream, finish_builtin, finish_out, start_builtin};
 use crate::guard;
-use crate::output::{StepOut, StreamedCalls, chat_usage, event_delta, from_response, is_unknown_event};
+use crate::output::{
+    StepOut, StreamedCalls, chat_usage, event_delta, from_response, is_unknown_event,
+};
 
 /// What the tee has seen of one streamed step.
 struct Seen {

@@ -282,9 +282,12 @@ async fn interleaved_responses_function_calls_stream_apart_with_their_ids_and_na
     let hub = FakeDebugger::start().await;
     let gm = attached(&hub, vec![]).await;
     let wrapped = mock.client().graphmind();
-    let request = || sdk::<CreateResponse>(json!({"model": "tools", "input": "weather?", "stream": true}));
+    let request =
+        || sdk::<CreateResponse>(json!({"model": "tools", "input": "weather?", "stream": true}));
     gm.run("a", async {
-        let mut s = respond_stream_with(&mock.client(), request()).await.expect("ok");
+        let mut s = respond_stream_with(&mock.client(), request())
+            .await
+            .expect("ok");
         while let Some(e) = s.next().await {
             e.expect("an event");
         }
@@ -294,7 +297,11 @@ async fn interleaved_responses_function_calls_stream_apart_with_their_ids_and_na
     runs_finished(&hub, 1).await;
     let by_macro = deltas(&hub, "llm:step");
     gm.run("a", async {
-        let mut s = wrapped.responses().create_stream(request()).await.expect("ok");
+        let mut s = wrapped
+            .responses()
+            .create_stream(request())
+            .await
+            .expect("ok");
         while let Some(e) = s.next().await {
             e.expect("an event");
         }
@@ -311,12 +318,21 @@ async fn interleaved_responses_function_calls_stream_apart_with_their_ids_and_na
             ("call_convert_2", "convert", r#"{"amount":120,"to":"EUR"}"#),
         ]) {
             assert_eq!(args, whole, "{path}: the pieces of one call, apart");
-            assert!(ids.iter().all(|i| i == id), "{path}: every piece names {id}: {ids:?}");
-            assert!(names.iter().all(|n| n == name), "{path}: every piece names {name}: {names:?}");
+            assert!(
+                ids.iter().all(|i| i == id),
+                "{path}: every piece names {id}: {ids:?}"
+            );
+            assert!(
+                names.iter().all(|n| n == name),
+                "{path}: every piece names {name}: {names:?}"
+            );
         }
     }
     let fins = finished(&hub, "llm:step");
-    assert_eq!(fins[0]["output"]["toolCalls"], fins[1]["output"]["toolCalls"]);
+    assert_eq!(
+        fins[0]["output"]["toolCalls"],
+        fins[1]["output"]["toolCalls"]
+    );
     assert_eq!(fins[0]["output"]["toolCalls"][1]["id"], "call_convert_2");
     hub.assert_valid();
     gm.dispose().await;
@@ -349,8 +365,15 @@ async fn an_edit_at_a_codec_steps_before_gate_names_the_requests_fields() {
         .expect("ok");
     let seen = mock.seen();
     assert_eq!(seen.len(), 1);
-    assert_eq!(seen[0].body["messages"][0]["content"], "Weather in Porto?", "{}", seen[0].body);
-    assert_eq!(seen[0].body["model"], "tools", "the keys not edited are kept");
+    assert_eq!(
+        seen[0].body["messages"][0]["content"], "Weather in Porto?",
+        "{}",
+        seen[0].body
+    );
+    assert_eq!(
+        seen[0].body["model"], "tools",
+        "the keys not edited are kept"
+    );
     runs_finished(&hub, 1).await;
     let fin = &finished(&hub, "llm:step")[0];
     assert_eq!(fin["edited"]["after"]["messages"], messages, "{fin}");
@@ -385,9 +408,12 @@ async fn a_streamed_codec_step_differs_from_the_wrapped_client_only_where_the_re
     let hub = FakeDebugger::start().await;
     let gm = attached(&hub, vec![]).await;
     let wrapped = mock.client().graphmind();
-    let responses = || sdk::<CreateResponse>(json!({"model": "tools", "input": "weather?", "stream": true}));
+    let responses =
+        || sdk::<CreateResponse>(json!({"model": "tools", "input": "weather?", "stream": true}));
     gm.run("a", async {
-        let mut s = step_stream_with(&mock.client(), request(true)).await.expect("ok");
+        let mut s = step_stream_with(&mock.client(), request(true))
+            .await
+            .expect("ok");
         while let Some(c) = s.next().await {
             c.expect("a chunk");
         }
@@ -396,7 +422,11 @@ async fn a_streamed_codec_step_differs_from_the_wrapped_client_only_where_the_re
     .expect("not aborted");
     runs_finished(&hub, 1).await;
     gm.run("a", async {
-        let mut s = wrapped.chat().create_stream(request(true)).await.expect("ok");
+        let mut s = wrapped
+            .chat()
+            .create_stream(request(true))
+            .await
+            .expect("ok");
         while let Some(c) = s.next().await {
             c.expect("a chunk");
         }
@@ -405,7 +435,9 @@ async fn a_streamed_codec_step_differs_from_the_wrapped_client_only_where_the_re
     .expect("not aborted");
     runs_finished(&hub, 2).await;
     gm.run("a", async {
-        let mut s = respond_stream_with(&mock.client(), responses()).await.expect("ok");
+        let mut s = respond_stream_with(&mock.client(), responses())
+            .await
+            .expect("ok");
         while let Some(e) = s.next().await {
             e.expect("an event");
         }
@@ -414,7 +446,11 @@ async fn a_streamed_codec_step_differs_from_the_wrapped_client_only_where_the_re
     .expect("not aborted");
     runs_finished(&hub, 3).await;
     gm.run("a", async {
-        let mut s = wrapped.responses().create_stream(responses()).await.expect("ok");
+        let mut s = wrapped
+            .responses()
+            .create_stream(responses())
+            .await
+            .expect("ok");
         while let Some(e) = s.next().await {
             e.expect("an event");
         }
@@ -425,7 +461,10 @@ async fn a_streamed_codec_step_differs_from_the_wrapped_client_only_where_the_re
     let runs = finished_runs(&hub);
     let documented = ["model", "responseId", "streamed", "streaming"];
     for ((codec, wrapper), api) in [((0, 1), "chat"), ((2, 3), "responses")] {
-        let (a, b) = (frames_of_run(&hub, &runs[codec]), frames_of_run(&hub, &runs[wrapper]));
+        let (a, b) = (
+            frames_of_run(&hub, &runs[codec]),
+            frames_of_run(&hub, &runs[wrapper]),
+        );
         assert_eq!(a.len(), b.len(), "{api}");
         for ((kind, x), (_, y)) in a.iter().zip(&b) {
             if kind == "node.finished" && x["nodeId"] == "llm:step" {

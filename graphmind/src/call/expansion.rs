@@ -59,7 +59,9 @@ pub fn capture_step(
     shape: impl FnOnce() -> RequestShape,
 ) -> StepInput {
     if crate::call::scope::Scope::enabled_now() {
-        StepInput(Some(out_of_line(|| step_capture(build(), group(), shape()))))
+        StepInput(Some(out_of_line(|| {
+            step_capture(build(), group(), shape())
+        })))
     } else {
         StepInput(None)
     }

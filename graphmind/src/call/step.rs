@@ -430,11 +430,7 @@ where
     }
 }
 
-async fn model_step_full<K, B, R>(
-    site: &'static StepSite,
-    capture: StepCapture,
-    body: B,
-) -> R
+async fn model_step_full<K, B, R>(site: &'static StepSite, capture: StepCapture, body: B) -> R
 where
     K: ResponseCodec<R>,
     B: Body<Output = R>,
