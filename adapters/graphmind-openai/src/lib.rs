@@ -88,6 +88,12 @@ pub use responses::Responses;
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
 
+/// Runs adapter bookkeeping fail-open ([`graphmind::node::fail_open`] under this crate's name):
+/// `None` after a rate-limited warning when it panicked, and the call goes on uninstrumented.
+fn guard<T>(what: &str, f: impl FnOnce() -> T) -> Option<T> {
+    graphmind::node::fail_open(env!("CARGO_PKG_NAME"), what, f)
+}
+
 #[cfg(test)]
 mod readme_tests {
     /// The text of the first code block opening with `fence` after `from` in `text`.
@@ -108,10 +114,4 @@ mod readme_tests {
             "README.md's async-openai example is a copy of adapters/graphmind-openai/README.md's first"
         );
     }
-}
-
-/// Runs adapter bookkeeping fail-open ([`graphmind::node::fail_open`] under this crate's name):
-/// `None` after a rate-limited warning when it panicked, and the call goes on uninstrumented.
-fn guard<T>(what: &str, f: impl FnOnce() -> T) -> Option<T> {
-    graphmind::node::fail_open(env!("CARGO_PKG_NAME"), what, f)
 }
