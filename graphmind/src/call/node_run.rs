@@ -113,8 +113,8 @@ impl NodeRun {
     pub(crate) fn edit_args(
         &self,
         after: Value,
-        changed: crate::call::expansion::EditArgs,
-    ) -> crate::call::expansion::EditArgs {
+        changed: serde_json::Map<String, Value>,
+    ) -> serde_json::Map<String, Value> {
         match self.edit.as_ref().and_then(|s| s.bare) {
             Some(name) => std::iter::once((name.to_owned(), after)).collect(),
             None => changed,
