@@ -1,10 +1,10 @@
 //! `#[graphmind::model_step(codec = graphmind_openai::codec::Chat)]` over async-openai's own
-//! request and response types: a user's hand-written step records the same output as the
-//! wrapped client does for the same request, and a stream under the SDK's alias is teed.
+//! request and response types: a user's hand-written step records the same frames as the
+//! wrapped client does for the same request (streams: the same tokens, and `node.finished`
+//! differs only where the adapter's README says), and a stream under the SDK's alias is teed.
+//! Every step takes the test's own mock client (`skip(client)`), as the README shows.
 
 mod support;
-
-use std::sync::OnceLock;
 
 use async_openai::config::OpenAIConfig;
 use async_openai::error::OpenAIError;
@@ -19,32 +19,7 @@ use serde_json::{Value, json};
 use support::mock::Mock;
 use support::{attached, deltas, finished, runs_finished, sdk, started};
 
-static CLIENT: OnceLock<async_openai::Client<OpenAIConfig>> = OnceLock::new();
-
-fn client() -> &'static async_openai::Client<OpenAIConfig> {
-    CLIENT.get().expect("set by the test")
-}
-
-#[graphmind::model_step(codec = graphmind_openai::codec::Chat)]
-async fn step(
-    req: CreateChatCompletionRequest,
-) -> Result<CreateChatCompletionResponse, OpenAIError> {
-    client().chat().create(req).await
-}
-
-#[graphmind::model_step(codec = graphmind_openai::codec::Chat, stream = true)]
-async fn step_stream(
-    req: CreateChatCompletionRequest,
-) -> Result<ChatCompletionResponseStream, OpenAIError> {
-    client().chat().create_stream(req).await
-}
-
-#[graphmind::model_step(codec = graphmind_openai::codec::Responses)]
-async fn respond(req: CreateResponse) -> Result<Response, OpenAIError> {
-    client().responses().create(req).await
-}
-
-/// The same step over a client of its own (the test's mock), not the shared one.
+/// A Responses step over a client of its own (each test's mock).
 #[graphmind::model_step(codec = graphmind_openai::codec::Responses, skip(client))]
 async fn respond_with(
     client: &async_openai::Client<OpenAIConfig>,
@@ -92,26 +67,28 @@ fn request(stream: bool) -> CreateChatCompletionRequest {
 #[tokio::test]
 async fn a_codec_step_records_what_the_wrapped_client_records() {
     let mock = Mock::start().await;
-    CLIENT.get_or_init(|| mock.client());
     let hub = FakeDebugger::start().await;
     let gm = attached(&hub, vec![]).await;
     let wrapped = mock.client().graphmind();
     gm.run("a", async {
-        step(request(false)).await.expect("ok");
+        step_with(&mock.client(), request(false)).await.expect("ok");
         wrapped.chat().create(request(false)).await.expect("ok");
-        let mut s = step_stream(request(true)).await.expect("ok");
+        let mut s = step_stream_with(&mock.client(), request(true))
+            .await
+            .expect("ok");
         let mut chunks = 0;
         while let Some(c) = s.next().await {
             c.expect("a chunk");
             chunks += 1;
         }
         assert_eq!(chunks, 8);
-        let first = respond(sdk(json!({"model": "text", "input": "hi"})))
+        let first = respond_with(&mock.client(), sdk(json!({"model": "text", "input": "hi"})))
             .await
             .expect("ok");
-        respond(sdk(
-            json!({"model": "text", "input": "more", "previous_response_id": first.id}),
-        ))
+        respond_with(
+            &mock.client(),
+            sdk(json!({"model": "text", "input": "more", "previous_response_id": first.id})),
+        )
         .await
         .expect("ok");
     })
