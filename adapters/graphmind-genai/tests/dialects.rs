@@ -4,13 +4,12 @@
 
 mod support;
 
-use futures_util::StreamExt;
-use genai::chat::{ChatMessage, ChatOptions, ChatRequest, ChatStreamEvent, Tool};
+use genai::chat::{ChatMessage, ChatOptions, ChatRequest};
 use graphmind_genai::Instrument;
 use graphmind_tests::FakeDebugger;
 use serde_json::{Value, json};
 use support::mock::{Mock, TEXT};
-use support::{attached, deltas, events, finished, lines, runs_finished};
+use support::{attached, deltas, drain, events, finished, lines, runs_finished};
 
 fn request() -> ChatRequest {
     ChatRequest::new(vec![ChatMessage::user("Weather in Lisbon?")])
@@ -18,49 +17,7 @@ fn request() -> ChatRequest {
 }
 
 fn tools_request() -> ChatRequest {
-    request().with_tools(vec![
-        Tool::new("get_weather").with_schema(json!({"type": "object"})),
-        Tool::new("get_time").with_schema(json!({"type": "object"})),
-    ])
-}
-
-/// Reads a whole stream: its events, each as a short line.
-async fn drain(mut s: graphmind_genai::ChatStream) -> Vec<String> {
-    let mut out = Vec::new();
-    while let Some(item) = s.next().await {
-        out.push(match item {
-            Ok(ChatStreamEvent::Start) => "start".to_owned(),
-            Ok(ChatStreamEvent::Chunk(c)) => format!("chunk {}", c.content),
-            Ok(ChatStreamEvent::ReasoningChunk(c)) => format!("reasoning {}", c.content),
-            Ok(ChatStreamEvent::ThoughtSignatureChunk(_)) => "signature".to_owned(),
-            Ok(ChatStreamEvent::ToolCallChunk(t)) => {
-                format!("tool {} {}", t.tool_call.call_id, t.tool_call.fn_arguments)
-            }
-            Ok(ChatStreamEvent::End(e)) => format!("end usage={}", e.captured_usage.is_some()),
-            Ok(ChatStreamEvent::Heartbeat) => "heartbeat".to_owned(),
-            Err(e) => format!("err {e}"),
-        });
-    }
-    out
-}
-
-async fn drain_bare(mut s: genai::chat::ChatStream) -> Vec<String> {
-    let mut out = Vec::new();
-    while let Some(item) = s.next().await {
-        out.push(match item {
-            Ok(ChatStreamEvent::Start) => "start".to_owned(),
-            Ok(ChatStreamEvent::Chunk(c)) => format!("chunk {}", c.content),
-            Ok(ChatStreamEvent::ReasoningChunk(c)) => format!("reasoning {}", c.content),
-            Ok(ChatStreamEvent::ThoughtSignatureChunk(_)) => "signature".to_owned(),
-            Ok(ChatStreamEvent::ToolCallChunk(t)) => {
-                format!("tool {} {}", t.tool_call.call_id, t.tool_call.fn_arguments)
-            }
-            Ok(ChatStreamEvent::End(e)) => format!("end usage={}", e.captured_usage.is_some()),
-            Ok(ChatStreamEvent::Heartbeat) => "heartbeat".to_owned(),
-            Err(e) => format!("err {e}"),
-        });
-    }
-    out
+    support::with_tools(request())
 }
 
 const PLAIN: [&str; 7] = [
@@ -146,7 +103,7 @@ async fn stream_tees_tool_calls_per_call(model: &str, ids: [&str; 2]) {
         .exec_chat_stream(model, tools_request(), None)
         .await
         .expect("bare");
-    let bare = drain_bare(bare.stream).await;
+    let bare = drain(bare.stream).await;
     let got = gm
         .run("a", async {
             let r = client

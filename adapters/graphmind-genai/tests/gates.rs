@@ -5,20 +5,15 @@ mod support;
 
 use std::time::Duration;
 
-use futures_util::StreamExt;
-use genai::chat::{ChatMessage, ChatRequest, ChatResponse, ChatStreamEvent};
+use genai::chat::ChatResponse;
 use graphmind_genai::Instrument;
 use graphmind_tests::FakeDebugger;
 use serde_json::{Value, json};
 use support::mock::{Mock, TEXT};
 use support::{
-    abort_at, attached, continue_at, events, finished, inject_at, pause_id, paused, retry_at,
-    runs_finished,
+    abort_at, attached, continue_at, events, finished, inject_at, join, pause_id, paused, request,
+    retry_at, runs_finished, spawn_stream,
 };
-
-fn request() -> ChatRequest {
-    ChatRequest::new(vec![ChatMessage::user("Weather in Lisbon?")])
-}
 
 const HEAD: [&str; 4] = [
     "run.started",
@@ -45,44 +40,6 @@ fn spawn_chat(
         })
         .await
     })
-}
-
-/// A streamed call read to its end: the events as short lines.
-type StreamOutcome = Result<genai::Result<Vec<String>>, graphmind::Aborted>;
-
-fn spawn_stream(
-    gm: &graphmind::Session,
-    client: graphmind_genai::Client,
-    model: &'static str,
-) -> tokio::task::JoinHandle<StreamOutcome> {
-    let gm = gm.clone();
-    tokio::spawn(async move {
-        gm.run("a", async {
-            let mut s = client
-                .exec_chat_stream(model, request(), None)
-                .await?
-                .stream;
-            let mut out = Vec::new();
-            while let Some(item) = s.next().await {
-                out.push(match item {
-                    Ok(ChatStreamEvent::Start) => "start".to_owned(),
-                    Ok(ChatStreamEvent::Chunk(c)) => format!("chunk {}", c.content),
-                    Ok(ChatStreamEvent::End(_)) => "end".to_owned(),
-                    Ok(other) => format!("{other:?}"),
-                    Err(e) => format!("err {}", support::short(&e)),
-                });
-            }
-            Ok(out)
-        })
-        .await
-    })
-}
-
-async fn join<T>(task: tokio::task::JoinHandle<T>) -> T {
-    tokio::time::timeout(Duration::from_secs(20), task)
-        .await
-        .expect("the call ended")
-        .expect("joined")
 }
 
 /// A `ChatResponse` as JSON, as a debugger would inject it.
@@ -350,7 +307,7 @@ async fn a_stream_that_fails_before_its_first_event_holds_the_error_gate_and_ret
             "chunk Sunny, ",
             "chunk 24 °C ",
             "chunk in Lisbon.",
-            "end"
+            "end usage=false"
         ],
         "one Start, then the reopened stream's events"
     );
@@ -415,7 +372,7 @@ async fn a_stream_injected_at_before_streams_the_injected_events_and_sends_nothi
     ]);
     assert!(hub.inject(p.run_id(), &pause_id(&p), events_json));
     let got = join(task).await.expect("not aborted").expect("ok");
-    assert_eq!(got, ["start", "chunk Canned ", "chunk answer.", "end"]);
+    assert_eq!(got, ["start", "chunk Canned ", "chunk answer.", "end usage=false"]);
     assert_eq!(mock.count(), 0);
     runs_finished(&hub, 1).await;
     assert_eq!(
@@ -454,7 +411,7 @@ async fn a_stream_that_cannot_be_prepared_holds_the_error_gate_and_retry_prepare
             "chunk Sunny, ",
             "chunk 24 °C ",
             "chunk in Lisbon.",
-            "end"
+            "end usage=false"
         ]
     );
     assert_eq!(mock.count(), 1);

@@ -6,13 +6,12 @@
 
 mod support;
 
-use futures_util::StreamExt;
-use genai::chat::{ChatMessage, ChatRequest, ChatStreamEvent, Tool};
+use genai::chat::{ChatOptions, ChatRequest};
 use graphmind_genai::Instrument;
 use graphmind_tests::FakeDebugger;
 use serde_json::{Value, json};
 use support::mock::{Mock, TEXT};
-use support::{attached, finished, runs_finished};
+use support::{attached, drain, finished, request, runs_finished, with_tools};
 
 /// The user's streaming step: genai's own client inside, the adapter's stream type out.
 #[graphmind::model_step(codec = graphmind_genai::Genai, skip(client), stream = true)]
@@ -21,41 +20,20 @@ async fn step(
     model: &str,
     req: ChatRequest,
 ) -> genai::Result<graphmind_genai::ChatStream> {
-    let options = genai::chat::ChatOptions::default().with_capture_usage(true);
     Ok(client
-        .exec_chat_stream(model, req, Some(&options))
+        .exec_chat_stream(model, req, Some(&usage()))
         .await?
         .stream
         .into())
 }
 
-fn request() -> ChatRequest {
-    ChatRequest::new(vec![ChatMessage::user("Weather in Lisbon?")])
+/// The options of the user's step: usage captured.
+fn usage() -> ChatOptions {
+    ChatOptions::default().with_capture_usage(true)
 }
 
 fn tools_request() -> ChatRequest {
-    request().with_tools(vec![
-        Tool::new("get_weather").with_schema(json!({"type": "object"})),
-        Tool::new("get_time").with_schema(json!({"type": "object"})),
-    ])
-}
-
-/// Reads a stream: its events as short lines.
-async fn drain(mut s: graphmind_genai::ChatStream) -> Vec<String> {
-    let mut out = Vec::new();
-    while let Some(item) = s.next().await {
-        out.push(match item {
-            Ok(ChatStreamEvent::Start) => "start".to_owned(),
-            Ok(ChatStreamEvent::Chunk(c)) => format!("chunk {}", c.content),
-            Ok(ChatStreamEvent::ToolCallChunk(t)) => {
-                format!("tool {} {}", t.tool_call.call_id, t.tool_call.fn_arguments)
-            }
-            Ok(ChatStreamEvent::End(_)) => "end".to_owned(),
-            Ok(other) => format!("{other:?}"),
-            Err(e) => format!("err {e}"),
-        });
-    }
-    out
+    with_tools(request())
 }
 
 /// Every delta of `llm:step` in the run `run_id`, in order.
@@ -93,10 +71,10 @@ async fn a_user_stream_step_returns_the_adapters_chat_stream_teed() {
     let gm = attached(&hub, vec![]).await;
     let client = mock.client();
     let bare = client
-        .exec_chat_stream("gpt-text", request(), None)
+        .exec_chat_stream("gpt-text", request(), Some(&usage()))
         .await
         .expect("bare");
-    let bare = drain(bare.stream.into()).await;
+    let bare = drain(bare.stream).await;
     let got = gm
         .run("a", async {
             let s: graphmind_genai::ChatStream =
@@ -113,7 +91,7 @@ async fn a_user_stream_step_returns_the_adapters_chat_stream_teed() {
             "chunk Sunny, ",
             "chunk 24 °C ",
             "chunk in Lisbon.",
-            "end"
+            "end usage=true"
         ]
     );
     runs_finished(&hub, 1).await;
@@ -144,7 +122,7 @@ async fn codec_step_tees_tool_arguments_per_call(model: &'static str, ids: [&str
     let via_wrapper = gm
         .run("wrapped", async {
             let r = wrapped
-                .exec_chat_stream(model, tools_request(), None)
+                .exec_chat_stream(model, tools_request(), Some(&usage()))
                 .await
                 .expect("opened");
             drain(r.stream).await

@@ -119,6 +119,14 @@ pub async fn reject_at(hub: &FakeDebugger, n: usize, reason: &str) -> Frame {
     p
 }
 
+/// The spawned call's result, failing the test when it has not ended within 20 s.
+pub async fn join<T>(task: tokio::task::JoinHandle<T>) -> T {
+    tokio::time::timeout(20 * SECOND, task)
+        .await
+        .expect("the call ended")
+        .expect("joined")
+}
+
 /// Waits for `n` frames of `kind`; returns every frame of that kind received so far.
 pub async fn wait_count(hub: &FakeDebugger, kind: &str, n: usize) -> Vec<Frame> {
     hub.wait_count(kind, n, WAIT).await
