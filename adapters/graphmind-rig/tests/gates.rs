@@ -9,45 +9,15 @@ use std::time::Duration;
 
 use graphmind_rig::Instrument;
 use graphmind_tests::FakeDebugger;
-use rig_agent::agent::PromptResponse;
 use rig_agent::completion::PromptError;
-use rig_agent::{Agent, AgentBuilder};
+use rig_agent::AgentBuilder;
 use rig_core::test_utils::{MockCompletionModel, MockTurn};
 use serde_json::{Value, json};
 use support::tools::{Add, Flaky};
 use support::{
-    SECOND, abort_at, attached, continue_at, events, finished, inject_at, lines, pause_id, paused,
-    reject_at, retry_at, runs_finished,
+    Gated, abort_at, attached, continue_at, events, finished, gated, inject_at, join, lines,
+    pause_id, paused, reject_at, retry_at, runs_finished,
 };
-
-type Outcome = Result<Result<PromptResponse, PromptError>, graphmind::Aborted>;
-
-/// `prompt` to `agent` inside the run `a` (so the agent node is `agent:a`).
-fn spawn_in_run(
-    gm: &graphmind::Session,
-    agent: Agent,
-    prompt: &str,
-) -> tokio::task::JoinHandle<Outcome> {
-    let gm = gm.clone();
-    let prompt = prompt.to_owned();
-    tokio::spawn(async move {
-        gm.run("a", async move {
-            agent
-                .graphmind()
-                .prompt(prompt)
-                .with(|r| r.max_turns(4))
-                .await
-        })
-        .await
-    })
-}
-
-async fn join<T>(task: tokio::task::JoinHandle<T>) -> T {
-    tokio::time::timeout(Duration::from_secs(20), task)
-        .await
-        .expect("the call ended")
-        .expect("joined")
-}
 
 fn tool_then_text() -> MockCompletionModel {
     MockCompletionModel::from_turns([
@@ -82,12 +52,10 @@ fn expect(head: &[&str], tail: &[&str]) -> Vec<String> {
 
 #[tokio::test]
 async fn model_before_holds_with_nothing_sent_then_continue_sends_it() {
-    let hub = FakeDebugger::start().await;
-    let gm = attached(&hub, vec![json!({"kind": "llm", "point": "before"})]).await;
     let model = MockCompletionModel::text("hello");
     let agent = AgentBuilder::new(model.clone()).build();
-    let task = spawn_in_run(&gm, agent, "hi");
-    let p = paused(&hub, 1).await;
+    let run = gated("llm", "before", agent, "hi").await;
+    let p = paused(&run.hub, 1).await;
     assert_eq!(p.payload()["nodeId"], "llm:step");
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(
@@ -95,13 +63,12 @@ async fn model_before_holds_with_nothing_sent_then_continue_sends_it() {
         0,
         "nothing leaves while before holds"
     );
-    assert!(hub.resume(p.run_id(), &pause_id(&p), "continue"));
-    let out = join(task).await.expect("not aborted").expect("ok");
-    assert_eq!(out.output(), "hello");
+    assert!(run.hub.resume(p.run_id(), &pause_id(&p), "continue"));
+    let done = run.finish().await;
+    assert_eq!(done.response().output(), "hello");
     assert_eq!(model.request_count(), 1);
-    runs_finished(&hub, 1).await;
     assert_eq!(
-        events(&hub),
+        done.events,
         expect(
             &HEAD[..4],
             &[
@@ -113,61 +80,52 @@ async fn model_before_holds_with_nothing_sent_then_continue_sends_it() {
             ]
         )
     );
-    hub.assert_valid();
-    gm.dispose().await;
 }
 
 #[tokio::test]
 async fn model_before_inject_replaces_the_turn_the_app_gets() {
-    let hub = FakeDebugger::start().await;
-    let gm = attached(&hub, vec![json!({"kind": "llm", "point": "before"})]).await;
     let model = MockCompletionModel::text("real");
     let agent = AgentBuilder::new(model.clone())
         .tool(Add::default())
         .build();
-    let task = spawn_in_run(&gm, agent, "hi");
-    inject_at(&hub, 1, json!("canned")).await;
-    let out = join(task).await.expect("not aborted").expect("ok");
-    assert_eq!(out.output(), "canned");
+    let run = gated("llm", "before", agent, "hi").await;
+    inject_at(&run.hub, 1, json!("canned")).await;
+    let done = run.finish().await;
+    assert_eq!(done.response().output(), "canned");
     let sent = &model.requests()[0];
     assert!(
         sent.tools.is_empty(),
         "an injected turn's request goes out without tools"
     );
-    runs_finished(&hub, 1).await;
-    let fin = &finished(&hub, "llm:step")[0];
+    let fin = &finished(&done.hub, "llm:step")[0];
     assert_eq!(fin["output"]["text"], "canned");
     assert_eq!(fin["injected"], true);
-    hub.assert_valid();
-    gm.dispose().await;
 }
 
 #[tokio::test]
 async fn model_after_refuses_an_inject_rig_cannot_apply_and_stays_held() {
-    let hub = FakeDebugger::start().await;
-    let gm = attached(&hub, vec![json!({"kind": "llm", "point": "after"})]).await;
     let model = tool_then_text();
     let add = Add::default();
     let agent = AgentBuilder::new(model.clone()).tool(add.clone()).build();
-    let task = spawn_in_run(&gm, agent, "2+3?");
-    let p = paused(&hub, 1).await;
+    let run = gated("llm", "after", agent, "2+3?").await;
+    let hub = &run.hub;
+    let p = paused(hub, 1).await;
     assert_eq!(p.payload()["point"], "after");
     // The turn called a tool: rig refuses to replace it, so the gate refuses the inject.
     assert!(hub.inject(p.run_id(), &pause_id(&p), json!("no tools")));
-    support::wait_count(&hub, "exec.refused", 1).await;
+    support::wait_count(hub, "exec.refused", 1).await;
     assert!(hub.resume(p.run_id(), &pause_id(&p), "continue"));
-    let p2 = paused(&hub, 2).await;
+    let p2 = paused(hub, 2).await;
     // A text turn: an inject naming tool calls is refused, text is taken.
     let calls = json!({"text": "", "toolCalls": [{"name": "add", "arguments": {}}]});
     assert!(hub.inject(p2.run_id(), &pause_id(&p2), calls));
-    support::wait_count(&hub, "exec.refused", 2).await;
+    support::wait_count(hub, "exec.refused", 2).await;
     assert!(hub.inject(p2.run_id(), &pause_id(&p2), json!({"text": "five"})));
-    let out = join(task).await.expect("not aborted").expect("ok");
-    assert_eq!(out.output(), "five");
+    let done = run.finish().await;
+    assert_eq!(done.response().output(), "five");
     assert_eq!(add.calls.load(Ordering::SeqCst), 1);
-    runs_finished(&hub, 1).await;
     assert_eq!(
-        events(&hub),
+        done.events,
         expect(
             &HEAD,
             &[
@@ -187,30 +145,25 @@ async fn model_after_refuses_an_inject_rig_cannot_apply_and_stays_held() {
             ]
         )
     );
-    let steps = finished(&hub, "llm:step");
+    let steps = finished(&done.hub, "llm:step");
     assert_eq!(steps[0]["output"]["toolCalls"][0]["id"], "call_1");
     assert_eq!(steps[1]["output"]["text"], "five");
     assert_eq!(steps[1]["injected"], true);
-    hub.assert_valid();
-    gm.dispose().await;
 }
 
 #[tokio::test]
 async fn model_after_retry_repeats_a_tool_free_turn_as_one_execution() {
-    let hub = FakeDebugger::start().await;
-    let gm = attached(&hub, vec![json!({"kind": "llm", "point": "after"})]).await;
     let model =
         MockCompletionModel::from_turns([MockTurn::text("first"), MockTurn::text("second")]);
     let agent = AgentBuilder::new(model.clone()).build();
-    let task = spawn_in_run(&gm, agent, "hi");
-    retry_at(&hub, 1).await;
-    continue_at(&hub, 2).await;
-    let out = join(task).await.expect("not aborted").expect("ok");
-    assert_eq!(out.output(), "second");
+    let run = gated("llm", "after", agent, "hi").await;
+    retry_at(&run.hub, 1).await;
+    continue_at(&run.hub, 2).await;
+    let done = run.finish().await;
+    assert_eq!(done.response().output(), "second");
     assert_eq!(model.request_count(), 2);
-    runs_finished(&hub, 1).await;
     assert_eq!(
-        events(&hub),
+        done.events,
         expect(
             &HEAD[..4],
             &[
@@ -224,25 +177,29 @@ async fn model_after_retry_repeats_a_tool_free_turn_as_one_execution() {
             ]
         )
     );
-    let fin = &finished(&hub, "llm:step")[0];
+    let fin = &finished(&done.hub, "llm:step")[0];
     assert_eq!(fin["attempts"], 2);
     assert_eq!(fin["output"]["text"], "second");
-    hub.assert_valid();
-    gm.dispose().await;
+}
+
+/// A prompt call of `tool_then_text` with the `add` tool, the breakpoint `{tool, point}`
+/// set: the model, the tool and the held call.
+async fn adding(point: &str) -> (MockCompletionModel, Add, Gated) {
+    let model = tool_then_text();
+    let add = Add::default();
+    let agent = AgentBuilder::new(model.clone()).tool(add.clone()).build();
+    let run = gated("tool", point, agent, "2+3?").await;
+    (model, add, run)
 }
 
 #[tokio::test]
 async fn tool_before_inject_skips_the_tool_and_the_model_sees_a_successful_result() {
-    let hub = FakeDebugger::start().await;
-    let gm = attached(&hub, vec![json!({"kind": "tool", "point": "before"})]).await;
-    let model = tool_then_text();
-    let add = Add::default();
-    let agent = AgentBuilder::new(model.clone()).tool(add.clone()).build();
-    let task = spawn_in_run(&gm, agent, "2+3?");
-    let p = paused(&hub, 1).await;
+    let (model, add, run) = adding("before").await;
+    let p = paused(&run.hub, 1).await;
     assert_eq!(p.payload()["nodeId"], "tool:add");
-    assert!(hub.inject(p.run_id(), &pause_id(&p), json!({"sum": 42})));
-    join(task).await.expect("not aborted").expect("ok");
+    assert!(run.hub.inject(p.run_id(), &pause_id(&p), json!({"sum": 42})));
+    let done = run.finish().await;
+    done.response();
     assert_eq!(
         add.calls.load(Ordering::SeqCst),
         0,
@@ -251,9 +208,8 @@ async fn tool_before_inject_skips_the_tool_and_the_model_sees_a_successful_resul
     let sent = tool_result_sent(&model);
     assert_eq!(sent["content"][0]["value"]["sum"], 42, "{sent}");
     assert_ne!(sent["is_error"], true);
-    runs_finished(&hub, 1).await;
     assert_eq!(
-        events(&hub),
+        done.events,
         expect(
             &HEAD,
             &[
@@ -269,25 +225,18 @@ async fn tool_before_inject_skips_the_tool_and_the_model_sees_a_successful_resul
             ]
         )
     );
-    let fin = &finished(&hub, "tool:add")[0];
+    let fin = &finished(&done.hub, "tool:add")[0];
     assert_eq!(
         fin["instanceId"], "call_1",
         "the instance id is rig's tool-call id"
     );
     assert_eq!(fin["injected"], true);
-    hub.assert_valid();
-    gm.dispose().await;
 }
 
 #[tokio::test]
 async fn tool_before_reject_skips_the_tool_and_the_model_sees_the_reason() {
-    let hub = FakeDebugger::start().await;
-    let gm = attached(&hub, vec![json!({"kind": "tool", "point": "before"})]).await;
-    let model = tool_then_text();
-    let add = Add::default();
-    let agent = AgentBuilder::new(model.clone()).tool(add.clone()).build();
-    let task = spawn_in_run(&gm, agent, "2+3?");
-    let p = paused(&hub, 1).await;
+    let (model, add, run) = adding("before").await;
+    let p = paused(&run.hub, 1).await;
     assert!(
         p.payload()["actions"]
             .as_array()
@@ -295,8 +244,9 @@ async fn tool_before_reject_skips_the_tool_and_the_model_sees_the_reason() {
         "the gate offers reject: {:?}",
         p.payload()
     );
-    reject_at(&hub, 1, "use the calculator app").await;
-    join(task).await.expect("not aborted").expect("ok");
+    reject_at(&run.hub, 1, "use the calculator app").await;
+    let done = run.finish().await;
+    done.response();
     assert_eq!(
         add.calls.load(Ordering::SeqCst),
         0,
@@ -307,9 +257,8 @@ async fn tool_before_reject_skips_the_tool_and_the_model_sees_the_reason() {
         sent.contains("the call was rejected by a person: use the calculator app"),
         "the model's next turn sees the reason: {sent}"
     );
-    runs_finished(&hub, 1).await;
     assert_eq!(
-        events(&hub),
+        done.events,
         expect(
             &HEAD,
             &[
@@ -326,42 +275,38 @@ async fn tool_before_reject_skips_the_tool_and_the_model_sees_the_reason() {
             ]
         )
     );
-    let fin = &finished(&hub, "tool:add")[0];
+    let fin = &finished(&done.hub, "tool:add")[0];
     assert_eq!(fin["rejected"]["reason"], "use the calculator app", "{fin}");
-    hub.assert_valid();
-    gm.dispose().await;
 }
 
 #[tokio::test]
 async fn tool_after_inject_replaces_the_result_the_model_sees() {
-    let hub = FakeDebugger::start().await;
-    let gm = attached(&hub, vec![json!({"kind": "tool", "point": "after"})]).await;
-    let model = tool_then_text();
-    let add = Add::default();
-    let agent = AgentBuilder::new(model.clone()).tool(add.clone()).build();
-    let task = spawn_in_run(&gm, agent, "2+3?");
-    let p = paused(&hub, 1).await;
+    let (model, add, run) = adding("after").await;
+    let p = paused(&run.hub, 1).await;
     assert_eq!(p.payload()["point"], "after");
-    assert!(hub.inject(p.run_id(), &pause_id(&p), json!("seven")));
-    join(task).await.expect("not aborted").expect("ok");
+    assert!(run.hub.inject(p.run_id(), &pause_id(&p), json!("seven")));
+    let done = run.finish().await;
+    done.response();
     assert_eq!(add.calls.load(Ordering::SeqCst), 1);
     let sent = tool_result_sent(&model);
     assert_eq!(sent["content"][0]["text"], "seven", "{sent}");
-    runs_finished(&hub, 1).await;
-    assert_eq!(finished(&hub, "tool:add")[0]["output"], "seven");
-    hub.assert_valid();
-    gm.dispose().await;
+    assert_eq!(finished(&done.hub, "tool:add")[0]["output"], "seven");
 }
 
-fn flaky_agent(model: MockCompletionModel, flaky: &Flaky) -> Agent {
-    AgentBuilder::new(model).tool(flaky.clone()).build()
-}
-
-fn flaky_then_text() -> MockCompletionModel {
-    MockCompletionModel::from_turns([
+/// A prompt call whose model calls `flaky` (failing its first `fail_first` calls), then
+/// answers, with the breakpoint on tool errors: the model, the tool and the held call.
+async fn flaky_held(fail_first: usize) -> (MockCompletionModel, Flaky, Gated) {
+    let model = MockCompletionModel::from_turns([
         MockTurn::tool_call("call_f", "flaky", json!({})),
         MockTurn::text("done"),
-    ])
+    ]);
+    let flaky = Flaky {
+        fail_first,
+        ..Flaky::default()
+    };
+    let agent = AgentBuilder::new(model.clone()).tool(flaky.clone()).build();
+    let run = gated("tool", "error", agent, "go").await;
+    (model, flaky, run)
 }
 
 const FLAKY_HEAD: [&str; 8] = [
@@ -377,24 +322,17 @@ const FLAKY_HEAD: [&str; 8] = [
 
 #[tokio::test]
 async fn tool_error_retry_runs_the_tool_again_and_the_second_result_goes_on() {
-    let hub = FakeDebugger::start().await;
-    let gm = attached(&hub, vec![json!({"kind": "tool", "point": "error"})]).await;
-    let model = flaky_then_text();
-    let flaky = Flaky {
-        fail_first: 1,
-        ..Flaky::default()
-    };
-    let task = spawn_in_run(&gm, flaky_agent(model.clone(), &flaky), "go");
-    let p = paused(&hub, 1).await;
+    let (model, flaky, run) = flaky_held(1).await;
+    let p = paused(&run.hub, 1).await;
     assert_eq!(p.payload()["point"], "error");
-    assert!(hub.resume(p.run_id(), &pause_id(&p), "retry"));
-    join(task).await.expect("not aborted").expect("ok");
+    assert!(run.hub.resume(p.run_id(), &pause_id(&p), "retry"));
+    let done = run.finish().await;
+    done.response();
     assert_eq!(flaky.calls.load(Ordering::SeqCst), 2);
     let sent = tool_result_sent(&model);
     assert_eq!(sent["content"][0]["text"], "ok", "{sent}");
-    runs_finished(&hub, 1).await;
     assert_eq!(
-        events(&hub),
+        done.events,
         expect(
             &FLAKY_HEAD,
             &[
@@ -408,23 +346,15 @@ async fn tool_error_retry_runs_the_tool_again_and_the_second_result_goes_on() {
             ]
         )
     );
-    assert_eq!(finished(&hub, "tool:flaky")[0]["attempts"], 2);
-    hub.assert_valid();
-    gm.dispose().await;
+    assert_eq!(finished(&done.hub, "tool:flaky")[0]["attempts"], 2);
 }
 
 #[tokio::test]
 async fn tool_error_continue_passes_the_real_error_to_the_model() {
-    let hub = FakeDebugger::start().await;
-    let gm = attached(&hub, vec![json!({"kind": "tool", "point": "error"})]).await;
-    let model = flaky_then_text();
-    let flaky = Flaky {
-        fail_first: 9,
-        ..Flaky::default()
-    };
-    let task = spawn_in_run(&gm, flaky_agent(model.clone(), &flaky), "go");
-    continue_at(&hub, 1).await;
-    join(task).await.expect("not aborted").expect("ok");
+    let (model, flaky, run) = flaky_held(9).await;
+    continue_at(&run.hub, 1).await;
+    let done = run.finish().await;
+    done.response();
     assert_eq!(flaky.calls.load(Ordering::SeqCst), 1);
     let sent = tool_result_sent(&model);
     // rig 0.44 marks the result `is_error`; 0.43 sends the failure as its text.
@@ -433,52 +363,34 @@ async fn tool_error_continue_passes_the_real_error_to_the_model() {
         sent["is_error"] == true || failure_text.contains("failed"),
         "the model sees the failure: {sent}"
     );
-    runs_finished(&hub, 1).await;
-    let fin = &finished(&hub, "tool:flaky")[0];
+    let fin = &finished(&done.hub, "tool:flaky")[0];
     assert_eq!(fin["status"], "error");
-    hub.assert_valid();
-    gm.dispose().await;
 }
 
 #[tokio::test]
 async fn tool_error_inject_answers_the_model_with_a_success() {
-    let hub = FakeDebugger::start().await;
-    let gm = attached(&hub, vec![json!({"kind": "tool", "point": "error"})]).await;
-    let model = flaky_then_text();
-    let flaky = Flaky {
-        fail_first: 9,
-        ..Flaky::default()
-    };
-    let task = spawn_in_run(&gm, flaky_agent(model.clone(), &flaky), "go");
-    inject_at(&hub, 1, json!("patched")).await;
-    join(task).await.expect("not aborted").expect("ok");
+    let (model, _flaky, run) = flaky_held(9).await;
+    inject_at(&run.hub, 1, json!("patched")).await;
+    let done = run.finish().await;
+    done.response();
     let sent = tool_result_sent(&model);
     assert_eq!(sent["content"][0]["text"], "patched", "{sent}");
     assert_ne!(sent["is_error"], true);
-    runs_finished(&hub, 1).await;
-    let fin = &finished(&hub, "tool:flaky")[0];
+    let fin = &finished(&done.hub, "tool:flaky")[0];
     assert_eq!(fin["status"], "ok");
     assert_eq!(fin["injected"], true);
-    hub.assert_valid();
-    gm.dispose().await;
 }
 
 #[tokio::test]
 async fn abort_at_a_tool_gate_inside_a_run_drops_the_run_and_the_tool_never_runs() {
-    let hub = FakeDebugger::start().await;
-    let gm = attached(&hub, vec![json!({"kind": "tool", "point": "before"})]).await;
-    let model = tool_then_text();
-    let add = Add::default();
-    let agent = AgentBuilder::new(model.clone()).tool(add.clone()).build();
-    let task = spawn_in_run(&gm, agent, "2+3?");
-    abort_at(&hub, 1).await;
-    let out = join(task).await;
-    assert!(out.is_err(), "the enclosing run returns Aborted");
+    let (model, add, run) = adding("before").await;
+    abort_at(&run.hub, 1).await;
+    let done = run.finish().await;
+    assert!(done.out.is_err(), "the enclosing run returns Aborted");
     assert_eq!(add.calls.load(Ordering::SeqCst), 0);
     assert_eq!(model.request_count(), 1, "no model call after the abort");
-    runs_finished(&hub, 1).await;
     assert_eq!(
-        events(&hub),
+        done.events,
         expect(
             &HEAD,
             &[
@@ -492,8 +404,6 @@ async fn abort_at_a_tool_gate_inside_a_run_drops_the_run_and_the_tool_never_runs
             ]
         )
     );
-    hub.assert_valid();
-    gm.dispose().await;
 }
 
 #[tokio::test]
@@ -632,6 +542,5 @@ async fn parallel_tool_calls_hold_apart_and_resume_in_any_order() {
         .expect("one ran");
     assert!(ran["output"] == 2 || ran["output"] == 4, "{ran}");
     hub.assert_valid();
-    let _ = SECOND;
     gm.dispose().await;
 }

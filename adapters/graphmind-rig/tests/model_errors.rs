@@ -8,16 +8,14 @@ use std::time::Duration;
 
 use graphmind_rig::{GateModelErrors, Instrument};
 use graphmind_tests::FakeDebugger;
-use rig_agent::agent::PromptResponse;
 use rig_agent::completion::PromptError;
 use rig_agent::{Agent, AgentBuilder};
 use rig_core::test_utils::{MockCompletionModel, MockTurn};
 use serde_json::json;
 use support::{
-    abort_at, attached, continue_at, events, finished, inject_at, lines, retry_at, runs_finished,
+    Gated, abort_at, attached, continue_at, finished, gated, inject_at, join, lines, retry_at,
+    runs_finished, spawn_in_run,
 };
-
-type Outcome = Result<Result<PromptResponse, PromptError>, graphmind::Aborted>;
 
 /// The breakpoint on model errors.
 fn error_gate() -> Vec<serde_json::Value> {
@@ -35,20 +33,10 @@ fn failing_then(then: Vec<MockTurn>) -> (MockCompletionModel, Agent) {
     (model, agent)
 }
 
-/// `prompt` to `agent` inside the run `a`.
-fn spawn_in_run(gm: &graphmind::Session, agent: Agent) -> tokio::task::JoinHandle<Outcome> {
-    let gm = gm.clone();
-    tokio::spawn(async move {
-        gm.run("a", async move { agent.graphmind().prompt("hi").await })
-            .await
-    })
-}
-
-async fn join<T>(task: tokio::task::JoinHandle<T>) -> T {
-    tokio::time::timeout(Duration::from_secs(20), task)
-        .await
-        .expect("the call ended")
-        .expect("joined")
+/// `failing_then(then)` prompted inside the run `a`, the breakpoint on model errors set.
+async fn failing(then: Vec<MockTurn>) -> (MockCompletionModel, Gated) {
+    let (model, agent) = failing_then(then);
+    (model, gated("llm", "error", agent, "hi").await)
 }
 
 const HEAD: [&str; 6] = [
@@ -69,18 +57,14 @@ fn expect(action: &str, tail: &[&str]) -> Vec<String> {
 
 #[tokio::test]
 async fn model_error_retry_calls_the_model_again_and_the_run_goes_on() {
-    let hub = FakeDebugger::start().await;
-    let gm = attached(&hub, error_gate()).await;
-    let (model, agent) = failing_then(vec![MockTurn::text("recovered")]);
-    let task = spawn_in_run(&gm, agent);
-    let p = retry_at(&hub, 1).await;
+    let (model, run) = failing(vec![MockTurn::text("recovered")]).await;
+    let p = retry_at(&run.hub, 1).await;
     assert_eq!(p.payload()["nodeId"], "llm:step");
-    let out = join(task).await.expect("not aborted").expect("ok");
-    assert_eq!(out.output(), "recovered");
+    let done = run.finish().await;
+    assert_eq!(done.response().output(), "recovered");
     assert_eq!(model.request_count(), 2, "the failed call and its retry");
-    runs_finished(&hub, 1).await;
     assert_eq!(
-        events(&hub),
+        done.events,
         expect(
             "retry",
             &[
@@ -90,31 +74,26 @@ async fn model_error_retry_calls_the_model_again_and_the_run_goes_on() {
             ]
         )
     );
-    let fin = &finished(&hub, "llm:step")[0];
+    let fin = &finished(&done.hub, "llm:step")[0];
     assert_eq!(fin["attempts"], 2, "{fin}");
     assert_eq!(fin["output"]["text"], "recovered");
-    hub.assert_valid();
-    gm.dispose().await;
 }
 
 #[tokio::test]
 async fn model_error_retry_that_fails_again_holds_again() {
-    let hub = FakeDebugger::start().await;
-    let gm = attached(&hub, error_gate()).await;
-    let (model, agent) = failing_then(vec![
+    let (model, run) = failing(vec![
         MockTurn::error("still down"),
         MockTurn::text("third time"),
-    ]);
-    let task = spawn_in_run(&gm, agent);
-    retry_at(&hub, 1).await;
-    let p2 = retry_at(&hub, 2).await;
+    ])
+    .await;
+    retry_at(&run.hub, 1).await;
+    let p2 = retry_at(&run.hub, 2).await;
     assert_eq!(p2.payload()["point"], "error");
-    let out = join(task).await.expect("not aborted").expect("ok");
-    assert_eq!(out.output(), "third time");
+    let done = run.finish().await;
+    assert_eq!(done.response().output(), "third time");
     assert_eq!(model.request_count(), 3);
-    runs_finished(&hub, 1).await;
     assert_eq!(
-        events(&hub),
+        done.events,
         expect(
             "retry",
             &[
@@ -127,7 +106,7 @@ async fn model_error_retry_that_fails_again_holds_again() {
             ]
         )
     );
-    let second = &hub.frames_of("node.error")[1];
+    let second = &done.hub.frames_of("node.error")[1];
     assert!(
         second.payload()["error"]["message"]
             .as_str()
@@ -136,24 +115,18 @@ async fn model_error_retry_that_fails_again_holds_again() {
         "the second hold shows the retry's error: {:?}",
         second.payload()
     );
-    assert_eq!(finished(&hub, "llm:step")[0]["attempts"], 3);
-    hub.assert_valid();
-    gm.dispose().await;
+    assert_eq!(finished(&done.hub, "llm:step")[0]["attempts"], 3);
 }
 
 #[tokio::test]
 async fn model_error_inject_answers_the_turn_without_calling_the_model_again() {
-    let hub = FakeDebugger::start().await;
-    let gm = attached(&hub, error_gate()).await;
-    let (model, agent) = failing_then(vec![]);
-    let task = spawn_in_run(&gm, agent);
-    inject_at(&hub, 1, json!("canned")).await;
-    let out = join(task).await.expect("not aborted").expect("ok");
-    assert_eq!(out.output(), "canned");
+    let (model, run) = failing(vec![]).await;
+    inject_at(&run.hub, 1, json!("canned")).await;
+    let done = run.finish().await;
+    assert_eq!(done.response().output(), "canned");
     assert_eq!(model.request_count(), 1, "only the failed call went out");
-    runs_finished(&hub, 1).await;
     assert_eq!(
-        events(&hub),
+        done.events,
         expect(
             "inject",
             &[
@@ -163,29 +136,24 @@ async fn model_error_inject_answers_the_turn_without_calling_the_model_again() {
             ]
         )
     );
-    let fin = &finished(&hub, "llm:step")[0];
+    let fin = &finished(&done.hub, "llm:step")[0];
     assert_eq!(fin["output"]["text"], "canned", "{fin}");
     assert_eq!(fin["injected"], true);
-    hub.assert_valid();
-    gm.dispose().await;
 }
 
 #[tokio::test]
 async fn model_error_continue_passes_rigs_error_to_the_app() {
-    let hub = FakeDebugger::start().await;
-    let gm = attached(&hub, error_gate()).await;
-    let (model, agent) = failing_then(vec![]);
-    let task = spawn_in_run(&gm, agent);
-    continue_at(&hub, 1).await;
-    let err = join(task)
-        .await
-        .expect("not aborted")
-        .expect_err("rig's error reaches the app");
+    let (model, run) = failing(vec![]).await;
+    continue_at(&run.hub, 1).await;
+    let done = run.finish().await;
+    let err = match done.out {
+        Ok(Err(err)) => err,
+        other => panic!("rig's error reaches the app, got {other:?}"),
+    };
     assert!(err.to_string().contains("upstream 503"), "{err}");
     assert_eq!(model.request_count(), 1);
-    runs_finished(&hub, 1).await;
     assert_eq!(
-        events(&hub),
+        done.events,
         expect(
             "continue",
             &[
@@ -196,22 +164,17 @@ async fn model_error_continue_passes_rigs_error_to_the_app() {
             ]
         )
     );
-    hub.assert_valid();
-    gm.dispose().await;
 }
 
 #[tokio::test]
 async fn model_error_abort_ends_the_enclosing_run() {
-    let hub = FakeDebugger::start().await;
-    let gm = attached(&hub, error_gate()).await;
-    let (model, agent) = failing_then(vec![MockTurn::text("never")]);
-    let task = spawn_in_run(&gm, agent);
-    abort_at(&hub, 1).await;
-    assert!(join(task).await.is_err(), "the run returns Aborted");
+    let (model, run) = failing(vec![MockTurn::text("never")]).await;
+    abort_at(&run.hub, 1).await;
+    let done = run.finish().await;
+    assert!(done.out.is_err(), "the run returns Aborted");
     assert_eq!(model.request_count(), 1, "nothing more is called");
-    runs_finished(&hub, 1).await;
     assert_eq!(
-        events(&hub),
+        done.events,
         expect(
             "abort",
             &[
@@ -221,8 +184,6 @@ async fn model_error_abort_ends_the_enclosing_run() {
             ]
         )
     );
-    hub.assert_valid();
-    gm.dispose().await;
 }
 
 #[tokio::test]
@@ -273,8 +234,8 @@ async fn two_agents_failing_at_once_each_hold_at_their_own_error_gate() {
     let gm = attached(&hub, error_gate()).await;
     let (model_a, agent_a) = failing_then(vec![MockTurn::text("A")]);
     let (model_b, agent_b) = failing_then(vec![MockTurn::text("B")]);
-    let a = spawn_in_run(&gm, agent_a);
-    let b = spawn_in_run(&gm, agent_b);
+    let a = spawn_in_run(&gm, agent_a, "hi");
+    let b = spawn_in_run(&gm, agent_b, "hi");
     let held = support::wait_count(&hub, "exec.paused", 2).await;
     let runs: std::collections::HashSet<&str> = held.iter().map(|p| p.run_id()).collect();
     assert_eq!(runs.len(), 2, "one hold per run");

@@ -1,13 +1,102 @@
-//! Shared by the adapter's integration tests: a session attached to the fake debugger (the rest is `graphmind_tests::adapter`), and the test tools.
+//! Shared by the adapter's integration tests: a session attached to the fake debugger, a
+//! prompt call held at a gate and seen through to the run's end (the rest is
+//! `graphmind_tests::adapter`), and the test tools.
 #![allow(dead_code, unused_imports)]
 
+use graphmind_rig::Instrument;
 use graphmind_tests::FakeDebugger;
 pub use graphmind_tests::adapter::*;
+use rig_agent::Agent;
+use rig_agent::agent::PromptResponse;
+use rig_agent::completion::PromptError;
 use serde_json::Value;
 
 /// A session attached to `hub`, which sent `breakpoints` in its ack.
 pub async fn attached(hub: &FakeDebugger, breakpoints: Vec<Value>) -> graphmind::Session {
     graphmind_tests::adapter::attached(hub, "rig-tests", breakpoints).await
+}
+
+/// What a prompt call inside a graphmind run returns.
+pub type Outcome = Result<Result<PromptResponse, PromptError>, graphmind::Aborted>;
+
+/// `prompt` to `agent` (up to four turns) inside the run `a`, so the agent node is `agent:a`.
+pub fn spawn_in_run(
+    gm: &graphmind::Session,
+    agent: Agent,
+    prompt: &str,
+) -> tokio::task::JoinHandle<Outcome> {
+    let gm = gm.clone();
+    let prompt = prompt.to_owned();
+    tokio::spawn(async move {
+        gm.run("a", async move {
+            agent
+                .graphmind()
+                .prompt(prompt)
+                .with(|r| r.max_turns(4))
+                .await
+        })
+        .await
+    })
+}
+
+/// A prompt call running inside the run `a` on a session attached to a fake debugger that
+/// set one breakpoint: answer its gates through `hub`, then [`Gated::finish`].
+pub struct Gated {
+    /// The fake debugger.
+    pub hub: FakeDebugger,
+    /// The session attached to it.
+    pub gm: graphmind::Session,
+    /// The prompt call.
+    pub task: tokio::task::JoinHandle<Outcome>,
+}
+
+/// How a gated prompt call ended.
+pub struct Finished {
+    /// What the app got.
+    pub out: Outcome,
+    /// The run's events, one line each (see `events`).
+    pub events: Vec<String>,
+    /// The fake debugger, for the frames (every one schema-checked already).
+    pub hub: FakeDebugger,
+}
+
+/// Starts `prompt` to `agent` inside the run `a`, with the breakpoint `{kind, point}` set.
+pub async fn gated(kind: &str, point: &str, agent: Agent, prompt: &str) -> Gated {
+    let hub = FakeDebugger::start().await;
+    let gm = attached(
+        &hub,
+        vec![serde_json::json!({"kind": kind, "point": point})],
+    )
+    .await;
+    let task = spawn_in_run(&gm, agent, prompt);
+    Gated { hub, gm, task }
+}
+
+impl Gated {
+    /// Waits for the prompt call and its run to end, checks every frame against the schema
+    /// and closes the session.
+    pub async fn finish(self) -> Finished {
+        let out = join(self.task).await;
+        runs_finished(&self.hub, 1).await;
+        let events = events(&self.hub);
+        self.hub.assert_valid();
+        self.gm.dispose().await;
+        Finished {
+            out,
+            events,
+            hub: self.hub,
+        }
+    }
+}
+
+impl Finished {
+    /// The app's response, for a call that was neither aborted nor failed.
+    pub fn response(&self) -> &PromptResponse {
+        match &self.out {
+            Ok(Ok(response)) => response,
+            other => panic!("expected a response, got {other:?}"),
+        }
+    }
 }
 
 /// Test tools: `add` (counts its calls) and `flaky` (fails its first `fail_first` calls).
