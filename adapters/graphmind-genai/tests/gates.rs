@@ -372,7 +372,10 @@ async fn a_stream_injected_at_before_streams_the_injected_events_and_sends_nothi
     ]);
     assert!(hub.inject(p.run_id(), &pause_id(&p), events_json));
     let got = join(task).await.expect("not aborted").expect("ok");
-    assert_eq!(got, ["start", "chunk Canned ", "chunk answer.", "end usage=false"]);
+    assert_eq!(
+        got,
+        ["start", "chunk Canned ", "chunk answer.", "end usage=false"]
+    );
     assert_eq!(mock.count(), 0);
     runs_finished(&hub, 1).await;
     assert_eq!(

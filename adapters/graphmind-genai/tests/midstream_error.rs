@@ -110,7 +110,10 @@ async fn a_stream_broken_midway_continued_passes_genais_error_on() {
             .await;
         let read = lines(done.read);
         assert_eq!(read[..3], READ, "{model}: {read:?}");
-        assert_eq!(done.step["output"]["text"], "Sunny, ", "{model}: what was read");
+        assert_eq!(
+            done.step["output"]["text"], "Sunny, ",
+            "{model}: what was read"
+        );
     }
 }
 
@@ -144,7 +147,10 @@ async fn a_stream_broken_midway_injected_streams_the_rest_of_the_reply() {
             ],
             "{model}: the broken stream's start and first piece, then the injected rest"
         );
-        assert_eq!(done.step["output"]["text"], "Sunny, 24 °C in Lisbon.", "{model}");
+        assert_eq!(
+            done.step["output"]["text"], "Sunny, 24 °C in Lisbon.",
+            "{model}"
+        );
         assert_eq!(done.step["injected"], true, "{model}");
     }
 }

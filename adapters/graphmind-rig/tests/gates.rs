@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use graphmind_rig::Instrument;
 use graphmind_tests::FakeDebugger;
-use rig_agent::completion::PromptError;
 use rig_agent::AgentBuilder;
+use rig_agent::completion::PromptError;
 use rig_core::test_utils::{MockCompletionModel, MockTurn};
 use serde_json::{Value, json};
 use support::tools::{Add, Flaky};
@@ -197,7 +197,10 @@ async fn tool_before_inject_skips_the_tool_and_the_model_sees_a_successful_resul
     let (model, add, run) = adding("before").await;
     let p = paused(&run.hub, 1).await;
     assert_eq!(p.payload()["nodeId"], "tool:add");
-    assert!(run.hub.inject(p.run_id(), &pause_id(&p), json!({"sum": 42})));
+    assert!(
+        run.hub
+            .inject(p.run_id(), &pause_id(&p), json!({"sum": 42}))
+    );
     let done = run.finish().await;
     done.response();
     assert_eq!(

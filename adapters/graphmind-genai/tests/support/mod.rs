@@ -76,4 +76,3 @@ pub fn spawn_stream(
         .await
     })
 }
-
