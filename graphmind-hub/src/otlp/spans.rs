@@ -1,9 +1,10 @@
 //! A stored run's events → OTLP spans: the run is a trace, each node execution a span under
 //! its parent's execution, named and attributed by the GenAI conventions ([`super::names`]).
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
-use graphmind_protocol::{Message, NodeKind, Parsed, Status};
+use graphmind_protocol::{NodeKind, PausePoint, PauseReason, RefusedCode, ResumeAction, Status};
 use opentelemetry_proto::tonic::common::v1::{
     AnyValue, ArrayValue, InstrumentationScope, KeyValue, any_value,
 };
@@ -13,7 +14,9 @@ use opentelemetry_proto::tonic::trace::v1::status::StatusCode;
 use opentelemetry_proto::tonic::trace::v1::{
     ResourceSpans, ScopeSpans, Span, Status as SpanStatus,
 };
+use serde::Deserialize;
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use super::names as n;
 
@@ -102,25 +105,26 @@ fn f(key: &str, v: f64) -> KeyValue {
     kv(key, any_value::Value::DoubleValue(v))
 }
 
-fn strings(key: &str, v: &[String]) -> KeyValue {
+fn strings<S: AsRef<str>>(key: &str, v: &[S]) -> KeyValue {
     kv(
         key,
         any_value::Value::ArrayValue(ArrayValue {
             values: v
                 .iter()
                 .map(|x| AnyValue {
-                    value: Some(any_value::Value::StringValue(x.clone())),
+                    value: Some(any_value::Value::StringValue(x.as_ref().to_owned())),
                 })
                 .collect(),
         }),
     )
 }
 
-/// `value` as JSON text, at most [`MAX_CONTENT_BYTES`].
-fn json_text(value: &Value) -> String {
-    let mut text = match value {
-        Value::String(t) => t.clone(),
-        v => v.to_string(),
+/// A JSON value as JSON text (a string as its text), at most [`MAX_CONTENT_BYTES`].
+fn json_text(raw: &RawValue) -> String {
+    let mut text = match serde_json::from_str::<Value>(raw.get()) {
+        Ok(Value::String(t)) => t,
+        Ok(v) => v.to_string(),
+        Err(_) => raw.get().to_owned(),
     };
     if text.len() > MAX_CONTENT_BYTES {
         let mut cut = MAX_CONTENT_BYTES;
@@ -137,45 +141,386 @@ fn ms_to_ns(ms: u64) -> u64 {
     ms.saturating_mul(1_000_000)
 }
 
+// ----- the envelopes, read lean ---------------------------------------------------------
+//
+// The spans need a few fields of each envelope. They are read borrowed from the stored text
+// (no `Value` tree, no copies of strings without escapes); inputs and outputs stay raw JSON
+// text, looked into only for the fields a span needs (or written whole with the content
+// opt-in). The stored texts passed the hub's full parse on intake.
+
+/// Deserializes a field that may be JSON `null` as present (`Some("null")`), as the protocol's
+/// payloads keep a present `null`.
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(d).map(Some)
+}
+
+/// A raw JSON value as a string, if it is one.
+fn raw_str(raw: Option<&RawValue>) -> Option<Cow<'_, str>> {
+    let text = raw?.get();
+    if !text.starts_with('"') {
+        return None;
+    }
+    match serde_json::from_str::<&str>(text) {
+        Ok(s) => Some(Cow::Borrowed(s)),
+        Err(_) => serde_json::from_str::<String>(text).ok().map(Cow::Owned),
+    }
+}
+
+/// A raw JSON value as an unsigned integer, if it is one.
+fn raw_u64(raw: Option<&RawValue>) -> Option<u64> {
+    serde_json::from_str(raw?.get()).ok()
+}
+
+/// Whether a raw JSON value is `true`.
+fn raw_true(raw: Option<&RawValue>) -> bool {
+    raw.is_some_and(|r| r.get() == "true")
+}
+
+/// A field of a raw JSON object, if the value is an object and has it.
+fn raw_field<'a>(raw: Option<&'a RawValue>, key: &str) -> Option<&'a RawValue> {
+    let text = raw?.get();
+    if !text.starts_with('{') {
+        return None;
+    }
+    let fields: HashMap<Cow<'a, str>, &'a RawValue> = serde_json::from_str(text).ok()?;
+    fields.get(key).copied()
+}
+
+/// The envelope: its type and raw payload.
+#[derive(Deserialize)]
+struct LeanEnvelope<'a> {
+    gm: u64,
+    ts: u64,
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    #[serde(borrow)]
+    payload: &'a RawValue,
+}
+
+/// An error's name and message.
+#[derive(Debug, Deserialize)]
+struct LeanError<'a> {
+    #[serde(borrow)]
+    name: Cow<'a, str>,
+    #[serde(borrow)]
+    message: Cow<'a, str>,
+}
+
+#[derive(Deserialize)]
+struct LeanSdk<'a> {
+    #[serde(borrow)]
+    name: Cow<'a, str>,
+    #[serde(borrow)]
+    version: Cow<'a, str>,
+}
+
+#[derive(Deserialize)]
+struct LeanRunStarted<'a> {
+    #[serde(borrow)]
+    app: Cow<'a, str>,
+    #[serde(borrow)]
+    sdk: LeanSdk<'a>,
+    #[serde(default, borrow)]
+    meta: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct LeanRunFinished<'a> {
+    status: Status,
+    #[serde(default, borrow)]
+    error: Option<LeanError<'a>>,
+}
+
+/// Token counts of a model step.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct LeanUsage<'a> {
+    input_tokens: u64,
+    output_tokens: u64,
+    #[serde(default, borrow, deserialize_with = "present")]
+    cache_read_tokens: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    cache_write_tokens: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    reasoning_tokens: Option<&'a RawValue>,
+}
+
+/// The fields of the protocol's extensions (a payload's unknown fields) the spans read, raw;
+/// a later event's field replaces an earlier one's, as `extra.extend` would.
+#[derive(Debug, Default, Clone, Copy)]
+struct Extras<'a> {
+    model: Option<&'a RawValue>,
+    response_id: Option<&'a RawValue>,
+    finish_reason: Option<&'a RawValue>,
+    provider: Option<&'a RawValue>,
+    api: Option<&'a RawValue>,
+    injected: Option<&'a RawValue>,
+    recovered_from_error: Option<&'a RawValue>,
+    edited: Option<&'a RawValue>,
+    input_edited: Option<&'a RawValue>,
+    provider_executed: Option<&'a RawValue>,
+    streamed: Option<&'a RawValue>,
+    streaming: Option<&'a RawValue>,
+    attempts: Option<&'a RawValue>,
+}
+
+/// A node payload's struct: its own fields, then the [`Extras`] fields (read in the same
+/// pass), and `extras()` taking them out.
+macro_rules! node_payload {
+    ($(#[$m:meta])* struct $name:ident { $($(#[$fm:meta])* $field:ident: $ty:ty,)* }) => {
+        $(#[$m])*
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct $name<'a> {
+            $($(#[$fm])* $field: $ty,)*
+            #[serde(default, borrow, deserialize_with = "present")]
+            model: Option<&'a RawValue>,
+            #[serde(default, borrow, deserialize_with = "present")]
+            response_id: Option<&'a RawValue>,
+            #[serde(default, borrow, deserialize_with = "present")]
+            finish_reason: Option<&'a RawValue>,
+            #[serde(default, borrow, deserialize_with = "present")]
+            provider: Option<&'a RawValue>,
+            #[serde(default, borrow, deserialize_with = "present")]
+            api: Option<&'a RawValue>,
+            #[serde(default, borrow, deserialize_with = "present")]
+            injected: Option<&'a RawValue>,
+            #[serde(default, borrow, deserialize_with = "present")]
+            recovered_from_error: Option<&'a RawValue>,
+            #[serde(default, borrow, deserialize_with = "present")]
+            edited: Option<&'a RawValue>,
+            #[serde(default, borrow, deserialize_with = "present")]
+            input_edited: Option<&'a RawValue>,
+            #[serde(default, borrow, deserialize_with = "present")]
+            provider_executed: Option<&'a RawValue>,
+            #[serde(default, borrow, deserialize_with = "present")]
+            streamed: Option<&'a RawValue>,
+            #[serde(default, borrow, deserialize_with = "present")]
+            streaming: Option<&'a RawValue>,
+            #[serde(default, borrow, deserialize_with = "present")]
+            attempts: Option<&'a RawValue>,
+        }
+        impl<'a> $name<'a> {
+            fn extras(&self) -> Extras<'a> {
+                Extras {
+                    model: self.model,
+                    response_id: self.response_id,
+                    finish_reason: self.finish_reason,
+                    provider: self.provider,
+                    api: self.api,
+                    injected: self.injected,
+                    recovered_from_error: self.recovered_from_error,
+                    edited: self.edited,
+                    input_edited: self.input_edited,
+                    provider_executed: self.provider_executed,
+                    streamed: self.streamed,
+                    streaming: self.streaming,
+                    attempts: self.attempts,
+                }
+            }
+        }
+    };
+}
+
+impl<'a> Extras<'a> {
+    fn extend(&mut self, later: Extras<'a>) {
+        macro_rules! take {
+            ($($f:ident),*) => { $(if later.$f.is_some() { self.$f = later.$f; })* };
+        }
+        take!(
+            model,
+            response_id,
+            finish_reason,
+            provider,
+            api,
+            injected,
+            recovered_from_error,
+            edited,
+            input_edited,
+            provider_executed,
+            streamed,
+            streaming,
+            attempts
+        );
+    }
+}
+
+node_payload! {
+    /// `node.started`.
+    struct LeanNodeStarted {
+        #[serde(borrow)]
+        node_id: Cow<'a, str>,
+        kind: NodeKind,
+        #[serde(borrow)]
+        name: Cow<'a, str>,
+        #[serde(borrow)]
+        instance_id: Cow<'a, str>,
+        #[serde(default, borrow)]
+        parent_id: Option<Cow<'a, str>>,
+        #[serde(default, borrow, deserialize_with = "present")]
+        input: Option<&'a RawValue>,
+    }
+}
+
+node_payload! {
+    /// `node.finished`.
+    struct LeanNodeFinished {
+        #[serde(borrow)]
+        node_id: Cow<'a, str>,
+        #[serde(default, borrow)]
+        instance_id: Option<Cow<'a, str>>,
+        status: Status,
+        #[serde(default, borrow, deserialize_with = "present")]
+        output: Option<&'a RawValue>,
+        #[serde(default, borrow)]
+        usage: Option<LeanUsage<'a>>,
+        #[serde(default)]
+        held_ms: Option<f64>,
+    }
+}
+
+node_payload! {
+    /// `node.error`.
+    struct LeanNodeError {
+        #[serde(borrow)]
+        node_id: Cow<'a, str>,
+        #[serde(default, borrow)]
+        instance_id: Option<Cow<'a, str>>,
+        #[serde(borrow)]
+        error: LeanError<'a>,
+        #[serde(default)]
+        held_ms: Option<f64>,
+    }
+}
+
+/// `exec.paused`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct LeanPaused<'a> {
+    #[serde(borrow)]
+    pause_id: Cow<'a, str>,
+    #[serde(borrow)]
+    node_id: Cow<'a, str>,
+    point: PausePoint,
+    #[serde(default)]
+    reason: Option<PauseReason>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    instance_id: Option<&'a RawValue>,
+}
+
+/// `exec.resumed`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct LeanResumed<'a> {
+    #[serde(borrow)]
+    pause_id: Cow<'a, str>,
+    action: ResumeAction,
+    #[serde(default, borrow)]
+    edited: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    reason: Option<Cow<'a, str>>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    auto: Option<&'a RawValue>,
+}
+
+/// `exec.refused`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct LeanRefused<'a> {
+    #[serde(borrow)]
+    pause_id: Cow<'a, str>,
+    code: RefusedCode,
+}
+
+/// The messages the spans are built from.
+enum Lean<'a> {
+    RunStarted(LeanRunStarted<'a>),
+    RunFinished(LeanRunFinished<'a>),
+    NodeStarted(LeanNodeStarted<'a>),
+    NodeFinished(LeanNodeFinished<'a>),
+    NodeError(LeanNodeError<'a>),
+    Paused(LeanPaused<'a>),
+    Resumed(LeanResumed<'a>),
+    Refused(LeanRefused<'a>),
+    /// Any other type: only its timestamp counts.
+    Other,
+}
+
+/// One stored envelope, read for its spans: its `ts` and message. `None`: not an envelope of
+/// protocol 1, or a known type whose payload lacks what the protocol requires.
+fn lean(text: &str) -> Option<(u64, Lean<'_>)> {
+    fn p<'a, T: Deserialize<'a>>(raw: &'a RawValue) -> Option<T> {
+        serde_json::from_str(raw.get()).ok()
+    }
+    let env: LeanEnvelope<'_> = serde_json::from_str(text).ok()?;
+    if env.gm != 1 {
+        return None;
+    }
+    let raw = env.payload;
+    let msg = match env.kind.as_ref() {
+        "run.started" => Lean::RunStarted(p(raw)?),
+        "run.finished" => Lean::RunFinished(p(raw)?),
+        "node.started" => Lean::NodeStarted(p(raw)?),
+        "node.finished" => Lean::NodeFinished(p(raw)?),
+        "node.error" => Lean::NodeError(p(raw)?),
+        "exec.paused" => Lean::Paused(p(raw)?),
+        "exec.resumed" => Lean::Resumed(p(raw)?),
+        "exec.refused" => Lean::Refused(p(raw)?),
+        _ => {
+            // Any other known type still has to be an object payload to count.
+            if !raw.get().starts_with('{') {
+                return None;
+            }
+            Lean::Other
+        }
+    };
+    Some((env.ts, msg))
+}
+
 /// One node execution being assembled.
 #[derive(Debug)]
-struct Exec {
-    node_id: String,
-    instance_id: String,
+struct Exec<'a> {
+    node_id: Cow<'a, str>,
+    instance_id: Cow<'a, str>,
     kind: NodeKind,
-    name: String,
-    parent_node: Option<String>,
+    name: Cow<'a, str>,
+    parent_node: Option<Cow<'a, str>>,
     /// Index of the parent execution, resolved at start.
     parent: Option<usize>,
     span_id: [u8; 8],
     start: u64,
     end: Option<u64>,
     open: bool,
-    input: Option<Value>,
-    output: Option<Value>,
+    input: Option<&'a RawValue>,
+    output: Option<&'a RawValue>,
     status: Option<Status>,
-    error: Option<ErrorText>,
+    error: Option<ErrorText<'a>>,
     held_ms: Option<f64>,
     holds: u64,
-    actions: Vec<String>,
-    extra: serde_json::Map<String, Value>,
-    usage: Option<graphmind_protocol::TokenUsage>,
+    actions: Vec<&'static str>,
+    extra: Extras<'a>,
+    usage: Option<LeanUsage<'a>>,
     events: Vec<Event>,
 }
 
 /// An error's name and message.
-type ErrorText = (String, String);
+type ErrorText<'a> = (Cow<'a, str>, Cow<'a, str>);
 
 /// The run as the spans see it.
 #[derive(Debug, Default)]
-struct RunInfo {
-    app: Option<String>,
-    name: Option<String>,
-    sdk: Option<(String, String)>,
+struct RunInfo<'a> {
+    app: Option<Cow<'a, str>>,
+    name: Option<Cow<'a, str>>,
+    sdk: Option<(Cow<'a, str>, Cow<'a, str>)>,
     started: Option<u64>,
-    finished: Option<(u64, Status, Option<ErrorText>)>,
+    finished: Option<(u64, Status, Option<ErrorText<'a>>)>,
     first_ts: Option<u64>,
     last_ts: u64,
+}
+
+/// The literal `true`, for an extension set by a later event.
+fn raw_true_value() -> Option<&'static RawValue> {
+    serde_json::from_str("true").ok()
 }
 
 /// Builds the spans of one run from its stored envelopes (in seq order). Events that are not
@@ -187,35 +532,29 @@ pub fn run_spans<B: AsRef<str>>(
     opts: MapOptions,
 ) -> ResourceSpans {
     let mut run = RunInfo::default();
-    let mut execs: Vec<Exec> = Vec::new();
+    let mut execs: Vec<Exec<'_>> = Vec::new();
     // (nodeId, instanceId) → how many executions with that key so far.
-    let mut seen: HashMap<(String, String), usize> = HashMap::new();
+    let mut seen: HashMap<(Cow<'_, str>, Cow<'_, str>), usize> = HashMap::new();
     // pauseId → the execution it held.
-    let mut pauses: HashMap<String, usize> = HashMap::new();
+    let mut pauses: HashMap<Cow<'_, str>, usize> = HashMap::new();
     for body in bodies {
-        let env = match graphmind_protocol::parse(body.as_ref()) {
-            Parsed::Ok(env) | Parsed::UnknownType(env) => env,
-            _ => continue,
+        let Some((ts, message)) = lean(body.as_ref()) else {
+            continue;
         };
-        run.first_ts = Some(run.first_ts.map_or(env.ts, |t| t.min(env.ts)));
-        run.last_ts = run.last_ts.max(env.ts);
-        match env.message {
-            Message::RunStarted(p) => {
+        run.first_ts = Some(run.first_ts.map_or(ts, |t| t.min(ts)));
+        run.last_ts = run.last_ts.max(ts);
+        match message {
+            Lean::RunStarted(p) => {
                 run.app = Some(p.app);
                 run.sdk = Some((p.sdk.name, p.sdk.version));
-                run.name = p
-                    .meta
-                    .as_ref()
-                    .and_then(|m| m.get("name"))
-                    .and_then(Value::as_str)
-                    .map(str::to_owned);
-                run.started = Some(env.ts);
+                run.name = raw_str(raw_field(p.meta, "name"));
+                run.started = Some(ts);
             }
-            Message::RunFinished(p) => {
-                run.finished = Some((env.ts, p.status, p.error.map(|e| (e.name, e.message))));
+            Lean::RunFinished(p) => {
+                run.finished = Some((ts, p.status, p.error.map(|e| (e.name, e.message))));
             }
-            Message::NodeStarted(p) => {
-                let key = (p.node_id.clone(), p.instance_id.clone());
+            Lean::NodeStarted(p) => {
+                let extra = p.extras();
                 // The same execution starting again (a retry from the top) stays one span.
                 if let Some(ix) = find_open(&execs, &p.node_id, Some(&p.instance_id)) {
                     if p.input.is_some() {
@@ -223,7 +562,9 @@ pub fn run_spans<B: AsRef<str>>(
                     }
                     continue;
                 }
-                let nth = seen.entry(key).or_insert(0);
+                let nth = seen
+                    .entry((p.node_id.clone(), p.instance_id.clone()))
+                    .or_insert(0);
                 *nth += 1;
                 let parent = p.parent_id.as_deref().and_then(|pid| {
                     find_open(&execs, pid, None).or_else(|| find_last(&execs, pid))
@@ -236,7 +577,7 @@ pub fn run_spans<B: AsRef<str>>(
                     name: p.name,
                     parent_node: p.parent_id,
                     parent,
-                    start: env.ts,
+                    start: ts,
                     end: None,
                     open: true,
                     input: p.input,
@@ -246,16 +587,17 @@ pub fn run_spans<B: AsRef<str>>(
                     held_ms: None,
                     holds: 0,
                     actions: Vec::new(),
-                    extra: p.extra,
+                    extra,
                     usage: None,
                     events: Vec::new(),
                 });
             }
-            Message::NodeFinished(p) => {
+            Lean::NodeFinished(p) => {
+                let extra = p.extras();
                 if let Some(ix) = find_open(&execs, &p.node_id, p.instance_id.as_deref()) {
                     let e = &mut execs[ix];
                     e.open = false;
-                    e.end = Some(env.ts);
+                    e.end = Some(ts);
                     e.status = Some(p.status);
                     if p.status == Status::Ok {
                         e.error = None;
@@ -263,28 +605,29 @@ pub fn run_spans<B: AsRef<str>>(
                     e.output = p.output;
                     e.usage = p.usage;
                     e.held_ms = p.held_ms;
-                    e.extra.extend(p.extra);
+                    e.extra.extend(extra);
                 }
             }
-            Message::NodeError(p) => {
+            Lean::NodeError(p) => {
+                let extra = p.extras();
                 if let Some(ix) = find_open(&execs, &p.node_id, p.instance_id.as_deref()) {
                     // Still open: the error gate may follow (then node.finished ends it,
                     // or a retry runs it again as the same execution).
                     let e = &mut execs[ix];
-                    e.end = Some(env.ts);
+                    e.end = Some(ts);
                     e.status = Some(Status::Error);
                     e.error = Some((p.error.name, p.error.message));
                     e.held_ms = p.held_ms;
-                    e.extra.extend(p.extra);
+                    e.extra.extend(extra);
                 }
             }
-            Message::ExecPaused(p) => {
-                let instance = p.extra.get("instanceId").and_then(Value::as_str);
-                if let Some(ix) = find_open(&execs, &p.node_id, instance)
+            Lean::Paused(p) => {
+                let instance = raw_str(p.instance_id);
+                if let Some(ix) = find_open(&execs, &p.node_id, instance.as_deref())
                     .or_else(|| find_last(&execs, &p.node_id))
                 {
                     let mut attrs = vec![
-                        s(n::PAUSE_ID, p.pause_id.clone()),
+                        s(n::PAUSE_ID, p.pause_id.as_ref()),
                         s(n::PAUSE_POINT, p.point.as_str()),
                     ];
                     if let Some(r) = p.reason {
@@ -292,44 +635,49 @@ pub fn run_spans<B: AsRef<str>>(
                     }
                     let e = &mut execs[ix];
                     e.holds += 1;
-                    e.events.push(event(n::EVENT_PAUSED, env.ts, attrs));
+                    e.events.push(event(n::EVENT_PAUSED, ts, attrs));
                     pauses.insert(p.pause_id, ix);
                 }
             }
-            Message::ExecResumed(p) => {
+            Lean::Resumed(p) => {
                 if let Some(&ix) = pauses.get(&p.pause_id) {
-                    let mut attrs =
-                        vec![s(n::PAUSE_ID, p.pause_id), s(n::ACTION, p.action.as_str())];
-                    if p.extra.get("auto").and_then(Value::as_bool) == Some(true) {
+                    let mut attrs = vec![
+                        s(n::PAUSE_ID, p.pause_id.as_ref()),
+                        s(n::ACTION, p.action.as_str()),
+                    ];
+                    if raw_true(p.auto) {
                         attrs.push(b(n::AUTO, true));
                     }
-                    if let Some(reason) = &p.reason {
-                        attrs.push(s(n::REASON, reason.clone()));
+                    if let Some(reason) = p.reason {
+                        attrs.push(s(n::REASON, reason));
                     }
                     let e = &mut execs[ix];
                     if p.edited.is_some() {
-                        e.extra.insert("edited".into(), Value::Bool(true));
+                        e.extra.edited = raw_true_value();
                     }
-                    e.actions.push(p.action.as_str().to_owned());
-                    e.events.push(event(n::EVENT_RESUMED, env.ts, attrs));
+                    e.actions.push(p.action.as_str());
+                    e.events.push(event(n::EVENT_RESUMED, ts, attrs));
                 }
             }
-            Message::ExecRefused(p) => {
+            Lean::Refused(p) => {
                 if let Some(&ix) = pauses.get(&p.pause_id) {
-                    let attrs = vec![s(n::PAUSE_ID, p.pause_id), s(n::STATUS, p.code.as_str())];
+                    let attrs = vec![
+                        s(n::PAUSE_ID, p.pause_id.as_ref()),
+                        s(n::STATUS, p.code.as_str()),
+                    ];
                     execs[ix]
                         .events
-                        .push(event(n::EVENT_REFUSED, env.ts, attrs));
+                        .push(event(n::EVENT_REFUSED, ts, attrs));
                 }
             }
-            _ => {}
+            Lean::Other => {}
         }
     }
     assemble(run_id, &run, execs, incomplete, opts)
 }
 
 /// The open execution of `node_id` (with `instance_id` when given), latest first.
-fn find_open(execs: &[Exec], node_id: &str, instance_id: Option<&str>) -> Option<usize> {
+fn find_open(execs: &[Exec<'_>], node_id: &str, instance_id: Option<&str>) -> Option<usize> {
     let by_instance = instance_id.and_then(|inst| {
         execs
             .iter()
@@ -338,7 +686,7 @@ fn find_open(execs: &[Exec], node_id: &str, instance_id: Option<&str>) -> Option
     by_instance.or_else(|| execs.iter().rposition(|e| e.open && e.node_id == node_id))
 }
 
-fn find_last(execs: &[Exec], node_id: &str) -> Option<usize> {
+fn find_last(execs: &[Exec<'_>], node_id: &str) -> Option<usize> {
     execs.iter().rposition(|e| e.node_id == node_id)
 }
 
@@ -352,12 +700,12 @@ fn event(name: &str, ts: u64, attributes: Vec<KeyValue>) -> Event {
 }
 
 /// The provider of a model step: a `provider` extra, else from the `api` extra or the model.
-fn provider(extra: &serde_json::Map<String, Value>, model: Option<&str>) -> Option<String> {
-    if let Some(p) = extra.get("provider").and_then(Value::as_str) {
-        return Some(p.to_owned());
+fn provider<'a>(extra: &Extras<'a>, model: Option<&str>) -> Option<Cow<'a, str>> {
+    if let Some(p) = raw_str(extra.provider) {
+        return Some(p);
     }
-    if let Some(api) = extra.get("api").and_then(Value::as_str)
-        && matches!(api, "chat.completions" | "responses" | "completions")
+    if let Some(api) = raw_str(extra.api)
+        && matches!(api.as_ref(), "chat.completions" | "responses" | "completions")
     {
         return Some("openai".into());
     }
@@ -380,78 +728,55 @@ fn provider(extra: &serde_json::Map<String, Value>, model: Option<&str>) -> Opti
     Some(p.into())
 }
 
-fn extra_str<'a>(extra: &'a serde_json::Map<String, Value>, key: &str) -> Option<&'a str> {
-    extra.get(key).and_then(Value::as_str)
-}
-
-fn extra_true(extra: &serde_json::Map<String, Value>, key: &str) -> bool {
-    extra.get(key).and_then(Value::as_bool) == Some(true)
-}
-
 /// The span of one execution: name, kind and attributes by node kind.
-fn exec_span(e: &Exec, opts: MapOptions) -> (String, SpanKind, Vec<KeyValue>) {
+fn exec_span(e: &Exec<'_>, opts: MapOptions) -> (String, SpanKind, Vec<KeyValue>) {
     let mut a = vec![
-        s(n::NODE_ID, e.node_id.clone()),
+        s(n::NODE_ID, e.node_id.as_ref()),
         s(n::NODE_KIND, e.kind.as_str()),
-        s(n::INSTANCE_ID, e.instance_id.clone()),
+        s(n::INSTANCE_ID, e.instance_id.as_ref()),
     ];
     let (name, kind) = match e.kind {
         NodeKind::Llm => {
-            let response_model = extra_str(&e.extra, "model").map(str::to_owned);
-            let request_model = e
-                .input
-                .as_ref()
-                .and_then(|i| i.get("model"))
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-                .or_else(|| response_model.clone());
+            let response_model = raw_str(e.extra.model);
+            let request_model =
+                raw_str(raw_field(e.input, "model")).or_else(|| response_model.clone());
             a.push(s(n::OPERATION, "chat"));
             if let Some(p) = provider(&e.extra, request_model.as_deref()) {
                 a.push(s(n::PROVIDER, p));
             }
             if let Some(m) = &request_model {
-                a.push(s(n::REQUEST_MODEL, m.clone()));
+                a.push(s(n::REQUEST_MODEL, m.as_ref()));
             }
             if let Some(m) = &response_model {
-                a.push(s(n::RESPONSE_MODEL, m.clone()));
+                a.push(s(n::RESPONSE_MODEL, m.as_ref()));
             }
-            if let Some(id) = extra_str(&e.extra, "responseId") {
+            if let Some(id) = raw_str(e.extra.response_id) {
                 a.push(s(n::RESPONSE_ID, id));
             }
-            let finish = extra_str(&e.extra, "finishReason")
-                .or_else(|| {
-                    e.output
-                        .as_ref()
-                        .and_then(|o| o.get("rawFinishReason"))
-                        .and_then(Value::as_str)
-                })
-                .or_else(|| {
-                    e.output
-                        .as_ref()
-                        .and_then(|o| o.get("finishReason"))
-                        .and_then(Value::as_str)
-                });
+            let finish = raw_str(e.extra.finish_reason)
+                .or_else(|| raw_str(raw_field(e.output, "rawFinishReason")))
+                .or_else(|| raw_str(raw_field(e.output, "finishReason")));
             if let Some(fr) = finish {
-                a.push(strings(n::FINISH_REASONS, &[fr.to_owned()]));
+                a.push(strings(n::FINISH_REASONS, &[fr]));
             }
             if let Some(u) = &e.usage {
                 a.push(i(n::INPUT_TOKENS, u.input_tokens));
                 a.push(i(n::OUTPUT_TOKENS, u.output_tokens));
-                for (field, name) in [
-                    ("cacheReadTokens", n::CACHE_READ_TOKENS),
-                    ("cacheWriteTokens", n::CACHE_WRITE_TOKENS),
-                    ("reasoningTokens", n::REASONING_TOKENS),
+                for (raw, name) in [
+                    (u.cache_read_tokens, n::CACHE_READ_TOKENS),
+                    (u.cache_write_tokens, n::CACHE_WRITE_TOKENS),
+                    (u.reasoning_tokens, n::REASONING_TOKENS),
                 ] {
-                    if let Some(v) = u.extra.get(field).and_then(Value::as_u64) {
+                    if let Some(v) = raw_u64(raw) {
                         a.push(i(name, v));
                     }
                 }
             }
             if opts.content {
-                if let Some(v) = &e.input {
+                if let Some(v) = e.input {
                     a.push(s(n::INPUT_MESSAGES, json_text(v)));
                 }
-                if let Some(v) = &e.output {
+                if let Some(v) = e.output {
                     a.push(s(n::OUTPUT_MESSAGES, json_text(v)));
                 }
             }
@@ -463,13 +788,13 @@ fn exec_span(e: &Exec, opts: MapOptions) -> (String, SpanKind, Vec<KeyValue>) {
         }
         NodeKind::Tool => {
             a.push(s(n::OPERATION, "execute_tool"));
-            a.push(s(n::TOOL_NAME, e.name.clone()));
-            a.push(s(n::TOOL_CALL_ID, e.instance_id.clone()));
+            a.push(s(n::TOOL_NAME, e.name.as_ref()));
+            a.push(s(n::TOOL_CALL_ID, e.instance_id.as_ref()));
             if opts.content {
-                if let Some(v) = &e.input {
+                if let Some(v) = e.input {
                     a.push(s(n::TOOL_ARGUMENTS, json_text(v)));
                 }
-                if let Some(v) = &e.output {
+                if let Some(v) = e.output {
                     a.push(s(n::TOOL_RESULT, json_text(v)));
                 }
             }
@@ -477,7 +802,7 @@ fn exec_span(e: &Exec, opts: MapOptions) -> (String, SpanKind, Vec<KeyValue>) {
         }
         NodeKind::Agent => {
             a.push(s(n::OPERATION, "invoke_agent"));
-            a.push(s(n::AGENT_NAME, e.name.clone()));
+            a.push(s(n::AGENT_NAME, e.name.as_ref()));
             content_generic(&mut a, e, opts);
             (format!("invoke_agent {}", e.name), SpanKind::Internal)
         }
@@ -495,7 +820,7 @@ fn exec_span(e: &Exec, opts: MapOptions) -> (String, SpanKind, Vec<KeyValue>) {
         a.push(b(n::UNFINISHED, true));
     }
     if let Some((name, _)) = &e.error {
-        a.push(s(n::ERROR_TYPE, name.clone()));
+        a.push(s(n::ERROR_TYPE, name.as_ref()));
     }
     if let Some(h) = e.held_ms {
         a.push(f(n::HELD_MS, h));
@@ -506,44 +831,45 @@ fn exec_span(e: &Exec, opts: MapOptions) -> (String, SpanKind, Vec<KeyValue>) {
     if !e.actions.is_empty() {
         a.push(strings(n::ACTIONS, &e.actions));
     }
-    for (field, name) in [
-        ("injected", n::INJECTED),
-        ("recoveredFromError", n::RECOVERED),
-        ("edited", n::EDITED),
-        ("inputEdited", n::EDITED),
-        ("providerExecuted", n::PROVIDER_EXECUTED),
+    let x = &e.extra;
+    for (raw, name) in [
+        (x.injected, n::INJECTED),
+        (x.recovered_from_error, n::RECOVERED),
+        (x.edited, n::EDITED),
+        (x.input_edited, n::EDITED),
+        (x.provider_executed, n::PROVIDER_EXECUTED),
     ] {
-        if extra_true(&e.extra, field) && !a.iter().any(|k| k.key == name) {
+        if raw_true(raw) && !a.iter().any(|k| k.key == name) {
             a.push(b(name, true));
         }
     }
-    if extra_true(&e.extra, "streamed") || extra_true(&e.extra, "streaming") {
+    if raw_true(x.streamed) || raw_true(x.streaming) {
         a.push(b(n::STREAMED, true));
     }
-    if let Some(n_) = e.extra.get("attempts").and_then(Value::as_u64) {
+    if let Some(n_) = raw_u64(x.attempts) {
         a.push(i(n::ATTEMPTS, n_));
     }
-    if let Some(api) = extra_str(&e.extra, "api") {
+    if let Some(api) = raw_str(x.api) {
         a.push(s(n::API, api));
     }
     (name, kind, a)
 }
 
-fn content_generic(a: &mut Vec<KeyValue>, e: &Exec, opts: MapOptions) {
+fn content_generic(a: &mut Vec<KeyValue>, e: &Exec<'_>, opts: MapOptions) {
     if opts.content {
-        if let Some(v) = &e.input {
+        if let Some(v) = e.input {
             a.push(s(n::INPUT, json_text(v)));
         }
-        if let Some(v) = &e.output {
+        if let Some(v) = e.output {
             a.push(s(n::OUTPUT, json_text(v)));
         }
     }
 }
 
-fn span_status(status: Option<Status>, error: Option<&ErrorText>) -> Option<SpanStatus> {
+fn span_status(status: Option<Status>, error: Option<&ErrorText<'_>>) -> Option<SpanStatus> {
     match status {
         Some(Status::Error | Status::Aborted) => Some(SpanStatus {
-            message: error.map(|(_, m)| m.clone()).unwrap_or_default(),
+            message: error.map(|(_, m)| m.to_string()).unwrap_or_default(),
             code: StatusCode::Error as i32,
         }),
         Some(Status::Ok) => Some(SpanStatus {
@@ -556,8 +882,8 @@ fn span_status(status: Option<Status>, error: Option<&ErrorText>) -> Option<Span
 
 fn assemble(
     run_id: &str,
-    run: &RunInfo,
-    execs: Vec<Exec>,
+    run: &RunInfo<'_>,
+    execs: Vec<Exec<'_>>,
     incomplete: bool,
     opts: MapOptions,
 ) -> ResourceSpans {
@@ -574,12 +900,13 @@ fn assemble(
         .iter()
         .position(|e| e.kind == NodeKind::Agent && e.parent_node.is_none());
     let mut spans = Vec::with_capacity(execs.len() + 1);
-    let run_name = run
+    let run_name: String = run
         .name
-        .clone()
-        .or_else(|| root_ix.map(|ix| execs[ix].name.clone()))
-        .or_else(|| run.app.clone())
-        .unwrap_or_else(|| "run".to_owned());
+        .as_deref()
+        .or_else(|| root_ix.map(|ix| execs[ix].name.as_ref()))
+        .or(run.app.as_deref())
+        .unwrap_or("run")
+        .to_owned();
     let root_id = match root_ix {
         Some(ix) => execs[ix].span_id,
         None => span_id(run_id, "", run_id, 0),
@@ -594,14 +921,14 @@ fn assemble(
         let mut a = vec![
             s(n::RUN_ID, run_id),
             s(n::OPERATION, "invoke_agent"),
-            s(n::AGENT_NAME, run_name.clone()),
+            s(n::AGENT_NAME, run_name.as_str()),
         ];
         run_attrs(&mut a);
         let (status, error) = match &run.finished {
             Some((_, st, err)) => {
                 a.push(s(n::STATUS, st.as_str()));
                 if let Some((name, _)) = err {
-                    a.push(s(n::ERROR_TYPE, name.clone()));
+                    a.push(s(n::ERROR_TYPE, name.as_ref()));
                 }
                 (Some(*st), err.as_ref())
             }
@@ -622,8 +949,9 @@ fn assemble(
             ..Span::default()
         });
     }
-    for (ix, e) in execs.iter().enumerate() {
-        let (name, kind, mut a) = exec_span(e, opts);
+    let ids: Vec<[u8; 8]> = execs.iter().map(|e| e.span_id).collect();
+    for (ix, mut e) in execs.into_iter().enumerate() {
+        let (name, kind, mut a) = exec_span(&e, opts);
         a.insert(0, s(n::RUN_ID, run_id));
         if Some(ix) == root_ix {
             run_attrs(&mut a);
@@ -631,7 +959,7 @@ fn assemble(
         let parent = if Some(ix) == root_ix {
             Vec::new()
         } else {
-            e.parent.map_or(root_id, |p| execs[p].span_id).to_vec()
+            e.parent.map_or(root_id, |p| ids[p]).to_vec()
         };
         let end = e.end.unwrap_or(run_end).max(e.start);
         spans.push(Span {
@@ -643,18 +971,18 @@ fn assemble(
             start_time_unix_nano: ms_to_ns(e.start),
             end_time_unix_nano: ms_to_ns(end),
             attributes: a,
-            events: e.events.clone(),
             status: span_status(e.status, e.error.as_ref()),
+            events: std::mem::take(&mut e.events),
             ..Span::default()
         });
     }
     let mut resource = vec![s(
         n::SERVICE_NAME,
-        run.app.clone().unwrap_or_else(|| "graphmind".into()),
+        run.app.as_deref().unwrap_or("graphmind"),
     )];
     if let Some((name, version)) = &run.sdk {
-        resource.push(s(n::SDK_NAME, name.clone()));
-        resource.push(s(n::SDK_VERSION, version.clone()));
+        resource.push(s(n::SDK_NAME, name.as_ref()));
+        resource.push(s(n::SDK_VERSION, version.as_ref()));
     }
     ResourceSpans {
         resource: Some(Resource {
@@ -818,5 +1146,54 @@ mod tests {
         assert!(text.ends_with('…'));
         let s = spans(&bodies, MapOptions::default());
         assert_eq!(attr(&s[1], n::INPUT), None, "no content without the opt-in");
+    }
+
+    #[test]
+    fn envelopes_read_lean_keep_escapes_present_nulls_and_later_extensions() {
+        let bodies = vec![
+            env(
+                1,
+                1,
+                "node.started",
+                json!({"nodeId": "llm:m", "kind": "llm", "name": "caf\u{e9} \"m\"", "instanceId": "i",
+                       "input": {"model": "gpt-4o\n", "messages": [{"role": "user"}]},
+                       "api": "chat.completions", "streamed": true, "attempts": "two"}),
+            ),
+            env(
+                2,
+                4,
+                "node.finished",
+                json!({"nodeId": "llm:m", "instanceId": "i", "durationMs": 3, "status": "ok",
+                       "output": null, "model": 5, "attempts": 2,
+                       "usage": {"inputTokens": 7, "outputTokens": 9, "cacheReadTokens": 3, "reasoningTokens": -1}}),
+            ),
+            // A known type without what the protocol requires is skipped.
+            env(3, 9, "node.finished", json!({"nodeId": "llm:m"})),
+        ];
+        let s = spans(&bodies, MapOptions { content: true });
+        assert_eq!(s.len(), 2);
+        let m = &s[1];
+        assert_eq!(m.name, "chat gpt-4o\n");
+        let str_of = |k| match attr(m, k) {
+            Some(any_value::Value::StringValue(t)) => Some(t.clone()),
+            _ => None,
+        };
+        assert_eq!(str_of(n::REQUEST_MODEL).as_deref(), Some("gpt-4o\n"));
+        // The later event's non-string `model` replaced the earlier extension.
+        assert_eq!(attr(m, n::RESPONSE_MODEL), None);
+        assert_eq!(str_of(n::PROVIDER).as_deref(), Some("openai"));
+        assert_eq!(attr(m, n::STREAMED), Some(&any_value::Value::BoolValue(true)));
+        assert_eq!(attr(m, n::ATTEMPTS), Some(&any_value::Value::IntValue(2)));
+        assert_eq!(attr(m, n::INPUT_TOKENS), Some(&any_value::Value::IntValue(7)));
+        assert_eq!(attr(m, n::CACHE_READ_TOKENS), Some(&any_value::Value::IntValue(3)));
+        assert_eq!(attr(m, n::REASONING_TOKENS), None);
+        // A present null output is written as JSON `null`; the input as compact JSON.
+        assert_eq!(str_of(n::OUTPUT_MESSAGES).as_deref(), Some("null"));
+        assert_eq!(
+            str_of(n::INPUT_MESSAGES).as_deref(),
+            Some(r#"{"model":"gpt-4o\n","messages":[{"role":"user"}]}"#)
+        );
+        // The skipped event did not move the run's end.
+        assert_eq!(s[0].end_time_unix_nano, 4_000_000);
     }
 }
