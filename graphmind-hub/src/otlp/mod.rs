@@ -452,17 +452,35 @@ fn job_bytes(job: &Job) -> usize {
     }
 }
 
-/// Builds the spans of `jobs` in order until the encoded spans reach [`BATCH_BYTES`] (so what
-/// is held stays bounded whatever the runs' sizes). Blocking (SQLite for runs offered by id).
-/// Returns the batch and how many jobs it used.
+/// A request being built: the encoded `ExportTraceServiceRequest` so far, and what it holds.
+#[derive(Debug, Default)]
+struct Batch {
+    body: Vec<u8>,
+    runs: u64,
+    spans: u64,
+}
+
+impl Batch {
+    /// Appends one run's spans to the request (each is encoded once, straight into the
+    /// request's bytes, and dropped).
+    fn push(&mut self, rs: &ResourceSpans) {
+        // `ExportTraceServiceRequest.resource_spans` is field 1.
+        prost::encoding::message::encode(1, rs, &mut self.body);
+        self.runs += 1;
+        self.spans += span_count(std::slice::from_ref(rs));
+    }
+}
+
+/// Builds the spans of `jobs` in order until the encoded request reaches [`BATCH_BYTES`] (so
+/// what is held stays bounded whatever the runs' sizes). Blocking (SQLite for runs offered by
+/// id). Returns the batch and how many jobs it used.
 fn build_batch(
     reader: &Reader,
     jobs: &mut std::collections::VecDeque<Job>,
     opts: MapOptions,
     stats: &OtlpStats,
-) -> (Vec<ResourceSpans>, u64) {
-    let mut batch = Vec::new();
-    let mut bytes = 0usize;
+) -> (Batch, u64) {
+    let mut batch = Batch::default();
     let mut used = 0;
     while let Some(job) = jobs.pop_front() {
         used += 1;
@@ -480,8 +498,7 @@ fn build_batch(
                 if cut {
                     stats.runs_cut.fetch_add(1, Ordering::Relaxed);
                 }
-                bytes += rs.encoded_len();
-                batch.push(rs);
+                batch.push(&rs);
             }
             // Deleted meanwhile (retention): nothing to export.
             Ok(None) => {}
@@ -489,7 +506,7 @@ fn build_batch(
                 stats.read_errors.fetch_add(1, Ordering::Relaxed);
             }
         }
-        if bytes >= BATCH_BYTES {
+        if batch.body.len() >= BATCH_BYTES {
             break;
         }
     }
@@ -564,14 +581,12 @@ async fn worker(
 }
 
 /// Sends one batch and counts the outcome.
-async fn deliver(sender: &Sender, batch: Vec<ResourceSpans>, stats: &OtlpStats) {
-    if batch.is_empty() {
+async fn deliver(sender: &Sender, batch: Batch, stats: &OtlpStats) {
+    if batch.runs == 0 {
         return;
     }
-    let runs = batch.len() as u64;
-    let spans = span_count(&batch);
-    let body = encode(batch);
-    match sender.send(body).await {
+    let Batch { body, runs, spans } = batch;
+    match sender.send(Bytes::from(body)).await {
         Delivery::Sent { retries } => {
             stats
                 .retries
