@@ -665,9 +665,7 @@ pub fn run_spans<B: AsRef<str>>(
                         s(n::PAUSE_ID, p.pause_id.as_ref()),
                         s(n::STATUS, p.code.as_str()),
                     ];
-                    execs[ix]
-                        .events
-                        .push(event(n::EVENT_REFUSED, ts, attrs));
+                    execs[ix].events.push(event(n::EVENT_REFUSED, ts, attrs));
                 }
             }
             Lean::Other => {}
@@ -705,7 +703,10 @@ fn provider<'a>(extra: &Extras<'a>, model: Option<&str>) -> Option<Cow<'a, str>>
         return Some(p);
     }
     if let Some(api) = raw_str(extra.api)
-        && matches!(api.as_ref(), "chat.completions" | "responses" | "completions")
+        && matches!(
+            api.as_ref(),
+            "chat.completions" | "responses" | "completions"
+        )
     {
         return Some("openai".into());
     }
@@ -1182,10 +1183,19 @@ mod tests {
         // The later event's non-string `model` replaced the earlier extension.
         assert_eq!(attr(m, n::RESPONSE_MODEL), None);
         assert_eq!(str_of(n::PROVIDER).as_deref(), Some("openai"));
-        assert_eq!(attr(m, n::STREAMED), Some(&any_value::Value::BoolValue(true)));
+        assert_eq!(
+            attr(m, n::STREAMED),
+            Some(&any_value::Value::BoolValue(true))
+        );
         assert_eq!(attr(m, n::ATTEMPTS), Some(&any_value::Value::IntValue(2)));
-        assert_eq!(attr(m, n::INPUT_TOKENS), Some(&any_value::Value::IntValue(7)));
-        assert_eq!(attr(m, n::CACHE_READ_TOKENS), Some(&any_value::Value::IntValue(3)));
+        assert_eq!(
+            attr(m, n::INPUT_TOKENS),
+            Some(&any_value::Value::IntValue(7))
+        );
+        assert_eq!(
+            attr(m, n::CACHE_READ_TOKENS),
+            Some(&any_value::Value::IntValue(3))
+        );
         assert_eq!(attr(m, n::REASONING_TOKENS), None);
         // A present null output is written as JSON `null`; the input as compact JSON.
         assert_eq!(str_of(n::OUTPUT_MESSAGES).as_deref(), Some("null"));
