@@ -22,6 +22,7 @@ use graphmind_protocol::{
 use serde_json::Value;
 use tokio::sync::mpsc;
 
+use super::quick_parse::Spans;
 use super::state::{AppOut, HubState, Load, MAX_RUN_ID_CHARS};
 
 /// Largest frame an app may send (close 1009 above it).
@@ -426,9 +427,10 @@ fn run_id_allowed(hub: &HubState, run_id: &str, raw: &str, text: &str) -> bool {
 
 /// What a frame after the handshake holds, once parsed, checked and shrunk.
 enum Decoded {
-    /// An event of a run: the envelope to account with, the text to store, and the events the
-    /// app announced lost.
-    Event(Box<Envelope>, Arc<str>, Option<u64>),
+    /// An event of a run: the envelope to account with, the text to store, where in it a
+    /// quickly read node frame holds its input / output, and the events the app announced
+    /// lost.
+    Event(Box<Envelope>, Arc<str>, Spans, Option<u64>),
     /// Nothing to take in; the frame's seq when it counts as handled (run-independent, or
     /// refused and counted).
     Skip(Option<u64>),
@@ -442,8 +444,12 @@ fn decode(hub: &HubState, raw: &str, tx: &mpsc::UnboundedSender<AppOut>) -> Deco
     let mended;
     let mut text = raw;
     // The frames most traffic is made of are read without building the whole frame.
+    let mut spans = Spans::default();
     let mut parsed = match crate::quick_parse::quick_parse(text) {
-        Some(env) => Parsed::Ok(env),
+        Some((env, s)) => {
+            spans = s;
+            Parsed::Ok(env)
+        }
         None => parse(text),
     };
     if let Parsed::Invalid(why) = &parsed
@@ -494,8 +500,10 @@ fn decode(hub: &HubState, raw: &str, tx: &mpsc::UnboundedSender<AppOut>) -> Deco
     let (env, body, shrunk) = shrink(env, text);
     if shrunk {
         hub.stats.shrunk.fetch_add(1, Ordering::Relaxed);
+        // The shrunk envelope is parsed from its new text the full way: no spans.
+        spans = Spans::default();
     }
-    Decoded::Event(Box::new(env), body, dropped)
+    Decoded::Event(Box::new(env), body, spans, dropped)
 }
 
 /// Handles one frame after the handshake. Returns false when the connection must close, and
@@ -518,8 +526,8 @@ async fn event(
     } else {
         decode(hub, frame.as_str(), tx)
     };
-    let (env, body, dropped) = match decoded {
-        Decoded::Event(env, body, dropped) => (*env, body, dropped),
+    let (env, body, spans, dropped) = match decoded {
+        Decoded::Event(env, body, spans, dropped) => (*env, body, spans, dropped),
         Decoded::Skip(seq) => return (true, seq),
         Decoded::Close => return (false, None),
     };
@@ -564,7 +572,7 @@ async fn event(
         .unwrap_or_default();
         hub.install_seqs(&env.run_id, loaded.0, loaded.1);
     }
-    if hub.app_event(conn, &env, body).await
+    if hub.app_event(conn, env, body, &spans).await
         && let Some(n) = dropped
     {
         hub.stats.client_dropped.fetch_add(n, Ordering::Relaxed);

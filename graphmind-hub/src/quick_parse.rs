@@ -10,13 +10,17 @@
 //!
 //! The envelope it returns is the hub's view: the payload's unknown fields (and a token
 //! frame's deltas) are not in it, and of the envelope's unknown fields only `dropped` and
-//! `lostRuns`. The hub stores the frame's own text, so nothing of it is lost.
+//! `lostRuns`. Nor are a node's `input` and `output`: they are not parsed, [`Spans`] says
+//! where they are in the frame (the hub parses them only when a pause shows them). The hub
+//! stores the frame's own text, so nothing of it is lost.
 
 use std::borrow::Cow;
 
+use std::ops::Range;
+
 use graphmind_protocol::{
-    DeltaKind, Envelope, Extra, Message, NodeFinished, NodeKind, NodeStarted, NodeToken,
-    PAYLOAD_BUDGET, Status, TokenUsage, within_depth,
+    DeltaKind, Envelope, Extra, MAX_DEPTH, Message, NodeFinished, NodeKind, NodeStarted, NodeToken,
+    PAYLOAD_BUDGET, Status, TokenUsage,
 };
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
@@ -104,10 +108,21 @@ struct DeltaHead<'a> {
     v: Cow<'a, str>,
 }
 
-/// The hub's view of a `node.started`, `node.finished` or `node.token` frame, or `None` when
-/// the frame must be parsed the full way.
-pub fn quick_parse(text: &str) -> Option<Envelope> {
-    if text.len() > PAYLOAD_BUDGET || !plain_text(text.as_bytes()) || !within_depth(text) {
+/// Where a quickly read node frame holds its payload's `input` or `output` (byte ranges of
+/// the frame's text; `None`: the field is absent). The envelope's `input` / `output` are
+/// `None` then: these ranges stand in for them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Spans {
+    /// `node.started`'s `input`.
+    pub input: Option<Range<usize>>,
+    /// `node.finished`'s `output`.
+    pub output: Option<Range<usize>>,
+}
+
+/// The hub's view of a `node.started`, `node.finished` or `node.token` frame, with the spans
+/// of its `input` / `output`, or `None` when the frame must be parsed the full way.
+pub fn quick_parse(text: &str) -> Option<(Envelope, Spans)> {
+    if text.len() > PAYLOAD_BUDGET || !plain_text(text.as_bytes()) {
         return None;
     }
     let head: Head<'_> = serde_json::from_str(text).ok()?;
@@ -115,27 +130,30 @@ pub fn quick_parse(text: &str) -> Option<Envelope> {
         return None;
     }
     let raw = head.payload.get();
+    let mut spans = Spans::default();
     let message = match &*head.kind {
         "node.started" => {
             let p: StartedHead<'_> = serde_json::from_str(raw).ok()?;
+            spans.input = span_of(text, p.input)?;
             Message::NodeStarted(NodeStarted {
                 node_id: p.node_id.into_owned(),
                 kind: p.kind,
                 name: p.name.into_owned(),
                 instance_id: p.instance_id.into_owned(),
                 parent_id: p.parent_id.map(Cow::into_owned),
-                input: value_of(p.input)?,
+                input: None,
                 extra: Extra::new(),
             })
         }
         "node.finished" => {
             let p: FinishedHead<'_> = serde_json::from_str(raw).ok()?;
+            spans.output = span_of(text, p.output)?;
             Message::NodeFinished(NodeFinished {
                 node_id: p.node_id.into_owned(),
                 instance_id: p.instance_id.map(Cow::into_owned),
                 duration_ms: p.duration_ms,
                 status: p.status,
-                output: value_of(p.output)?,
+                output: None,
                 usage: p.usage,
                 held_ms: p.held_ms,
                 extra: Extra::new(),
@@ -157,44 +175,78 @@ pub fn quick_parse(text: &str) -> Option<Envelope> {
             extra.insert(key.to_owned(), serde_json::from_str(v.get()).ok()?);
         }
     }
-    Some(Envelope {
+    let env = Envelope {
         gm: 1,
         seq: head.seq,
         ts: head.ts,
         run_id: head.run_id.into_owned(),
         message,
         extra,
-    })
+    };
+    Some((env, spans))
 }
 
-/// A present field's value; `None` (give up) if it does not parse.
+/// Where a present field's value is in `text`; `None` (give up) if it is not a slice of it
+/// (a borrowed raw value always is).
 #[allow(clippy::option_option)]
-fn value_of(raw: Option<&RawValue>) -> Option<Option<Value>> {
-    match raw {
-        None => Some(None),
-        Some(r) => serde_json::from_str(r.get()).ok().map(Some),
-    }
+fn span_of(text: &str, raw: Option<&RawValue>) -> Option<Option<Range<usize>>> {
+    let Some(r) = raw else {
+        return Some(None);
+    };
+    let start = (r.get().as_ptr() as usize).checked_sub(text.as_ptr() as usize)?;
+    let range = start..start.checked_add(r.get().len())?;
+    (text.get(range.clone()) == Some(r.get())).then_some(Some(range))
+}
+
+/// The value of a span [`quick_parse`] gave, read from the frame's text.
+pub fn value_at(text: &str, span: &Range<usize>) -> Option<Value> {
+    serde_json::from_str(text.get(span.clone())?).ok()
 }
 
 /// Whether the frame holds nothing the skipping parts of `serde_json` would let through but a
-/// full parse refuses: no `\uD…` escape (a lone surrogate is refused in a string, not in a
-/// skipped one; pairs are sent the full way too, which is correct, only slower) and no number
-/// that might overflow an `f64` (a run of 200 or more digits, or an exponent of three digits
-/// or more). Strings are scanned too: a look-alike in a string only costs the full parse.
+/// full parse refuses, in one byte scan: no nesting deeper than [`MAX_DEPTH`] (the check
+/// [`graphmind_protocol::parse`] makes first, strings skipped alike), no `\uD…` escape (a
+/// lone surrogate is refused in a string, not in a skipped one; pairs are sent the full way
+/// too, which is correct, only slower) and no number that might overflow an `f64` (a run of
+/// 200 or more digits, or an exponent of three digits or more).
 fn plain_text(b: &[u8]) -> bool {
     let mut run = 0usize;
+    let mut depth = 0usize;
+    let mut in_str = false;
     let mut i = 0;
     while i < b.len() {
         let c = b[i];
+        if in_str {
+            match c {
+                b'\\' => {
+                    if b.get(i + 1) == Some(&b'u') && matches!(b.get(i + 2), Some(b'd' | b'D')) {
+                        return false;
+                    }
+                    // Skip the escaped character (an escaped backslash or quote is not one).
+                    i += 2;
+                    continue;
+                }
+                b'"' => in_str = false,
+                _ => {}
+            }
+            i += 1;
+            continue;
+        }
         match c {
-            b'\\' => {
-                if b.get(i + 1) == Some(&b'u') && matches!(b.get(i + 2), Some(b'd' | b'D')) {
+            b'"' => {
+                in_str = true;
+                run = 0;
+            }
+            b'{' | b'[' => {
+                depth += 1;
+                if depth > MAX_DEPTH {
                     return false;
                 }
-                // Skip the escaped character (an escaped backslash is not an escape).
-                i += 2;
                 run = 0;
-                continue;
+            }
+            b'}' | b']' => {
+                depth = depth.saturating_sub(1);
+                run = 0;
             }
             b'0'..=b'9' | b'.' => {
                 run += 1;
@@ -228,22 +280,30 @@ mod tests {
     use super::*;
     use graphmind_protocol::{Parsed, parse};
 
-    /// The full parse's envelope, cut to the hub's view the way [`quick_parse`] builds it.
-    fn full_view(text: &str) -> Option<Envelope> {
+    /// The full parse's envelope, cut to the hub's view the way [`quick_parse`] builds it,
+    /// and the node's `input` / `output` it took out.
+    fn full_view(text: &str) -> Option<(Envelope, Option<Value>, Option<Value>)> {
         let Parsed::Ok(mut env) = parse(text) else {
             return None;
         };
         env.extra.retain(|k, _| k == "dropped" || k == "lostRuns");
+        let (mut input, mut output) = (None, None);
         match &mut env.message {
-            Message::NodeStarted(p) => p.extra.clear(),
-            Message::NodeFinished(p) => p.extra.clear(),
+            Message::NodeStarted(p) => {
+                p.extra.clear();
+                input = p.input.take();
+            }
+            Message::NodeFinished(p) => {
+                p.extra.clear();
+                output = p.output.take();
+            }
             Message::NodeToken(p) => {
                 p.extra.clear();
                 p.deltas.clear();
             }
             _ => return None,
         }
-        Some(env)
+        Some((env, input, output))
     }
 
     const STARTED: &str = r#"{"gm":1,"seq":7,"ts":1700000000000,"runId":"run_a","type":"node.started","payload":{"nodeId":"tool:search","kind":"tool","name":"search","instanceId":"call_1","input":{"query":"x","limit":5},"extraKey":[1,2]},"dropped":3}"#;
@@ -252,10 +312,60 @@ mod tests {
 
     #[test]
     fn quick_and_full_parse_agree_on_the_hot_types() {
-        for f in [STARTED, FINISHED, TOKEN] {
-            let quick = quick_parse(f).expect("taken quickly");
-            assert_eq!(Some(quick), full_view(f), "{f}");
+        let no_input = STARTED.replace(r#","input":{"query":"x","limit":5}"#, "");
+        let null_output = FINISHED.to_owned();
+        for f in [STARTED, FINISHED, TOKEN, &no_input, &null_output] {
+            let (quick, spans) = quick_parse(f).expect("taken quickly");
+            let (env, input, output) = full_view(f).expect("parsed");
+            assert_eq!(quick, env, "{f}");
+            assert_eq!(
+                spans.input.map(|s| value_at(f, &s).expect("input")),
+                input,
+                "{f}"
+            );
+            assert_eq!(
+                spans.output.map(|s| value_at(f, &s).expect("output")),
+                output,
+                "{f}"
+            );
         }
+        let (_, spans) = quick_parse(STARTED).expect("taken quickly");
+        assert_eq!(
+            &STARTED[spans.input.expect("input")],
+            r#"{"query":"x","limit":5}"#
+        );
+        let (_, spans) = quick_parse(FINISHED).expect("taken quickly");
+        assert_eq!(&FINISHED[spans.output.expect("output")], "null");
+    }
+
+    #[test]
+    fn one_scan_refuses_what_the_depth_check_refuses_and_only_that() {
+        let nested = |n: usize| {
+            STARTED.replace(
+                r#""extraKey":[1,2]"#,
+                &format!(r#""extraKey":{}1{}"#, "[".repeat(n), "]".repeat(n)),
+            )
+        };
+        // The envelope and the payload are two levels.
+        for n in [97, 98, 99, 100, 101] {
+            let f = nested(n);
+            assert_eq!(
+                quick_parse(&f).is_some(),
+                graphmind_protocol::within_depth(&f),
+                "{n} levels"
+            );
+        }
+        // Brackets, digits and exponents in strings are text, escaped quotes included.
+        let in_strings = STARTED.replace(
+            r#""extraKey":[1,2]"#,
+            &format!(
+                r#""extraKey":"\"{}{}1e999""#,
+                "[".repeat(150),
+                "9".repeat(300)
+            ),
+        );
+        assert!(graphmind_protocol::within_depth(&in_strings));
+        assert!(quick_parse(&in_strings).is_some(), "{in_strings}");
     }
 
     #[test]

@@ -28,7 +28,7 @@ pub struct EventRow {
     /// Sender's timestamp.
     pub ts: u64,
     /// Message type.
-    pub kind: String,
+    pub kind: std::borrow::Cow<'static, str>,
     /// The envelope as JSON text.
     pub body: Arc<str>,
 }
@@ -571,7 +571,7 @@ fn write_batch(
                             &*e.run_id,
                             i64_of(e.seq),
                             i64_of(e.ts),
-                            e.kind,
+                            &*e.kind,
                             &*e.body
                         ])?;
                         if n == 1 {

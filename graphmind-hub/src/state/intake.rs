@@ -1,6 +1,7 @@
 //! Taking in an app's events: dedupe, run claims, run and pause bookkeeping, storage, and
 //! the fan-out to subscribed viewers.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -19,6 +20,7 @@ use super::{
     CLOSED_MEMORY, Closed, HubState, InFlight, Load, Outcome, Pause, PauseKey, RunState, ViewerOut,
 };
 use crate::now_ms;
+use crate::quick_parse::Spans;
 use crate::storage::{EventRow, RunRow};
 
 impl HubState {
@@ -103,10 +105,19 @@ impl HubState {
     }
 
     /// Takes in one event of an app: dedupe, run and pause bookkeeping, storage, fan-out.
-    /// `body` is the envelope text to store (already shrunk). Returns whether the event was
-    /// new (not a duplicate, and its app still connected).
-    pub async fn app_event(&self, conn: u64, env: &Envelope, body: Arc<str>) -> bool {
+    /// `body` is the envelope text to store (already shrunk), `spans` where a quickly read
+    /// frame holds its node's input / output in it. Returns whether the event was new (not a
+    /// duplicate, and its app still connected).
+    pub async fn app_event(
+        &self,
+        conn: u64,
+        mut env: Envelope,
+        body: Arc<str>,
+        spans: &Spans,
+    ) -> bool {
         let run_id = env.run_id.as_str();
+        // The run's shared id, for the stored row and the viewers.
+        let run_arc: Arc<str>;
         let mut rows = Vec::new();
         let mut pauses_changed = false;
         let mut duplicate = false;
@@ -125,17 +136,18 @@ impl HubState {
             let identity = app.identity;
             let app_name = app.app.clone();
             let app_edits = app.edit_input && self.cfg.edit_input;
-            // A run the retention rule deleted does not come back with an app's replay.
-            if !st.runs.contains_key(run_id) && st.deleted.contains_key(run_id) {
-                self.stats
-                    .events_for_deleted_runs
-                    .fetch_add(1, Ordering::Relaxed);
-                return false;
-            }
             let now = now_ms();
             // Looked up by `&str` first: the run's id is copied only for a new run.
             if !st.runs.contains_key(run_id) {
+                // A run the retention rule deleted does not come back with an app's replay.
+                if st.deleted.contains_key(run_id) {
+                    self.stats
+                        .events_for_deleted_runs
+                        .fetch_add(1, Ordering::Relaxed);
+                    return false;
+                }
                 let r = RunState {
+                    id: Arc::from(run_id),
                     app: app_name,
                     name: None,
                     status: RunStatus::Running,
@@ -157,6 +169,7 @@ impl HubState {
             let Some(run) = st.runs.get_mut(run_id) else {
                 return false;
             };
+            run_arc = Arc::clone(&run.id);
             // Claims: a run belongs to the identity that wrote it first (a reconnect keeps
             // its identity by presenting its resumeToken); frames of another identity's run
             // are dropped, whether that identity is connected or not, so no other process can
@@ -187,7 +200,7 @@ impl HubState {
                 // The replay comes oldest first, so it leaves the nodes as the app last
                 // reported them (a hub of a new start knows nothing of them yet).
                 if !run.finished() {
-                    run.track_node(&env.message);
+                    run.track_node(&mut env.message, &body, spans);
                 }
                 break 'locked;
             }
@@ -199,6 +212,12 @@ impl HubState {
             }
             if !st.dirty.contains(run_id) {
                 st.dirty.insert(run_id.to_owned());
+            }
+            if matches!(
+                env.message,
+                Message::NodeStarted(_) | Message::NodeFinished(_) | Message::NodeError(_)
+            ) {
+                run.track_node(&mut env.message, &body, spans);
             }
             match &env.message {
                 Message::RunStarted(p) => {
@@ -248,9 +267,6 @@ impl HubState {
                         }
                     }
                 }
-                Message::NodeStarted(_) | Message::NodeFinished(_) | Message::NodeError(_) => {
-                    run.track_node(&env.message);
-                }
                 Message::ExecPaused(p) => {
                     let seen = run.nodes.get(&p.node_id);
                     let reason = p.reason.unwrap_or({
@@ -263,7 +279,7 @@ impl HubState {
                         }
                     });
                     let node_kind = seen
-                        .and_then(|n| n.kind.clone())
+                        .and_then(|n| n.kind.map(str::to_owned))
                         .or_else(|| p.node_id.split_once(':').map(|(k, _)| k.to_owned()));
                     let node_name = seen
                         .and_then(|n| n.name.clone())
@@ -293,12 +309,12 @@ impl HubState {
                                 .extra
                                 .get("input")
                                 .cloned()
-                                .or_else(|| seen.and_then(|n| n.input.clone())),
+                                .or_else(|| seen.and_then(|n| n.input.as_ref()?.value())),
                             output: p
                                 .extra
                                 .get("output")
                                 .cloned()
-                                .or_else(|| seen.and_then(|n| n.output.clone())),
+                                .or_else(|| seen.and_then(|n| n.output.as_ref()?.value())),
                             error: p
                                 .extra
                                 .get("error")
@@ -396,16 +412,15 @@ impl HubState {
             return false;
         }
         let body = match (&stamp, &env.message) {
-            (Some(stamp), Message::ExecResumed(p)) => stamped(env, p, stamp),
+            (Some(stamp), Message::ExecResumed(p)) => stamped(&env, p, stamp),
             _ => body,
         };
-        let run_arc: Arc<str> = Arc::from(run_id);
         self.writer
             .event(EventRow {
                 run_id: Arc::clone(&run_arc),
                 seq: env.seq,
                 ts: env.ts,
-                kind: env.message.type_name().to_owned(),
+                kind: stored_kind(&env.message),
                 body: Arc::clone(&body),
             })
             .await;
@@ -444,6 +459,16 @@ impl HubState {
             }
         }
         true
+    }
+}
+
+/// The stored type of an event; the types most traffic is made of are not copied.
+fn stored_kind(m: &Message) -> Cow<'static, str> {
+    match m {
+        Message::NodeStarted(_) => Cow::Borrowed("node.started"),
+        Message::NodeFinished(_) => Cow::Borrowed("node.finished"),
+        Message::NodeToken(_) => Cow::Borrowed("node.token"),
+        other => Cow::Owned(other.type_name().to_owned()),
     }
 }
 

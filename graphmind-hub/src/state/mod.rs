@@ -416,12 +416,30 @@ pub enum Need {
 
 #[derive(Debug, Default)]
 struct NodeSeen {
-    kind: Option<String>,
+    kind: Option<&'static str>,
     name: Option<String>,
     instance_id: Option<String>,
-    input: Option<Value>,
-    output: Option<Value>,
+    input: Option<Held>,
+    output: Option<Held>,
     error: Option<Value>,
+}
+
+/// A node's input or output as the hub keeps it for a pause to show: the value (a frame read
+/// the full way), or where it is in the frame's stored text (a frame read quickly: parsed only
+/// when a pause shows it, so the frames most traffic is made of build no JSON tree).
+#[derive(Debug, Clone)]
+enum Held {
+    Value(Value),
+    Span(Arc<str>, std::ops::Range<usize>),
+}
+
+impl Held {
+    fn value(&self) -> Option<Value> {
+        match self {
+            Self::Value(v) => Some(v.clone()),
+            Self::Span(text, span) => crate::quick_parse::value_at(text, span),
+        }
+    }
 }
 
 /// Most runs remembered as announced incomplete before they are in memory.
@@ -429,6 +447,8 @@ const MAX_GAPS_PENDING: usize = 10_000;
 
 #[derive(Debug)]
 struct RunState {
+    /// Its id, shared with the rows queued for storage and the viewers' events.
+    id: Arc<str>,
     app: Option<String>,
     name: Option<String>,
     status: RunStatus,

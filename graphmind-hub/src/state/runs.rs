@@ -2,6 +2,7 @@
 //! memory and retention bookkeeping.
 
 use std::collections::{HashMap, HashSet};
+use std::ops::Range;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
@@ -11,8 +12,9 @@ use serde_json::Value;
 
 use super::viewers::announce_removed;
 use super::views::{run_summaries, run_summary, to_json};
-use super::{EVICT_IDLE_MS, HubState, NodeSeen, RunState, State};
+use super::{EVICT_IDLE_MS, Held, HubState, NodeSeen, RunState, State};
 use crate::now_ms;
+use crate::quick_parse::Spans;
 use crate::storage::{RunRow, TOMBSTONE_MAX, TOMBSTONE_MAX_AGE_MS};
 
 impl RunState {
@@ -20,8 +22,9 @@ impl RunState {
     pub(super) fn from_row(r: RunRow) -> (String, Self) {
         let sdk = r.sdk.as_deref().and_then(|s| serde_json::from_str(s).ok());
         (
-            r.run_id,
+            r.run_id.clone(),
             Self {
+                id: Arc::from(r.run_id),
                 app: r.app,
                 name: r.name,
                 // The hub writes every stored status; an unknown one reads as running.
@@ -46,24 +49,45 @@ impl RunState {
     }
 
     /// Keeps what a pause of a node shows: the latest execution's input, output and error.
-    pub(super) fn track_node(&mut self, message: &Message) {
+    /// Takes the strings it keeps out of `message`; `body` is the frame's stored text and
+    /// `spans` where a quickly read frame holds its `input` / `output` in it.
+    pub(super) fn track_node(&mut self, message: &mut Message, body: &Arc<str>, spans: &Spans) {
+        let held = |v: &mut Option<Value>, span: &Option<Range<usize>>| match span {
+            Some(span) => Some(Held::Span(Arc::clone(body), span.clone())),
+            None => v.take().map(Held::Value),
+        };
         match message {
             Message::NodeStarted(p) => {
-                self.nodes.insert(
-                    p.node_id.clone(),
-                    NodeSeen {
-                        kind: Some(p.kind.as_str().to_owned()),
-                        name: Some(p.name.clone()),
-                        instance_id: Some(p.instance_id.clone()),
-                        input: p.input.clone(),
-                        output: None,
-                        error: None,
-                    },
-                );
+                let seen = NodeSeen {
+                    kind: Some(p.kind.as_str()),
+                    name: Some(std::mem::take(&mut p.name)),
+                    instance_id: Some(std::mem::take(&mut p.instance_id)),
+                    input: held(&mut p.input, &spans.input),
+                    output: None,
+                    error: None,
+                };
+                // The node's id is copied only for a node new to the run.
+                match self.nodes.get_mut(p.node_id.as_str()) {
+                    Some(n) => *n = seen,
+                    None => {
+                        self.nodes.insert(std::mem::take(&mut p.node_id), seen);
+                    }
+                }
             }
             Message::NodeFinished(p) => {
-                let n = self.nodes.entry(p.node_id.clone()).or_default();
-                n.output.clone_from(&p.output);
+                let output = held(&mut p.output, &spans.output);
+                match self.nodes.get_mut(p.node_id.as_str()) {
+                    Some(n) => n.output = output,
+                    None => {
+                        self.nodes.insert(
+                            std::mem::take(&mut p.node_id),
+                            NodeSeen {
+                                output,
+                                ..NodeSeen::default()
+                            },
+                        );
+                    }
+                }
             }
             Message::NodeError(p) => {
                 let n = self.nodes.entry(p.node_id.clone()).or_default();
