@@ -225,10 +225,13 @@ fn overhead(c: &mut Criterion) {
     // Attached to a debugger that sets no breakpoint: each call checks its gates (they pass)
     // and its two events are sent by the transport thread.
     let port = sink_debugger();
-    // The loop guard is off: every call here has the same input.
+    // The loop guard is off: every call here has the same input. The sink is trusted (it
+    // proves nothing; `TrustHub::Any`), so gates are checked as for the user's own hub: an
+    // untrusted debugger's session records as if detached and would measure that path.
     let attached = graphmind::init(
         graphmind::Config::new("bench")
             .url(format!("ws://127.0.0.1:{port}/ingest"))
+            .trust_hub(graphmind::TrustHub::Any)
             .on_loop(graphmind::OnLoop::Off)
             .env_vars(std::iter::empty::<(String, String)>()),
     );
@@ -249,6 +252,10 @@ fn overhead(c: &mut Criterion) {
         });
     }
     assert!(attached.is_attached(), "stayed attached");
+    assert!(
+        attached.stats().trusted,
+        "gates are checked as for a trusted hub"
+    );
     rt.block_on(attached.dispose());
 
     let disabled = graphmind::init(
