@@ -63,7 +63,7 @@ impl Serialize for InstanceId {
 
 /// A node input as recorded: any JSON value, or the `{param: value}` object an instrumented
 /// function's arguments make, kept as its fields (no map built; serialized as that object).
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) enum Payload {
     /// Any value (the low-level API, model steps); boxed to keep records small.
     Json(Box<Value>),
@@ -133,7 +133,7 @@ impl Serialize for Payload {
 }
 
 /// What a node is: a tool's static site (no copy), or any node's id, kind and name.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) enum Label {
     /// A `#[graphmind::tool]`.
     Tool(&'static crate::sites::ToolSite),
@@ -142,7 +142,7 @@ pub(crate) enum Label {
 }
 
 /// A node's id, kind and name.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Named {
     pub(crate) node_id: Cow<'static, str>,
     pub(crate) kind: NodeKind,
@@ -186,7 +186,7 @@ impl Label {
 }
 
 /// `node.started` of one execution, without extra fields.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Started {
     pub(crate) label: Label,
     pub(crate) instance_id: InstanceId,
@@ -195,7 +195,7 @@ pub(crate) struct Started {
 }
 
 /// `node.finished` of one execution, without usage or extra fields.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Finished {
     pub(crate) node_id: Cow<'static, str>,
     pub(crate) instance_id: InstanceId,
@@ -209,7 +209,7 @@ pub(crate) struct Finished {
 }
 
 /// The usage and loose fields of a compact `node.finished`.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct FinishedMore {
     pub(crate) usage: Option<TokenUsage>,
     pub(crate) extra: Extra,
@@ -236,7 +236,7 @@ pub(crate) fn set_waiting(flush: Option<fn()>) {
 }
 
 /// One event as the ring stores it.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) enum Record {
     /// Any message (shared with the sender without a copy).
     Message(Arc<Message>),
@@ -246,12 +246,46 @@ pub(crate) enum Record {
     Finished(Finished),
     /// A compact `node.started` and `node.finished` of one tool call (two frames, two seqs).
     Call(Call),
+    /// A compact record (never a message, never itself shared) the transport can take out of
+    /// the ring's lock with a reference count and serialize after releasing it: the form of
+    /// compact records while a debugger is attached, so an app thread recording never waits
+    /// for the transport's serialization (see [`Record::shared`]).
+    Shared(Arc<Record>),
+}
+
+impl Record {
+    /// `self` as the transport shares it outside the ring's lock: compact records behind an
+    /// [`Arc`] (one allocation), messages and shared records as they are.
+    pub(crate) fn shared(self) -> Self {
+        match self {
+            Self::Started(_) | Self::Finished(_) | Self::Call(_) => Self::Shared(Arc::new(self)),
+            Self::Message(_) | Self::Shared(_) => self,
+        }
+    }
+
+    /// The record itself, behind a [`Record::Shared`].
+    #[inline]
+    pub(crate) fn inner(&self) -> &Self {
+        match self {
+            Self::Shared(r) => r,
+            _ => self,
+        }
+    }
+
+    /// A reference-counted copy, for the records that have one (messages, shared records).
+    pub(crate) fn share(&self) -> Option<Self> {
+        match self {
+            Self::Message(m) => Some(Self::Message(Arc::clone(m))),
+            Self::Shared(r) => Some(Self::Shared(Arc::clone(r))),
+            _ => None,
+        }
+    }
 }
 
 /// `node.started` and `node.finished` of a tool call that finished in its first poll, as one
 /// ring entry: two frames with consecutive seqs, the same bytes as the two compact records
 /// ([`Call::split`]).
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Call {
     pub(crate) started: Started,
     /// Milliseconds from the started frame's `ts` to the finished frame's.
@@ -346,20 +380,25 @@ impl Record {
             Self::Started(_) => "node.started",
             Self::Finished(_) => "node.finished",
             Self::Call(_) => "node.started",
+            Self::Shared(r) => r.type_name(),
         }
     }
 
     /// Frames (and seqs) the record stands for: 2 for a [`Call`], else 1.
     #[inline]
     pub(crate) fn frames(&self) -> u64 {
-        if matches!(self, Self::Call(_)) { 2 } else { 1 }
+        if matches!(self.inner(), Self::Call(_)) {
+            2
+        } else {
+            1
+        }
     }
 
     /// The wire `type` of frame `part` (0 or 1) of the record.
     pub(crate) fn part_type_name(&self, part: u64) -> &str {
-        match self {
+        match self.inner() {
             Self::Call(_) if part > 0 => "node.finished",
-            _ => self.type_name(),
+            r => r.type_name(),
         }
     }
 
@@ -369,9 +408,9 @@ impl Record {
         part: u64,
         s: S,
     ) -> Result<S::Ok, S::Error> {
-        match self {
+        match self.inner() {
             Self::Call(c) if part > 0 => c.finished_wire().serialize(s),
-            _ => self.payload_serialize(s),
+            r => r.payload_serialize(s),
         }
     }
 
@@ -379,6 +418,7 @@ impl Record {
     pub(crate) fn payload_serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self {
             Self::Message(m) => m.payload_serialize(s),
+            Self::Shared(r) => r.payload_serialize(s),
             Self::Started(p) => p.wire().serialize(s),
             Self::Call(c) => c.started.wire().serialize(s),
             Self::Finished(p) => FinishedWire {
@@ -403,6 +443,7 @@ impl Record {
             Self::Started(p) => Message::NodeStarted(p.into()),
             Self::Call(c) => Message::NodeStarted(c.split().0.into()),
             Self::Finished(p) => Message::NodeFinished(p.into()),
+            Self::Shared(r) => Arc::unwrap_or_clone(r).into_message(),
         }
     }
 }

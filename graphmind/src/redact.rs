@@ -54,7 +54,8 @@ impl Hide {
             }
             // Split into its two records before redaction (`Inner::record_call`); were one
             // to arrive, it is redacted as its `node.started` (nothing hidden is kept).
-            Record::Message(_) | Record::Call(_) => true,
+            // Shared only after redaction (`Inner::push`).
+            Record::Message(_) | Record::Call(_) | Record::Shared(_) => true,
         };
         if !affected {
             return record;

@@ -326,13 +326,25 @@ impl Inner {
         } else {
             record
         };
-        let seq = self.shared.record(ts, run_id, record);
-        if self.shared.is_attached() {
-            self.shared.wake();
-        } else {
-            self.touch();
-        }
+        let seq = self.push(ts, run_id, record);
         Some(seq)
+    }
+
+    /// Stores `record` in the ring and wakes the transport when attached. While attached a
+    /// compact record is shared ([`Record::shared`]), so the transport serializes it after
+    /// releasing the ring's lock instead of holding it, which a recording thread would wait
+    /// for.
+    #[inline]
+    fn push(&self, ts: u64, run_id: &str, record: Record) -> u64 {
+        if self.shared.is_attached() {
+            let seq = self.shared.record(ts, run_id, record.shared());
+            self.shared.wake();
+            seq
+        } else {
+            let seq = self.shared.record(ts, run_id, record);
+            self.touch();
+            seq
+        }
     }
 
     /// [`Inner::record`] for a tool call's two events (started at `started`, finished at
@@ -357,13 +369,7 @@ impl Inner {
         let ts = self.ts_at(started);
         call.finished_after =
             u32::try_from(self.ts_at(finished).saturating_sub(ts)).unwrap_or(u32::MAX);
-        let seq = self.shared.record(ts, run_id, Record::Call(call));
-        if self.shared.is_attached() {
-            self.shared.wake();
-        } else {
-            self.touch();
-        }
-        Some(seq)
+        Some(self.push(ts, run_id, Record::Call(call)))
     }
 
     /// Epoch milliseconds of `at` (see the `offset` field).

@@ -180,14 +180,10 @@ impl Event {
     /// `"dropped": n, "lost": [...]` after `payload` on the first frame when this event
     /// announces lost seqs (see [`Ring::take_batch`]).
     fn write_json(&self, part: u64, run_id: &str, out: &mut Vec<u8>) -> bool {
-        let ts = match &self.record {
-            Record::Call(c) if part > 0 => self.ts + u64::from(c.finished_after),
-            _ => self.ts,
-        };
         write_frame(
             Frame {
                 seq: self.seq + part,
-                ts,
+                ts: part_ts(&self.record, self.ts, part),
                 run_id,
                 record: &self.record,
                 part,
@@ -199,6 +195,14 @@ impl Event {
             },
             out,
         )
+    }
+}
+
+/// The `ts` of frame `part` of a record stamped `ts` (a call's `node.finished` is later).
+fn part_ts(record: &Record, ts: u64, part: u64) -> u64 {
+    match record.inner() {
+        Record::Call(c) if part > 0 => ts + u64::from(c.finished_after),
+        _ => ts,
     }
 }
 
@@ -251,16 +255,21 @@ impl Serialize for Frame<'_> {
     }
 }
 
-/// An event taken for sending, with its `dropped` announcement: the frame text already
-/// (compact records), or a shared message to serialize outside the lock.
+/// A frame taken for sending, with its `dropped` announcement: the frame text already
+/// (compact records recorded while detached), or one frame of a shared record (a message,
+/// or a compact record recorded while attached) to serialize outside the lock.
 #[derive(Debug)]
 pub(crate) enum Pending {
     Text(Option<String>),
     Shared {
+        /// The record's seq (the frame's is `seq + part`).
         seq: u64,
+        /// The record's `ts`.
         ts: u64,
         run_id: Arc<str>,
-        message: Arc<Message>,
+        /// [`Record::Message`] or [`Record::Shared`].
+        record: Record,
+        part: u64,
         size: usize,
         lost: Option<Box<Lost>>,
     },
@@ -269,16 +278,21 @@ pub(crate) enum Pending {
 impl Pending {
     /// The frames of `event`, appended to `batch`.
     fn take(event: &Event, run_id: &Arc<str>, batch: &mut Vec<Self>) {
-        match &event.record {
-            Record::Message(m) => batch.push(Self::Shared {
-                seq: event.seq,
-                ts: event.ts,
-                run_id: Arc::clone(run_id),
-                message: Arc::clone(m),
-                size: event.size,
-                lost: event.lost.clone(),
-            }),
-            Record::Started(_) | Record::Finished(_) | Record::Call(_) => {
+        match event.record.share() {
+            Some(record) => {
+                for part in 0..record.frames() {
+                    batch.push(Self::Shared {
+                        seq: event.seq,
+                        ts: event.ts,
+                        run_id: Arc::clone(run_id),
+                        record: record.share().unwrap_or_else(|| unreachable!("shared")),
+                        part,
+                        size: event.size,
+                        lost: if part == 0 { event.lost.clone() } else { None },
+                    });
+                }
+            }
+            None => {
                 let frames = event.record.frames();
                 for part in 0..frames {
                     let mut buf = Vec::with_capacity(event.size / frames as usize + 64);
@@ -301,18 +315,19 @@ impl Pending {
                 seq,
                 ts,
                 run_id,
-                message,
+                record,
+                part,
                 size,
                 lost,
             } => {
-                let mut buf = Vec::with_capacity(size + 64);
+                let mut buf = Vec::with_capacity(size / record.frames() as usize + 64);
                 write_frame(
                     Frame {
-                        seq,
-                        ts,
+                        seq: seq + part,
+                        ts: part_ts(&record, ts, part),
                         run_id: &run_id,
-                        record: &Record::Message(message),
-                        part: 0,
+                        record: &record,
+                        part,
                         lost: lost.as_deref(),
                     },
                     &mut buf,
@@ -561,6 +576,7 @@ impl Ring {
 pub(crate) fn estimate_record(record: &Record) -> usize {
     match record {
         Record::Message(m) => estimate(m),
+        Record::Shared(r) => estimate_record(r),
         Record::Started(p) => estimate_started(p),
         Record::Call(c) => {
             estimate_started(&c.started)
@@ -886,6 +902,49 @@ mod tests {
             status: graphmind_protocol::Status::Ok,
             output: Some(Val::U64(3)),
         }
+    }
+
+    /// Compact records shared while attached (serialized outside the ring's lock) send the
+    /// same frames, byte for byte, as the unshared ones, with the loss announcement on the
+    /// first frame only, and are counted the same.
+    #[test]
+    fn shared_records_send_the_same_frames_as_unshared_ones() {
+        let fill = |shared: bool| {
+            let mut r = Ring::new(4, usize::MAX);
+            let wrap = |rec: Record| if shared { rec.shared() } else { rec };
+            // Six frames into a ring of four: the oldest are lost and announced.
+            r.push(1, "run_1", wrap(Record::Call(call(1))));
+            let (s, f) = call(2).split();
+            r.push(2, "run_1", wrap(Record::Started(s)));
+            r.push(3, "run_1", wrap(Record::Finished(f)));
+            r.push(4, "run_1", wrap(Record::Call(call(3))));
+            let counts = (r.len(), r.recorded(), r.dropped(), r.last_seq());
+            let mut frames = Vec::new();
+            loop {
+                let (batch, last) = r.take_batch(2, usize::MAX);
+                if last.is_none() {
+                    break;
+                }
+                frames.extend(texts(batch));
+            }
+            (counts, frames)
+        };
+        let (plain, shared) = (fill(false), fill(true));
+        assert_eq!(plain, shared);
+        assert!(shared.0.2 > 0, "some were lost: {:?}", shared.0);
+        assert!(
+            shared.1.iter().any(|f| f.contains(r#""lost":"#)),
+            "{:?}",
+            shared.1
+        );
+        assert!(matches!(
+            Record::Call(call(9)).shared(),
+            Record::Shared(ref r) if matches!(**r, Record::Call(_))
+        ));
+        assert!(
+            matches!(msg(0).shared(), Record::Message(_)),
+            "messages stay as they are"
+        );
     }
 
     /// A call that finished in its first poll is one entry, and sends the same two frames,
