@@ -121,6 +121,11 @@ impl Breakpoints {
     pub(crate) fn len(&self) -> usize {
         self.by_rule.len()
     }
+
+    /// Whether none is armed.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.by_rule.is_empty()
+    }
 }
 
 /// Breakpoints and mode as last set by the debugger (`hello.ack`, `breakpoint.*`, `mode.set`).

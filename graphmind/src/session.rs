@@ -338,7 +338,7 @@ impl Inner {
     fn push(&self, ts: u64, run_id: &str, record: Record) -> u64 {
         if self.shared.is_attached() {
             let seq = self.shared.record(ts, run_id, record.shared());
-            self.shared.wake();
+            self.shared.wake_for_events();
             seq
         } else {
             let seq = self.shared.record(ts, run_id, record);
@@ -392,6 +392,10 @@ impl Inner {
 
     /// Whether a breakpoint holds a gate at `point` of (`kind`, `name`), and the mode.
     pub(crate) fn gate_rule(&self, kind: NodeKind, name: &str, point: PausePoint) -> (bool, Mode) {
+        if !self.shared.has_rules() {
+            // No breakpoint and mode `run`: what the locked read would say, without the lock.
+            return (false, Mode::Run);
+        }
         let state = self.shared.debug();
         (state.breakpoints.matches(kind, name, point), state.mode)
     }

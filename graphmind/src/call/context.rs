@@ -8,7 +8,7 @@ use graphmind_protocol::{Extra, NodeKind, PausePoint, PauseReason};
 
 use super::Host;
 use super::scope::{RunCtx, Scope};
-use crate::call::hold::{GateSpec, decide};
+use crate::call::hold::{GateSpec, decide, hold_reason};
 use crate::call::node_run::NodeRun;
 use crate::gate::{Resume, Validator};
 
@@ -92,8 +92,9 @@ impl Call {
         forced: Option<PauseReason>,
         offer: Offer,
     ) -> Resume {
-        // Detached: continue at once, without building the hold machinery.
-        if !node.host.attached() {
+        // Detached, or attached with nothing to hold here (the common case): continue at
+        // once, without building the hold machinery (no boxed future, no id text).
+        if hold_reason(&*node.host, forced, self.kind, &self.name, point).is_none() {
             return Resume::Continue;
         }
         // Boxed: the hold machinery is only built when attached, and keeps the detached

@@ -66,16 +66,29 @@ fn allowed_actions(retry: bool, inject: bool, abort: bool, reject: bool) -> Valu
     )
 }
 
+/// Why a gate at `point` of (`kind`, `name`) holds, if it does: `forced` (the loop guard)
+/// while attached, else a breakpoint or step mode. Cheap when it does not: callers check it
+/// before building a [`GateSpec`].
+pub(crate) fn hold_reason(
+    host: &dyn Host,
+    forced: Option<graphmind_protocol::PauseReason>,
+    kind: NodeKind,
+    name: &str,
+    point: PausePoint,
+) -> Option<graphmind_protocol::PauseReason> {
+    match forced {
+        Some(reason) if host.attached() => Some(reason),
+        _ => super::should_pause(host, kind, name, point),
+    }
+}
+
 /// Decides one gate: continues at once unless attached and a breakpoint or step mode
 /// matches; otherwise emits `exec.paused`, holds until released, and returns the decision.
 /// Dropping the returned future while held releases the gate with `continue`
 /// (`exec.resumed` included).
 pub(crate) async fn decide(spec: GateSpec<'_>) -> Released {
-    let reason = match spec.forced {
-        Some(reason) if spec.host.attached() => Some(reason),
-        _ => super::should_pause(&**spec.host, spec.kind, spec.name, spec.point),
-    };
-    let Some(reason) = reason else {
+    let Some(reason) = hold_reason(&**spec.host, spec.forced, spec.kind, spec.name, spec.point)
+    else {
         return Released {
             decision: Resume::Continue,
             held: Duration::ZERO,

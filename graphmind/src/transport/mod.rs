@@ -762,6 +762,7 @@ where
     S: futures_util::Sink<Ws> + Unpin,
 {
     loop {
+        shared.taking_events();
         let (batch, last) = shared.ring().take_batch(BATCH, BATCH_BYTES);
         let Some(last) = last else {
             return Ok(());

@@ -3,7 +3,10 @@
 //! The session embeds one; the transport reads and writes it through its methods and
 //! flags, and never sees the rest of the session.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{
+    AtomicBool, AtomicU64,
+    Ordering::{Acquire, Relaxed, Release, SeqCst},
+};
 use std::sync::{Mutex, MutexGuard, PoisonError, RwLock};
 
 use tokio::sync::Notify;
@@ -38,10 +41,17 @@ pub(crate) struct Shared {
     ring: Mutex<Ring>,
     /// Breakpoints and mode as last set by the debugger.
     debug: RwLock<DebugState>,
+    /// Whether `debug` holds a breakpoint or a mode other than `run` (set under its write
+    /// lock): with neither, no gate rule can match, and a call decides its gates without
+    /// taking the lock.
+    rules: AtomicBool,
     /// Held gates (execution side).
     gates: Registry,
     /// Wakes the transport: events to send, a `ready` kick, shutdown.
     wake: Notify,
+    /// Events were pushed since the transport last took a batch, and it was woken for them:
+    /// later events need not wake it again (see [`Shared::wake_for_events`]).
+    events_woken: AtomicBool,
     /// A `ready` call wants an attempt now.
     kick: AtomicBool,
     /// The transport is connecting or waiting for `hello.ack`.
@@ -72,8 +82,10 @@ impl Shared {
             closing: AtomicBool::new(false),
             ring: Mutex::new(ring),
             debug: RwLock::new(DebugState::default()),
+            rules: AtomicBool::new(false),
             gates,
             wake: Notify::new(),
+            events_woken: AtomicBool::new(false),
             kick: AtomicBool::new(false),
             attempting: AtomicBool::new(false),
             shutdown: AtomicBool::new(false),
@@ -154,10 +166,21 @@ impl Shared {
         self.stop.notified()
     }
 
-    /// Wakes the transport (events to send, a kick, shutdown).
+    /// Wakes the transport for an event just pushed, unless an earlier event did since its
+    /// last batch: one wake per batch, not one atomic read-modify-write of the `Notify` per
+    /// event. Sequentially consistent with [`Shared::taking_events`]: either this sees the
+    /// flag cleared (and wakes), or the transport's next batch, taken after clearing it, holds
+    /// the event.
     #[inline]
-    pub(crate) fn wake(&self) {
-        self.wake.notify_one();
+    pub(crate) fn wake_for_events(&self) {
+        if !self.events_woken.load(SeqCst) && !self.events_woken.swap(true, SeqCst) {
+            self.wake.notify_one();
+        }
+    }
+
+    /// The transport is about to take a batch: events pushed from now on wake it again.
+    pub(crate) fn taking_events(&self) {
+        self.events_woken.store(false, SeqCst);
     }
 
     /// Resolves when the transport is woken (a wake-up before this is awaited is kept).
@@ -246,13 +269,25 @@ impl Shared {
         self.debug.read().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Whether a breakpoint is armed or the mode is not `run` (one relaxed load, no lock):
+    /// when not, no gate rule matches and [`Shared::debug`] need not be read.
+    #[inline]
+    pub(crate) fn has_rules(&self) -> bool {
+        self.rules.load(Acquire)
+    }
+
     pub(crate) fn set_debug_state(&self, state: DebugState) {
-        *self.debug.write().unwrap_or_else(PoisonError::into_inner) = state;
+        self.update_debug_state(|s| *s = state);
     }
 
     /// Changes the state in place (O(1) for one breakpoint: no copy of the set).
     pub(crate) fn update_debug_state(&self, f: impl FnOnce(&mut DebugState)) {
-        f(&mut self.debug.write().unwrap_or_else(PoisonError::into_inner));
+        let mut state = self.debug.write().unwrap_or_else(PoisonError::into_inner);
+        f(&mut state);
+        self.rules.store(
+            !state.breakpoints.is_empty() || state.mode != graphmind_protocol::Mode::Run,
+            Release,
+        );
     }
 
     /// Says once that no debugger answered at the session's URL, the app running detached.
