@@ -331,3 +331,58 @@ impl Shared {
         self.config.warn(message);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::future::Future;
+    use std::pin::pin;
+    use std::task::{Context, Poll, Waker};
+
+    use graphmind_protocol::{BreakpointMatcher, Mode};
+
+    use super::*;
+
+    fn shared() -> Shared {
+        let config = Config::new("shared").env_vars(std::iter::empty::<(String, String)>());
+        Shared::new(config, "ws://127.0.0.1:9/ingest".into(), false, Ring::new(64, 1 << 20))
+    }
+
+    /// Whether `woken` resolves now (a wake-up was stored for it).
+    fn woken_now(shared: &Shared) -> bool {
+        let fut = pin!(shared.woken());
+        fut.poll(&mut Context::from_waker(Waker::noop())).is_ready()
+    }
+
+    #[test]
+    fn rules_present_follows_breakpoints_and_mode() {
+        let s = shared();
+        assert!(!s.has_rules(), "a new session has no rule");
+        let bp = BreakpointMatcher {
+            name: Some("t".into()),
+            ..BreakpointMatcher::default()
+        };
+        s.update_debug_state(|d| d.breakpoints.set(bp.clone()));
+        assert!(s.has_rules(), "a breakpoint is a rule");
+        s.update_debug_state(|d| d.breakpoints.clear(&bp));
+        assert!(!s.has_rules(), "cleared again");
+        s.update_debug_state(|d| d.mode = Mode::Step);
+        assert!(s.has_rules(), "step mode holds gates");
+        s.set_debug_state(DebugState::default());
+        assert!(!s.has_rules(), "a reset state has none");
+    }
+
+    #[test]
+    fn events_wake_the_transport_once_per_batch() {
+        let s = shared();
+        s.wake_for_events();
+        s.wake_for_events();
+        assert!(woken_now(&s), "the first event wakes the transport");
+        assert!(
+            !woken_now(&s),
+            "later events before the next batch do not wake it again"
+        );
+        s.taking_events();
+        s.wake_for_events();
+        assert!(woken_now(&s), "an event after the batch was taken wakes it");
+    }
+}
