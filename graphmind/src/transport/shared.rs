@@ -336,7 +336,7 @@ impl Shared {
 mod tests {
     use std::future::Future;
     use std::pin::pin;
-    use std::task::{Context, Poll, Waker};
+    use std::task::{Context, Waker};
 
     use graphmind_protocol::{BreakpointMatcher, Mode};
 
