@@ -344,7 +344,12 @@ mod tests {
 
     fn shared() -> Shared {
         let config = Config::new("shared").env_vars(std::iter::empty::<(String, String)>());
-        Shared::new(config, "ws://127.0.0.1:9/ingest".into(), false, Ring::new(64, 1 << 20))
+        Shared::new(
+            config,
+            "ws://127.0.0.1:9/ingest".into(),
+            false,
+            Ring::new(64, 1 << 20),
+        )
     }
 
     /// Whether `woken` resolves now (a wake-up was stored for it).
