@@ -10,6 +10,8 @@
 //! queue drops the run and counts it). The exporter task, on its own, builds the spans of a
 //! kept run from its events, or waits for a run offered by id to be committed and reads it
 //! back from storage ([`spans`]), and sends runs in batches, retried with backoff ([`send`]).
+//! While ingest is busy it yields the CPU to it: after each request it pauses for
+//! [`BUSY_PAUSE`] times what building it took, unless its queue is filling ([`FILLING`]).
 //! A collector that is down therefore never slows ingest nor grows memory: at most the kept
 //! events, the queue and one batch are held. `/health` reports the counters under `otlp`.
 //!
@@ -51,6 +53,19 @@ pub const BATCH_BYTES: usize = 4 * 1024 * 1024;
 /// together go out in one request instead of one each, which costs the hub (and the
 /// collector) far less per run. A run reaches the collector at most this much later.
 pub const GATHER: Duration = Duration::from_millis(50);
+
+/// While ingest is busy (events were taken in while a request was built), the exporter takes
+/// at most about 1/(1 + [`BUSY_PAUSE`]) of a core's time: after building a request in `t` it
+/// waits `t × BUSY_PAUSE` (at most [`MAX_PAUSE`]) before building the next, so a hub short of
+/// CPU spends it on ingest first and exports in the gaps, in fuller requests. Not while the
+/// queue is [`FILLING`] full or more: then it works through the queue at full speed, so a
+/// steady load is exported as before (and drops stay what a full queue gives).
+pub const BUSY_PAUSE: u32 = 9;
+/// Longest pause between two requests while ingest is busy.
+pub const MAX_PAUSE: Duration = Duration::from_millis(500);
+/// The queue's fill (runs waiting / capacity, in percent) from which the exporter no longer
+/// pauses for a busy ingest.
+pub const FILLING: usize = 75;
 
 /// Most open runs whose events the exporter keeps at once; a run that starts beyond it lets
 /// the one that has waited longest go (read back from storage when it finishes).
@@ -273,6 +288,8 @@ pub struct Exporter {
     open: Mutex<OpenRuns>,
     /// Bytes of event texts in the queue ([`QUEUED_BYTES`]).
     queued_bytes: Arc<AtomicUsize>,
+    /// Events taken in so far (whether ingest is busy, for the exporter's pauses).
+    taken: Arc<AtomicU64>,
     /// Its counters.
     pub stats: Arc<OtlpStats>,
 }
@@ -289,6 +306,7 @@ impl Exporter {
         let stats = Arc::new(OtlpStats::default());
         let endpoint = config.endpoint.clone();
         let queued_bytes = Arc::new(AtomicUsize::new(0));
+        let taken = Arc::new(AtomicU64::new(0));
         let task = tokio::spawn(worker(
             config,
             writer,
@@ -296,6 +314,7 @@ impl Exporter {
             rx,
             Arc::clone(&stats),
             Arc::clone(&queued_bytes),
+            Arc::clone(&taken),
         ));
         (
             Self {
@@ -303,6 +322,7 @@ impl Exporter {
                 endpoint,
                 open: Mutex::new(OpenRuns::default()),
                 queued_bytes,
+                taken,
                 stats,
             },
             task,
@@ -323,6 +343,7 @@ impl Exporter {
 
     /// An event of a run was taken in (stored as `body`): kept if the run is.
     pub fn event(&self, run_id: &str, seq: u64, body: &Arc<str>) {
+        self.taken.fetch_add(1, Ordering::Relaxed);
         self.open_runs().event(run_id, seq, body);
     }
 
@@ -520,6 +541,7 @@ async fn worker(
     mut rx: mpsc::Receiver<Job>,
     stats: Arc<OtlpStats>,
     queued_bytes: Arc<AtomicUsize>,
+    taken: Arc<AtomicU64>,
 ) {
     let sender = Sender::new(config.clone());
     let opts = config.map_options();
@@ -557,6 +579,8 @@ async fn worker(
         }
         let mut jobs: std::collections::VecDeque<Job> = got.drain(..).collect();
         while !jobs.is_empty() {
+            let taken_before = taken.load(Ordering::Relaxed);
+            let started = std::time::Instant::now();
             // One blocking task per request, not per run.
             let built = {
                 let reader = Arc::clone(&reader);
@@ -573,11 +597,26 @@ async fn worker(
                 break;
             };
             jobs = rest;
+            let build = started.elapsed();
             deliver(&sender, batch, &stats).await;
             stats.runs_in_flight.fetch_sub(used, Ordering::Relaxed);
+            let busy = taken.load(Ordering::Relaxed) != taken_before;
+            if let Some(pause) = busy_pause(busy, build, rx.len(), rx.max_capacity()) {
+                tokio::time::sleep(pause).await;
+            }
         }
         stats.runs_in_flight.store(0, Ordering::Relaxed);
     }
+}
+
+/// How long the exporter waits before its next request, having built the last one in
+/// `build`: [`BUSY_PAUSE`] times as long while ingest is `busy`, unless the queue (`queued`
+/// of `capacity` runs) is [`FILLING`] full.
+fn busy_pause(busy: bool, build: Duration, queued: usize, capacity: usize) -> Option<Duration> {
+    if !busy || queued * 100 >= capacity * FILLING {
+        return None;
+    }
+    Some((build * BUSY_PAUSE).min(MAX_PAUSE))
 }
 
 /// Sends one batch and counts the outcome.
@@ -672,6 +711,20 @@ mod tests {
 
     fn body(len: usize) -> Arc<str> {
         Arc::from("x".repeat(len))
+    }
+
+    #[test]
+    fn the_exporter_pauses_only_for_a_busy_ingest_and_a_queue_not_filling() {
+        let ms = Duration::from_millis;
+        // Idle ingest: no pause.
+        assert_eq!(busy_pause(false, ms(10), 0, 1024), None);
+        // Busy ingest: 9 times the build, at most MAX_PAUSE.
+        assert_eq!(busy_pause(true, ms(10), 0, 1024), Some(ms(90)));
+        assert_eq!(busy_pause(true, ms(100), 10, 1024), Some(MAX_PAUSE));
+        // A queue 3/4 full is worked through at full speed, busy or not.
+        assert_eq!(busy_pause(true, ms(10), 767, 1024), Some(ms(90)));
+        assert_eq!(busy_pause(true, ms(10), 768, 1024), None);
+        assert_eq!(busy_pause(true, ms(10), 1, 1), None);
     }
 
     #[test]
