@@ -29,7 +29,7 @@ use serde_json::value::RawValue;
 /// 2^53 − 1: the largest seq the protocol takes.
 const MAX_SAFE_INTEGER: u64 = 9_007_199_254_740_991;
 
-/// The envelope's fields.
+/// The envelope's fields, with the payload read in the same pass.
 #[derive(Deserialize)]
 struct Head<'a> {
     gm: u64,
@@ -40,7 +40,7 @@ struct Head<'a> {
     #[serde(rename = "type", borrow)]
     kind: Cow<'a, str>,
     #[serde(borrow)]
-    payload: &'a RawValue,
+    payload: PayloadObject<'a>,
     #[serde(default, borrow)]
     dropped: Option<&'a RawValue>,
     #[serde(default, rename = "lostRuns", borrow)]
@@ -52,50 +52,108 @@ fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::
     <&'de RawValue>::deserialize(d).map(Some)
 }
 
-/// [`NodeStarted`]'s fields, same types, borrowed.
+/// The payload's fields the hub reads of any of the three types, borrowed, in one pass
+/// (whatever comes first in the frame, `type` or `payload`): each field has the type the
+/// payload types give it, optional here; which are required is checked once the type is
+/// known ([`NodeHead::message`]). A field of the wrong type fails the quick parse even where
+/// the frame's type does not know it (the full parse then decides): slower, never wrong.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct StartedHead<'a> {
+struct NodeHead<'a> {
     #[serde(borrow)]
     node_id: Cow<'a, str>,
-    kind: NodeKind,
-    #[serde(borrow)]
-    name: Cow<'a, str>,
-    #[serde(borrow)]
-    instance_id: Cow<'a, str>,
+    #[serde(default)]
+    kind: Option<NodeKind>,
+    #[serde(default, borrow)]
+    name: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    instance_id: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     parent_id: Option<Cow<'a, str>>,
     #[serde(default, borrow, deserialize_with = "present")]
     input: Option<&'a RawValue>,
-}
-
-/// [`NodeFinished`]'s fields, same types, borrowed.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct FinishedHead<'a> {
-    #[serde(borrow)]
-    node_id: Cow<'a, str>,
-    #[serde(default, borrow)]
-    instance_id: Option<Cow<'a, str>>,
-    duration_ms: f64,
-    status: Status,
+    #[serde(default)]
+    duration_ms: Option<f64>,
+    #[serde(default)]
+    status: Option<Status>,
     #[serde(default, borrow, deserialize_with = "present")]
     output: Option<&'a RawValue>,
     #[serde(default)]
     usage: Option<TokenUsage>,
     #[serde(default)]
     held_ms: Option<f64>,
+    /// A token frame's deltas, read to check their types, as the full parse does.
+    #[serde(default, borrow)]
+    deltas: Option<Vec<DeltaHead<'a>>>,
 }
 
-/// [`NodeToken`]'s fields, same types, borrowed.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct TokenHead<'a> {
-    #[serde(borrow)]
-    node_id: Cow<'a, str>,
-    #[allow(dead_code)] // read to check its type, as the full parse does
-    #[serde(borrow)]
-    deltas: Vec<DeltaHead<'a>>,
+/// The payload as a JSON object only: a struct read by `serde_json` would take an array too.
+struct PayloadObject<'a>(NodeHead<'a>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for PayloadObject<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Object<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Object<'a> {
+            type Value = PayloadObject<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a payload object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<Self::Value, A::Error> {
+                NodeHead::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(PayloadObject)
+            }
+        }
+        d.deserialize_map(Object(std::marker::PhantomData))
+    }
+}
+
+impl NodeHead<'_> {
+    /// The message of a frame of type `kind` with this payload and the spans of its `input` /
+    /// `output`, or `None` when a field its type requires is missing (or `null`) or the type
+    /// is not one of the three.
+    fn message(self, kind: &str, text: &str) -> Option<(Message, Spans)> {
+        let mut spans = Spans::default();
+        let message = match kind {
+            "node.started" => {
+                spans.input = span_of(text, self.input)?;
+                Message::NodeStarted(NodeStarted {
+                    node_id: self.node_id.into_owned(),
+                    kind: self.kind?,
+                    name: self.name?.into_owned(),
+                    instance_id: self.instance_id?.into_owned(),
+                    parent_id: self.parent_id.map(Cow::into_owned),
+                    input: None,
+                    extra: Extra::new(),
+                })
+            }
+            "node.finished" => {
+                spans.output = span_of(text, self.output)?;
+                Message::NodeFinished(NodeFinished {
+                    node_id: self.node_id.into_owned(),
+                    instance_id: self.instance_id.map(Cow::into_owned),
+                    duration_ms: self.duration_ms?,
+                    status: self.status?,
+                    output: None,
+                    usage: self.usage,
+                    held_ms: self.held_ms,
+                    extra: Extra::new(),
+                })
+            }
+            "node.token" => {
+                self.deltas?;
+                Message::NodeToken(NodeToken {
+                    node_id: self.node_id.into_owned(),
+                    deltas: Vec::new(),
+                    extra: Extra::new(),
+                })
+            }
+            _ => return None,
+        };
+        Some((message, spans))
+    }
 }
 
 /// [`graphmind_protocol::TokenDelta`]'s fields.
@@ -126,49 +184,10 @@ pub fn quick_parse(text: &str) -> Option<(Envelope, Spans)> {
         return None;
     }
     let head: Head<'_> = serde_json::from_str(text).ok()?;
-    if head.gm != 1 || head.seq > MAX_SAFE_INTEGER || !head.payload.get().starts_with('{') {
+    if head.gm != 1 || head.seq > MAX_SAFE_INTEGER {
         return None;
     }
-    let raw = head.payload.get();
-    let mut spans = Spans::default();
-    let message = match &*head.kind {
-        "node.started" => {
-            let p: StartedHead<'_> = serde_json::from_str(raw).ok()?;
-            spans.input = span_of(text, p.input)?;
-            Message::NodeStarted(NodeStarted {
-                node_id: p.node_id.into_owned(),
-                kind: p.kind,
-                name: p.name.into_owned(),
-                instance_id: p.instance_id.into_owned(),
-                parent_id: p.parent_id.map(Cow::into_owned),
-                input: None,
-                extra: Extra::new(),
-            })
-        }
-        "node.finished" => {
-            let p: FinishedHead<'_> = serde_json::from_str(raw).ok()?;
-            spans.output = span_of(text, p.output)?;
-            Message::NodeFinished(NodeFinished {
-                node_id: p.node_id.into_owned(),
-                instance_id: p.instance_id.map(Cow::into_owned),
-                duration_ms: p.duration_ms,
-                status: p.status,
-                output: None,
-                usage: p.usage,
-                held_ms: p.held_ms,
-                extra: Extra::new(),
-            })
-        }
-        "node.token" => {
-            let p: TokenHead<'_> = serde_json::from_str(raw).ok()?;
-            Message::NodeToken(NodeToken {
-                node_id: p.node_id.into_owned(),
-                deltas: Vec::new(),
-                extra: Extra::new(),
-            })
-        }
-        _ => return None,
-    };
+    let (message, spans) = head.payload.0.message(&head.kind, text)?;
     let mut extra = Extra::new();
     for (key, v) in [("dropped", head.dropped), ("lostRuns", head.lost_runs)] {
         if let Some(v) = v {
@@ -399,6 +418,32 @@ mod tests {
         ];
         for f in &cases {
             assert_eq!(quick_parse(f), None, "{f}");
+        }
+    }
+
+    #[test]
+    fn payload_before_type_is_read_in_the_same_pass() {
+        let f = r#"{"payload":{"nodeId":"tool:search","kind":"tool","name":"search","instanceId":"call_1","input":[1]},"gm":1,"seq":7,"ts":1,"runId":"run_a","type":"node.started"}"#;
+        let (quick, spans) = quick_parse(f).expect("taken quickly");
+        let (env, input, _) = full_view(f).expect("parsed");
+        assert_eq!(quick, env);
+        assert_eq!(spans.input.map(|s| value_at(f, &s).expect("input")), input);
+    }
+
+    #[test]
+    fn fields_of_another_hot_type_with_odd_values_take_the_full_parse() {
+        // Unknown fields for a `node.started`, kept by the full parse: the quick one gives up.
+        let f = STARTED.replace(r#""extraKey":[1,2]"#, r#""status":"weird","durationMs":"x""#);
+        assert_eq!(quick_parse(&f), None);
+        assert!(matches!(parse(&f), Parsed::Ok(_)), "{f}");
+        // A field a type requires, missing or null.
+        for f in [
+            STARTED.replace(r#""instanceId":"call_1","#, ""),
+            STARTED.replace(r#""instanceId":"call_1""#, r#""instanceId":null"#),
+            FINISHED.replace(r#""status":"ok","#, ""),
+            TOKEN.replace(r#""deltas":[{"t":"text","v":"hi"}]"#, r#""deltas":null"#),
+        ] {
+            assert_eq!(quick_parse(&f), None, "{f}");
         }
     }
 
