@@ -59,7 +59,7 @@ pub struct RunRow {
 }
 
 enum WriteOp {
-    /// An event and its share of the queue's byte budget, given back once it is written.
+    /// An event and its share of the queue's byte budget, given back once its batch is written.
     Event(EventRow, Option<OwnedSemaphorePermit>),
     Run(RunRow),
     /// A run deleted by a retention pass that became active again meanwhile: stored again,
@@ -544,6 +544,8 @@ fn write_batch(
 ) -> rusqlite::Result<()> {
     let tx = conn.unchecked_transaction();
     let mut counts: HashMap<Arc<str>, u64> = HashMap::new();
+    let mut streak: Option<(Arc<str>, u64)> = None;
+    let mut budget: Option<OwnedSemaphorePermit> = None;
     let result = (|| {
         let tx = tx?;
         {
@@ -565,8 +567,7 @@ fn write_batch(
             for op in batch.drain(..) {
                 let revive = matches!(op, WriteOp::Revive(_));
                 match op {
-                    // The permit goes back once the row is written.
-                    WriteOp::Event(e, _permit) => {
+                    WriteOp::Event(e, permit) => {
                         let n = ins.execute(params![
                             &*e.run_id,
                             i64_of(e.seq),
@@ -574,8 +575,24 @@ fn write_batch(
                             &*e.kind,
                             &*e.body
                         ])?;
+                        // The permits go back together once the batch is written: one
+                        // semaphore round per batch, not per event.
+                        if let Some(p) = permit {
+                            match &mut budget {
+                                Some(b) => b.merge(p),
+                                None => budget = Some(p),
+                            }
+                        }
+                        // Events of one run come in streaks: counted without a lookup.
                         if n == 1 {
-                            *counts.entry(e.run_id).or_default() += 1;
+                            match &mut streak {
+                                Some((run, k)) if Arc::ptr_eq(run, &e.run_id) => *k += 1,
+                                _ => {
+                                    if let Some((run, k)) = streak.replace((e.run_id, 1)) {
+                                        *counts.entry(run).or_default() += k;
+                                    }
+                                }
+                            }
                         }
                     }
                     WriteOp::Run(r) | WriteOp::Revive(r) => {
@@ -599,6 +616,9 @@ fn write_batch(
                     WriteOp::Barrier(b) => barriers.push(b),
                     WriteOp::Retain(r) => retains.push(r),
                 }
+            }
+            if let Some((run, k)) = streak.take() {
+                *counts.entry(run).or_default() += k;
             }
             let mut cnt = tx.prepare_cached(
                 "INSERT INTO runs (run_id, created_at, event_count) VALUES (?1, ?2, ?3)
