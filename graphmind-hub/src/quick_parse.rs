@@ -1,7 +1,7 @@
 //! The quick parse of the frames most of an app's traffic is made of (`node.started`,
-//! `node.finished`, `node.token`): the envelope's fields are read borrowed from the frame, the
-//! payload's fields the hub uses are read through a borrowed mirror of its type, and nothing
-//! else is built (no JSON tree of the whole frame, no map of its unknown fields).
+//! `node.finished`, `node.token`): the envelope's fields and the payload's fields the hub uses
+//! are read borrowed from the frame in one pass, and nothing else is built (no JSON tree of the
+//! whole frame, no map of its unknown fields).
 //!
 //! It accepts exactly the frames [`graphmind_protocol::parse`] accepts as these types, or
 //! gives up: any frame it is not sure of (a parse error, a duplicate field, a lone surrogate
@@ -433,7 +433,10 @@ mod tests {
     #[test]
     fn fields_of_another_hot_type_with_odd_values_take_the_full_parse() {
         // Unknown fields for a `node.started`, kept by the full parse: the quick one gives up.
-        let f = STARTED.replace(r#""extraKey":[1,2]"#, r#""status":"weird","durationMs":"x""#);
+        let f = STARTED.replace(
+            r#""extraKey":[1,2]"#,
+            r#""status":"weird","durationMs":"x""#,
+        );
         assert_eq!(quick_parse(&f), None);
         assert!(matches!(parse(&f), Parsed::Ok(_)), "{f}");
         // A field a type requires, missing or null.
