@@ -10,6 +10,9 @@ use serde::ser::{self, Impossible, Serialize, Serializer};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use crate::lazy::Lazy;
+use std::sync::Arc;
+
 /// One captured JSON value.
 #[derive(Debug, Clone)]
 pub enum Val {
@@ -29,6 +32,8 @@ pub enum Val {
     Json(Box<Value>),
     /// Anything else, as its JSON text (serialized once, never parsed on the app's path).
     Raw(Box<RawValue>),
+    /// Anything else, kept as itself and serialized on first read ([`Lazy`]).
+    Lazy(Arc<Lazy>),
 }
 
 impl PartialEq for Val {
@@ -43,6 +48,7 @@ impl PartialEq for Val {
             (Self::Json(a), Self::Json(b)) => a == b,
             // The same text (a value captured as text is not compared as JSON).
             (Self::Raw(a), Self::Raw(b)) => a.get() == b.get(),
+            (Self::Lazy(a), Self::Lazy(b)) => a.text().get() == b.text().get(),
             _ => false,
         }
     }
@@ -67,10 +73,26 @@ impl Val {
         }
     }
 
-    /// The length of its JSON text when it is held as text.
+    /// Captures `v` lazily ([`Lazy`]); as text ([`Val::raw`]) when its JSON text would be
+    /// longer than `eager_over` bytes (it is then recorded the way large values are), or the
+    /// marker when it does not serialize.
+    pub(crate) fn lazy<T: Serialize + Send + Sync + ?Sized + 'static>(
+        v: Arc<T>,
+        eager_over: usize,
+    ) -> Self {
+        match Lazy::new(v) {
+            Ok(l) if l.len() <= eager_over => Self::Lazy(Arc::new(l)),
+            Ok(l) => Self::Raw(l.text().to_owned()),
+            Err(v) => Self::of(&*v),
+        }
+    }
+
+    /// The length of its JSON text when it is held as text (for a lazy capture: an upper
+    /// bound).
     pub(crate) fn raw_len(&self) -> Option<usize> {
         match self {
             Self::Raw(r) => Some(r.get().len()),
+            Self::Lazy(l) => Some(l.len()),
             _ => None,
         }
     }
@@ -99,6 +121,7 @@ impl Val {
             Self::Str(s) => Value::String(s.into()),
             Self::Json(v) => *v,
             Self::Raw(r) => serde_json::from_str(r.get()).unwrap_or(Value::Null),
+            Self::Lazy(l) => serde_json::from_str(l.text().get()).unwrap_or(Value::Null),
         }
     }
 
@@ -126,6 +149,7 @@ impl Serialize for Val {
             Self::Str(t) => s.serialize_str(t),
             Self::Json(v) => v.serialize(s),
             Self::Raw(r) => r.serialize(s),
+            Self::Lazy(l) => l.text().serialize(s),
         }
     }
 }

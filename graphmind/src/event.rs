@@ -71,6 +71,8 @@ pub(crate) enum Payload {
     Fields(Box<[(&'static str, Val)]>),
     /// Any value as its JSON text, serialized once (a model step's request).
     Raw(Box<serde_json::value::RawValue>),
+    /// Any value kept as itself, serialized on first read (an adapter's request).
+    Lazy(Arc<crate::lazy::Lazy>),
 }
 
 impl Payload {
@@ -83,7 +85,7 @@ impl Payload {
                 .find(|(k, _)| *k == key)
                 .and_then(|(_, v)| v.as_str()),
             // Text is not looked into (a tool's call id is never captured as text).
-            Self::Raw(_) => None,
+            Self::Raw(_) | Self::Lazy(_) => None,
         }
     }
 
@@ -97,6 +99,7 @@ impl Payload {
                     .collect(),
             ),
             Self::Raw(r) => serde_json::from_str(r.get()).unwrap_or(Value::Null),
+            Self::Lazy(l) => serde_json::from_str(l.text().get()).unwrap_or(Value::Null),
         }
     }
 
@@ -111,6 +114,7 @@ impl Payload {
                     .collect(),
             ),
             Self::Raw(r) => serde_json::from_str(r.get()).unwrap_or(Value::Null),
+            Self::Lazy(l) => serde_json::from_str(l.text().get()).unwrap_or(Value::Null),
         }
     }
 }
@@ -128,6 +132,7 @@ impl Serialize for Payload {
                 m.end()
             }
             Self::Raw(r) => r.serialize(s),
+            Self::Lazy(l) => l.text().serialize(s),
         }
     }
 }

@@ -142,6 +142,8 @@ mod fail_open;
 mod gate;
 #[cfg(feature = "enabled")]
 mod inline_str;
+#[cfg(feature = "enabled")]
+mod lazy;
 pub mod model;
 #[cfg(feature = "enabled")]
 pub mod node;

@@ -123,6 +123,51 @@ impl Node {
         Self::step_of(input, &grouping)
     }
 
+    /// [`Node::start_step_serialized`] with the request kept as it is (shared with the
+    /// caller, who sends it; never changed) and serialized into the JSON text the node records only when something reads it: the transport sending
+    /// it to a debugger (attached now or later, from the replay ring), a replay. A detached
+    /// step — whose events may never be read — pays a move and a count of the text's length
+    /// instead of a serialization. What reaches the wire is byte for byte what
+    /// `start_step_serialized(&request, grouping)` sends. A request whose text would be
+    /// longer than half the payload budget is serialized at once (and recorded as large
+    /// values are). Pass an explicit grouping ([`Grouping::of`](crate::model::Grouping::of)
+    /// the request, [`Grouping::after`](crate::model::Grouping::after)):
+    /// [`Grouping::Auto`](crate::model::Grouping::Auto) reads the request's `messages`, so
+    /// it serializes the request at once. `None` when the session is disabled.
+    ///
+    /// ```no_run
+    /// use std::sync::Arc;
+    /// use graphmind::model::Grouping;
+    /// use graphmind::node::Node;
+    /// use graphmind::protocol::Status;
+    ///
+    /// #[derive(serde::Serialize)]
+    /// struct Request { model: String, messages: Vec<String> }
+    ///
+    /// let request = Arc::new(Request { model: "m".into(), messages: vec!["hi".into()] });
+    /// let grouping = Grouping::explicit("conversation-1");
+    /// if let Some(node) = Node::start_step_lazy(Arc::clone(&request), grouping) {
+    ///     // … send `request` …
+    ///     let reply = Arc::new(serde_json::json!({"text": "hello"}));
+    ///     node.finish_lazy(Status::Ok, reply, None, Default::default());
+    /// }
+    /// ```
+    #[must_use]
+    pub fn start_step_lazy<T: serde::Serialize + Send + Sync + ?Sized + 'static>(
+        request: std::sync::Arc<T>,
+        grouping: crate::model::Grouping,
+    ) -> Option<Self> {
+        if !crate::call::scope::Scope::enabled_now() {
+            return None;
+        }
+        let input = match Val::lazy(request, crate::call::node_run::RAW_COMPACT_MAX) {
+            Val::Lazy(lazy) => Payload::Lazy(lazy),
+            Val::Raw(raw) => Payload::Raw(raw),
+            other => Payload::Json(Box::new(other.into_value())),
+        };
+        Self::step_of(input, &grouping)
+    }
+
     /// [`Node::start_step`] with the request already serialized (for an adapter that reads
     /// fields of the serialized request itself, so that it serializes it once): recorded as
     /// that text. `None` when the session is disabled.
@@ -404,6 +449,20 @@ impl Node {
         extra: Extra,
     ) {
         self.finish_val(status, Some(Val::raw(output)), usage, extra);
+    }
+
+    /// [`Node::finish_serialized`] with the output kept as it is (shared, never changed) and
+    /// serialized only when something reads it (see [`Node::start_step_lazy`]): recorded
+    /// byte for byte as `finish_serialized(status, &*output, usage, extra)` records it.
+    pub fn finish_lazy<T: serde::Serialize + Send + Sync + ?Sized + 'static>(
+        self,
+        status: Status,
+        output: std::sync::Arc<T>,
+        usage: Option<crate::model::Usage>,
+        extra: Extra,
+    ) {
+        let output = Val::lazy(output, crate::call::node_run::RAW_COMPACT_MAX);
+        self.finish_val(status, Some(output), usage, extra);
     }
 
     fn finish_val(

@@ -412,7 +412,7 @@ const COMPACT_MAX: usize = 1024;
 /// A value held as its JSON text is recorded compact up to this many bytes: the transport
 /// copies it while it holds the ring's lock, nothing is walked (larger ones are shrunk to the
 /// payload budget first).
-const RAW_COMPACT_MAX: usize = PAYLOAD_BUDGET / 2;
+pub(crate) const RAW_COMPACT_MAX: usize = PAYLOAD_BUDGET / 2;
 
 /// Whether a payload value is small enough for a compact record.
 fn compact(v: &Value) -> bool {
@@ -437,6 +437,7 @@ pub(crate) fn compact_input(p: &Payload) -> bool {
             }) <= COMPACT_MAX
         }
         Payload::Raw(r) => r.get().len() <= RAW_COMPACT_MAX,
+        Payload::Lazy(l) => l.len() <= RAW_COMPACT_MAX,
     }
 }
 
@@ -448,6 +449,7 @@ fn rough_len_val(v: &Val, depth: usize) -> usize {
         Val::Str(s) => s.len() * 6 + 2,
         Val::Json(v) => rough_len(v, depth),
         Val::Raw(r) => r.get().len(),
+        Val::Lazy(l) => l.len(),
     }
 }
 

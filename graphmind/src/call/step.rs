@@ -97,6 +97,7 @@ fn payload_key(input: &Payload) -> Option<(u64, usize)> {
     match input {
         Payload::Json(v) => auto_key(v),
         Payload::Raw(r) => auto_key_raw(r),
+        Payload::Lazy(l) => auto_key_raw(l.text()),
         Payload::Fields(_) => None,
     }
 }

@@ -50,6 +50,16 @@ impl Node {
 
     /// Always `None` when compiled out.
     #[must_use]
+    pub fn start_step_lazy<T: serde::Serialize + Send + Sync + ?Sized + 'static>(
+        request: std::sync::Arc<T>,
+        grouping: crate::model::Grouping,
+    ) -> Option<Self> {
+        let _ = (request, grouping);
+        None
+    }
+
+    /// Always `None` when compiled out.
+    #[must_use]
     pub fn start_with(
         kind: NodeKind,
         name: &str,
@@ -167,6 +177,18 @@ impl Node {
         self,
         status: Status,
         output: &T,
+        usage: Option<crate::model::Usage>,
+        extra: Extra,
+    ) {
+        let _ = (status, output, usage, extra);
+        match self.0 {}
+    }
+
+    /// Unreachable when compiled out (no node exists).
+    pub fn finish_lazy<T: serde::Serialize + Send + Sync + ?Sized + 'static>(
+        self,
+        status: Status,
+        output: std::sync::Arc<T>,
         usage: Option<crate::model::Usage>,
         extra: Extra,
     ) {

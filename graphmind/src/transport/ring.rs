@@ -610,6 +610,8 @@ fn estimate_started(p: &crate::event::Started) -> usize {
                 .sum::<usize>()
                 .saturating_add(2),
             Input::Raw(r) => r.get().len(),
+            // The value and, once read, its text.
+            Input::Lazy(l) => l.len().saturating_mul(2),
         })
 }
 
@@ -621,6 +623,7 @@ fn val_size(v: &Val, depth: usize) -> usize {
         Val::Str(s) => s.len() + 2,
         Val::Json(v) => value_size(v, depth),
         Val::Raw(r) => r.get().len(),
+        Val::Lazy(l) => l.len().saturating_mul(2),
     }
 }
 
