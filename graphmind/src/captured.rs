@@ -87,6 +87,19 @@ impl Val {
         }
     }
 
+    /// [`Val::lazy`] with the caller's bound of its JSON text's length.
+    pub(crate) fn lazy_within<T: Serialize + Send + Sync + ?Sized + 'static>(
+        v: Arc<T>,
+        max_len: usize,
+        eager_over: usize,
+    ) -> Self {
+        if max_len <= eager_over {
+            Self::Lazy(Arc::new(Lazy::within(v, max_len)))
+        } else {
+            Self::raw(&*v)
+        }
+    }
+
     /// The length of its JSON text when it is held as text (for a lazy capture: an upper
     /// bound).
     pub(crate) fn raw_len(&self) -> Option<usize> {

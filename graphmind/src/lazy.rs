@@ -65,20 +65,48 @@ impl Lazy {
         }
     }
 
+    /// Captures `value` whose JSON text its caller bounds by `max_len` bytes (for a value
+    /// whose `Serialize` does real work, which counting would do once more).
+    pub(crate) fn within<T: Serialize + Send + Sync + ?Sized + 'static>(
+        value: Arc<T>,
+        max_len: usize,
+    ) -> Self {
+        Self {
+            value: Box::new(value),
+            len: max_len,
+            text: OnceLock::new(),
+        }
+    }
+
     /// An upper bound of the length of its JSON text (exact when it holds no float).
     pub(crate) fn len(&self) -> usize {
         self.len
     }
 
-    /// Its JSON text, serialized on the first call.
+    /// Its JSON text, serialized on the first call. A text longer than its bound and than
+    /// the part of the payload budget a compact record may carry (a caller's bound was
+    /// wrong) is replaced by the truncation marker with its size.
     pub(crate) fn text(&self) -> &RawValue {
-        self.text.get_or_init(|| self.value.to_json())
+        self.text.get_or_init(|| {
+            let text = self.value.to_json();
+            let n = text.get().len();
+            if n > self.len && n > crate::call::node_run::RAW_COMPACT_MAX {
+                return serde_json::value::to_raw_value(
+                    &serde_json::json!({"__graphmindTruncated": true, "bytes": n}),
+                )
+                .expect("a JSON value serializes");
+            }
+            text
+        })
     }
 }
 
-/// The length of `v`'s compact JSON text as `serde_json` writes it (floats: an upper bound),
-/// without writing it; `None` when serializing it fails.
-pub(crate) fn json_len<T: Serialize + ?Sized>(v: &T) -> Option<usize> {
+/// The length of `v`'s compact JSON text as `serde_json` writes it (floats: an upper bound:
+/// the longest text `serde_json` writes for one), counted without writing anything; `None`
+/// when serializing it fails. For a bound to pass to
+/// [`Node::finish_lazy_within`](crate::node::Node::finish_lazy_within).
+#[must_use]
+pub fn json_len<T: Serialize + ?Sized>(v: &T) -> Option<usize> {
     let mut n = Len {
         n: 0,
         was_str: false,
@@ -525,6 +553,18 @@ mod tests {
         assert_eq!(lazy.text().get(), "\"v\"");
         assert_eq!(lazy.text().get(), "\"v\"");
         assert_eq!(CALLS.load(Ordering::SeqCst), 2);
+    }
+
+    #[test]
+    fn a_text_beyond_a_wrong_bound_becomes_the_truncation_marker() {
+        let big = Arc::new("x".repeat(crate::call::node_run::RAW_COMPACT_MAX + 1));
+        let lazy = Lazy::within(Arc::clone(&big), 10);
+        let v: serde_json::Value = serde_json::from_str(lazy.text().get()).unwrap();
+        assert_eq!(v["__graphmindTruncated"], true);
+        assert_eq!(v["bytes"], big.len() + 2);
+        // Within its bound, or small: kept.
+        let lazy = Lazy::within(Arc::new("small"), 1);
+        assert_eq!(lazy.text().get(), "\"small\"");
     }
 
     #[test]

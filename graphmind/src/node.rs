@@ -15,6 +15,7 @@ use crate::errors::error_info;
 use crate::event::{InstanceId, Payload};
 pub use crate::extras::Extras;
 pub use crate::fail_open::fail_open;
+pub use crate::lazy::json_len;
 
 pub use crate::gate::Resume;
 
@@ -462,6 +463,23 @@ impl Node {
         extra: Extra,
     ) {
         let output = Val::lazy(output, crate::call::node_run::RAW_COMPACT_MAX);
+        self.finish_val(status, Some(output), usage, extra);
+    }
+
+    /// [`Node::finish_lazy`] for an output whose `Serialize` does real work (builds the
+    /// recorded shape from a response, say): `max_len` bounds the length of its JSON text
+    /// (for example twice the response's [`json_len`] plus the few fields added), so it is
+    /// not walked to count it. Should the text come out longer than the bound and than half
+    /// the payload budget, the output is recorded as the truncation marker with its size.
+    pub fn finish_lazy_within<T: serde::Serialize + Send + Sync + ?Sized + 'static>(
+        self,
+        status: Status,
+        output: std::sync::Arc<T>,
+        max_len: usize,
+        usage: Option<crate::model::Usage>,
+        extra: Extra,
+    ) {
+        let output = Val::lazy_within(output, max_len, crate::call::node_run::RAW_COMPACT_MAX);
         self.finish_val(status, Some(output), usage, extra);
     }
 

@@ -7,6 +7,10 @@ use async_openai::types::chat::{
     ChatCompletionResponseStream, CreateChatCompletionRequest, CreateChatCompletionResponse,
 };
 
+use std::sync::Arc;
+
+use graphmind::node::Node;
+
 use crate::finish::Api;
 use crate::step::Step;
 
@@ -36,9 +40,14 @@ impl<'c, C: Config> Chat<'c, C> {
         &self,
         request: CreateChatCompletionRequest,
     ) -> Result<CreateChatCompletionResponse, OpenAIError> {
+        if !Node::enabled() {
+            return self.inner.create(request).await;
+        }
+        let request = Arc::new(request);
         match Step::begin(Api::Chat, &request) {
-            None => self.inner.create(request).await,
-            Some(step) => step.call(request, |r| self.inner.create(r)).await,
+            None => self.inner.create(Arc::unwrap_or_clone(request)).await,
+            // Boxed: the instrumented call's state stays off the caller's future.
+            Some(step) => Box::pin(step.call(request, |r| self.inner.create(r))).await,
         }
     }
 
@@ -51,9 +60,17 @@ impl<'c, C: Config> Chat<'c, C> {
         &self,
         request: CreateChatCompletionRequest,
     ) -> Result<ChatCompletionResponseStream, OpenAIError> {
+        if !Node::enabled() {
+            return self.inner.create_stream(request).await;
+        }
+        let request = Arc::new(request);
         match Step::begin(Api::Chat, &request) {
-            None => self.inner.create_stream(request).await,
-            Some(step) => step.open(request, |r| self.inner.create_stream(r)).await,
+            None => {
+                self.inner
+                    .create_stream(Arc::unwrap_or_clone(request))
+                    .await
+            }
+            Some(step) => Box::pin(step.open(request, |r| self.inner.create_stream(r))).await,
         }
     }
 }

@@ -3,14 +3,17 @@
 //! tools.
 
 use std::pin::Pin;
+use std::sync::Arc;
 
 use async_openai::error::OpenAIError;
 use futures_core::Stream;
 use graphmind::node::{Extras, Node};
 use graphmind::protocol::{Extra, NodeKind, Status};
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::output::{StepOut, builtin_name};
+use crate::typed::Head;
 
 /// The SDK's stream type (`ChatCompletionResponseStream`, `ResponseStream`).
 pub(crate) type SdkStream<T> = Pin<Box<dyn Stream<Item = Result<T, OpenAIError>> + Send>>;
@@ -42,6 +45,37 @@ impl Api {
     }
 }
 
+/// The status and extras of `node.finished`: the adapter's extras, model and response id,
+/// `injected`, and the provider's spelling of the finish reason beside the normalized one in
+/// the output, as a `#[graphmind::model_step]` records it.
+fn head_extra(
+    model: Option<&str>,
+    response_id: Option<&str>,
+    raw_finish: Option<&str>,
+    mut extras: Extras,
+    injected: bool,
+) -> (Status, Extra) {
+    if let Some(m) = model {
+        extras = extras.model(m.to_owned());
+    }
+    if let Some(id) = response_id {
+        extras = extras.response_id(id.to_owned());
+    }
+    if injected {
+        extras = extras.injected();
+    }
+    let mut extra: Extra = extras.into();
+    if let Some(raw) = raw_finish {
+        extra.insert("finishReason".into(), raw.into());
+    }
+    let status = if raw_finish == Some("failed") {
+        Status::Error
+    } else {
+        Status::Ok
+    };
+    (status, extra)
+}
+
 /// Finishes `llm:step` with `out` (output, the whole `response` when there is one, usage,
 /// the provider's finish reason, model, response id; graphmind remembers the response id, so that a request naming it
 /// as its `previous_response_id` continues the invocation).
@@ -49,32 +83,19 @@ pub(crate) fn finish_out(
     node: Node,
     out: &StepOut,
     response: Option<Value>,
-    mut extras: Extras,
+    extras: Extras,
     injected: bool,
     more: Extra,
 ) {
-    if let Some(m) = &out.model {
-        extras = extras.model(m.clone());
-    }
-    if let Some(id) = &out.response_id {
-        extras = extras.response_id(id.clone());
-    }
-    if injected {
-        extras = extras.injected();
-    }
-    let mut extra: Extra = extras.into();
-    // The provider's spelling, beside the normalized one in the output, as a
-    // `#[graphmind::model_step]` records it.
-    if let Some(raw) = &out.raw_finish {
-        extra.insert("finishReason".into(), raw.clone().into());
-    }
+    let (status, mut extra) = head_extra(
+        out.model.as_deref(),
+        out.response_id.as_deref(),
+        out.raw_finish.as_deref(),
+        extras,
+        injected,
+    );
     let streamed = !more.is_empty();
     extra.extend(more);
-    let status = if out.raw_finish.as_deref() == Some("failed") {
-        Status::Error
-    } else {
-        Status::Ok
-    };
     if streamed {
         // With its recorded chunks: a message shrunk to the payload budget, as JSON.
         node.finish_with(status, Some(out.to_json(response)), out.usage, extra);
@@ -82,6 +103,27 @@ pub(crate) fn finish_out(
         // Recorded as its JSON text: sized by its length, dropped with one free.
         node.finish_serialized(status, &out.to_json(response), out.usage, extra);
     }
+}
+
+/// Finishes `llm:step` of a whole (non-streamed) response with `output` captured lazily
+/// (its JSON text at most `max_len` bytes): what [`finish_out`] records for it, serialized
+/// only when a debugger reads it.
+pub(crate) fn finish_lazy<T: Serialize + Send + Sync + 'static>(
+    node: Node,
+    head: &Head,
+    output: Arc<T>,
+    max_len: usize,
+    extras: Extras,
+    injected: bool,
+) {
+    let (status, extra) = head_extra(
+        head.model.as_deref(),
+        head.response_id.as_deref(),
+        head.raw_finish.as_deref(),
+        extras,
+        injected,
+    );
+    node.finish_lazy_within(status, output, max_len, head.usage, extra);
 }
 
 /// Observe-only nodes `tool:<name>` for the built-in tools a response ran (web search,

@@ -78,6 +78,7 @@ mod output;
 mod responses;
 mod step;
 mod stream;
+mod typed;
 
 pub use chat::Chat;
 pub use client::{Client, Instrument};

@@ -5,6 +5,10 @@ use async_openai::error::OpenAIError;
 use async_openai::traits::RequestOptionsBuilder;
 use async_openai::types::responses::{CreateResponse, Response, ResponseStream};
 
+use std::sync::Arc;
+
+use graphmind::node::Node;
+
 use crate::finish::Api;
 use crate::step::Step;
 
@@ -32,9 +36,14 @@ impl<'c, C: Config> Responses<'c, C> {
     /// [`Chat::create`](crate::Chat::create)); the built-in tools the response ran become
     /// observe-only `tool:<name>` nodes.
     pub async fn create(&self, request: CreateResponse) -> Result<Response, OpenAIError> {
+        if !Node::enabled() {
+            return self.inner.create(request).await;
+        }
+        let request = Arc::new(request);
         match Step::begin(Api::Responses, &request) {
-            None => self.inner.create(request).await,
-            Some(step) => step.call(request, |r| self.inner.create(r)).await,
+            None => self.inner.create(Arc::unwrap_or_clone(request)).await,
+            // Boxed: the instrumented call's state stays off the caller's future.
+            Some(step) => Box::pin(step.call(request, |r| self.inner.create(r))).await,
         }
     }
 
@@ -47,9 +56,17 @@ impl<'c, C: Config> Responses<'c, C> {
         &self,
         request: CreateResponse,
     ) -> Result<ResponseStream, OpenAIError> {
+        if !Node::enabled() {
+            return self.inner.create_stream(request).await;
+        }
+        let request = Arc::new(request);
         match Step::begin(Api::Responses, &request) {
-            None => self.inner.create_stream(request).await,
-            Some(step) => step.open(request, |r| self.inner.create_stream(r)).await,
+            None => {
+                self.inner
+                    .create_stream(Arc::unwrap_or_clone(request))
+                    .await
+            }
+            Some(step) => Box::pin(step.open(request, |r| self.inner.create_stream(r))).await,
         }
     }
 }

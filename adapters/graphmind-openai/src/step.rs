@@ -3,19 +3,20 @@
 //! and finished with the GraphMind 0.6 output, usage, attempts and the adapter's extras.
 
 use std::future::Future;
+use std::sync::Arc;
 
 use async_openai::error::OpenAIError;
-use graphmind::model::Grouping;
 use graphmind::node::{Extras, Node, Resume};
 use graphmind::protocol::{Extra, GraphHint, GraphNodeHint, NodeKind, PausePoint, Status};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::finish::{Api, SdkStream, builtin_nodes, finish_out};
+use crate::finish::{Api, SdkStream, builtin_nodes, finish_lazy, finish_out};
 use crate::guard;
 use crate::output::request_tools;
 use crate::stream::Parts;
+use crate::typed::{LazyOutput, Reply, Request};
 
 /// What a gate decided, with an injected value already deserialized.
 enum Gate<R> {
@@ -27,13 +28,29 @@ enum Gate<R> {
     Edit(Value),
 }
 
-/// What the adapter reads of a serialized request.
-#[derive(Default, serde::Deserialize)]
-struct Peek<'a> {
-    #[serde(borrow, default)]
-    previous_response_id: Option<std::borrow::Cow<'a, str>>,
-    #[serde(default)]
-    tools: Option<Vec<Value>>,
+/// `graph.hint` with a request's tools, each under `llm:step` (built-in ones marked as run
+/// by the provider, ungated).
+fn hint(tools: Vec<(String, bool)>) -> GraphHint {
+    GraphHint {
+        nodes: tools
+            .into_iter()
+            .map(|(name, provider)| {
+                let mut extra = Extra::new();
+                if provider {
+                    extra.insert("providerExecuted".into(), true.into());
+                    extra.insert("ungated".into(), true.into());
+                }
+                GraphNodeHint {
+                    node_id: format!("tool:{name}"),
+                    kind: NodeKind::Tool,
+                    name,
+                    parent_id: Some("llm:step".into()),
+                    extra,
+                }
+            })
+            .collect(),
+        extra: Extra::new(),
+    }
 }
 
 /// One request in flight.
@@ -64,47 +81,21 @@ fn error_name(e: &OpenAIError) -> &'static str {
 
 impl Step {
     /// Starts `llm:step` for `request` (and `graph.hint` on an invocation's first step, with
-    /// the request's tools). `None`, to call straight through: instrumentation off, or the
-    /// adapter failed.
-    pub(crate) fn begin<Q: Serialize>(api: Api, request: &Q) -> Option<Self> {
+    /// the request's tools). The request is captured lazily: serialized into the frames only
+    /// when a debugger reads them. `None`, to call straight through: instrumentation off, or
+    /// the adapter failed.
+    pub(crate) fn begin<Q: Request>(api: Api, request: &Arc<Q>) -> Option<Self> {
         if !Node::enabled() {
             return None;
         }
         guard("starting a model step", || {
-            // Serialized once, into the text the node records; read back for what the
-            // adapter needs of it (the request's own field names: the SDK's serialization).
-            let input = serde_json::value::to_raw_value(request).ok()?;
-            let peek: Peek<'_> = serde_json::from_str(input.get()).unwrap_or_default();
-            // Chat: the run's invocation goes on while `messages` keep their first message
-            // and grow. Responses: exactly the invocation that answered the previous response.
-            let grouping = match peek.previous_response_id {
-                Some(prev) if api == Api::Responses => Grouping::after(prev),
-                _ => Grouping::Auto,
-            };
-            let tools = peek.tools.as_deref().map(request_tools).unwrap_or_default();
-            let node = Node::start_step_raw(input, grouping)?;
-            if node.instance_id().ends_with(":s1") && !tools.is_empty() {
-                // Once per run: a conversation's steps offer the same tools.
-                node.emit_hint(GraphHint {
-                    nodes: tools
-                        .into_iter()
-                        .map(|(name, provider)| {
-                            let mut extra = Extra::new();
-                            if provider {
-                                extra.insert("providerExecuted".into(), true.into());
-                                extra.insert("ungated".into(), true.into());
-                            }
-                            GraphNodeHint {
-                                node_id: format!("tool:{name}"),
-                                kind: NodeKind::Tool,
-                                name,
-                                parent_id: Some("llm:step".into()),
-                                extra,
-                            }
-                        })
-                        .collect(),
-                    extra: Extra::new(),
-                });
+            let node = Node::start_step_lazy(Arc::clone(request), request.grouping())?;
+            if node.instance_id().ends_with(":s1") {
+                let tools = request_tools(&request.tools());
+                if !tools.is_empty() {
+                    // Once per run: a conversation's steps offer the same tools.
+                    node.emit_hint(hint(tools));
+                }
             }
             Some(Self {
                 node,
@@ -141,8 +132,9 @@ impl Step {
         Extras::new().api(self.api.name()).attempts(self.attempts)
     }
 
-    /// Finishes the node with a response (the call's, or an injected one).
-    fn finish_response<R: Serialize>(self, resp: &R, injected: bool) {
+    /// Finishes the node with a response (the call's, or an injected one): captured lazily
+    /// where the response type allows it ([`Reply::head`]), else read from its JSON now.
+    fn finish_response<R: Reply>(self, resp: &R, injected: bool) {
         let Self {
             node,
             api,
@@ -150,6 +142,23 @@ impl Step {
         } = self;
         let extras = Extras::new().api(api.name()).attempts(attempts);
         guard("finishing a model step", move || {
+            if let Some(head) = resp.head()
+                && let Some(len) = graphmind::node::json_len(resp)
+            {
+                let output = LazyOutput {
+                    api,
+                    response: resp.clone(),
+                };
+                finish_lazy(
+                    node,
+                    &head,
+                    Arc::new(output),
+                    LazyOutput::<R>::bound(len),
+                    extras,
+                    injected,
+                );
+                return;
+            }
             let value = serde_json::to_value(resp).unwrap_or(Value::Null);
             let out = api.read(&value);
             if api == Api::Responses {
@@ -176,17 +185,17 @@ impl Step {
     /// `edit-input`): the edit, merged over the request, is what is sent from then on.
     pub(crate) async fn call<Q, R, F, Fut>(
         mut self,
-        mut request: Q,
+        mut request: Arc<Q>,
         mut send: F,
     ) -> Result<R, OpenAIError>
     where
-        Q: Serialize + DeserializeOwned + Clone,
-        R: Serialize + DeserializeOwned,
+        Q: Request,
+        R: Reply,
         F: FnMut(Q) -> Fut,
         Fut: Future<Output = Result<R, OpenAIError>>,
     {
         loop {
-            self.node.editable(&request);
+            self.node.editable(&*request);
             match self.gate::<R>(PausePoint::Before).await {
                 Gate::Inject(r) => {
                     self.finish_response(&r, true);
@@ -196,13 +205,13 @@ impl Step {
                 Gate::Edit(v) => {
                     // Checked against the request type at the gate.
                     if let Ok(edited) = serde_json::from_value::<Q>(v) {
-                        request = edited;
+                        request = Arc::new(edited);
                     }
                 }
                 Gate::Go | Gate::Retry => {}
             }
             self.attempts += 1;
-            let result = send(request.clone()).await;
+            let result = send(Q::clone(&request)).await;
             let decided = match &result {
                 Ok(_) => self.gate::<R>(PausePoint::After).await,
                 Err(e) => {
@@ -242,17 +251,17 @@ impl Step {
     /// person may edit the request, as for [`Step::call`]: the edited request is what is sent.
     pub(crate) async fn open<Q, T, F, Fut>(
         mut self,
-        mut request: Q,
+        mut request: Arc<Q>,
         mut send: F,
     ) -> Result<SdkStream<T>, OpenAIError>
     where
-        Q: Serialize + DeserializeOwned + Clone,
+        Q: Request,
         T: Serialize + DeserializeOwned + Send + 'static,
         F: FnMut(Q) -> Fut,
         Fut: Future<Output = Result<SdkStream<T>, OpenAIError>>,
     {
         loop {
-            self.node.editable(&request);
+            self.node.editable(&*request);
             match self.gate::<Vec<T>>(PausePoint::Before).await {
                 Gate::Inject(items) => {
                     return Ok(crate::stream::injected(self.into_parts(), items));
@@ -261,13 +270,13 @@ impl Step {
                 Gate::Edit(v) => {
                     // Checked against the request type at the gate.
                     if let Ok(edited) = serde_json::from_value::<Q>(v) {
-                        request = edited;
+                        request = Arc::new(edited);
                     }
                 }
                 Gate::Go | Gate::Retry => {}
             }
             self.attempts += 1;
-            let err = match send(request.clone()).await {
+            let err = match send(Q::clone(&request)).await {
                 Ok(stream) => return Ok(crate::stream::observed(self.into_parts(), stream, false)),
                 Err(e) => e,
             };

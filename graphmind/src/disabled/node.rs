@@ -6,6 +6,12 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 pub use crate::extras::Extras;
+
+/// The length of `v`'s compact JSON text (`None` when serializing it fails).
+#[must_use]
+pub fn json_len<T: serde::Serialize + ?Sized>(v: &T) -> Option<usize> {
+    serde_json::to_string(v).ok().map(|s| s.len())
+}
 pub use crate::fail_open::fail_open;
 
 pub use crate::resume::Resume;
@@ -193,6 +199,19 @@ impl Node {
         extra: Extra,
     ) {
         let _ = (status, output, usage, extra);
+        match self.0 {}
+    }
+
+    /// Unreachable when compiled out (no node exists).
+    pub fn finish_lazy_within<T: serde::Serialize + Send + Sync + ?Sized + 'static>(
+        self,
+        status: Status,
+        output: std::sync::Arc<T>,
+        max_len: usize,
+        usage: Option<crate::model::Usage>,
+        extra: Extra,
+    ) {
+        let _ = (status, output, max_len, usage, extra);
         match self.0 {}
     }
 
