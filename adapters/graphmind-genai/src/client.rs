@@ -5,7 +5,11 @@ use genai::adapter::AdapterKind;
 use genai::chat::{ChatOptions, ChatRequest, ChatResponse, ChatStreamEvent};
 use graphmind::protocol::PausePoint;
 
-use crate::step::{Gate, Step, aborted, error_name, gate};
+use std::sync::Arc;
+
+use graphmind::node::Node;
+
+use crate::step::{Gate, Recorded, Step, aborted, error_name, gate};
 use crate::stream::{ChatStream, ChatStreamResponse, Reopen, observed};
 
 /// genai's [`Client`](genai::Client) with [`exec_chat`](Client::exec_chat) and
@@ -71,13 +75,24 @@ impl Client {
         options: Option<&ChatOptions>,
     ) -> genai::Result<ChatResponse> {
         let model = model.into();
-        match Step::begin(&model_name(&model), &chat_req) {
-            None => self.inner.exec_chat(model, chat_req, options).await,
+        if !Node::enabled() {
+            return self.inner.exec_chat(model, chat_req, options).await;
+        }
+        let recorded = Arc::new(Recorded {
+            model: model_name(&model),
+            request: chat_req,
+        });
+        match Step::begin(&recorded) {
+            None => {
+                let chat_req = Arc::unwrap_or_clone(recorded).request;
+                self.inner.exec_chat(model, chat_req, options).await
+            }
+            // Boxed: the instrumented call's state stays off the caller's future.
             Some(step) => {
-                step.call(|| {
+                Box::pin(step.call(|| {
                     self.inner
-                        .exec_chat(model.clone(), chat_req.clone(), options)
-                })
+                        .exec_chat(model.clone(), recorded.request.clone(), options)
+                }))
                 .await
             }
         }
@@ -95,15 +110,16 @@ impl Client {
         options: Option<&ChatOptions>,
     ) -> genai::Result<ChatStreamResponse> {
         let model = model.into();
-        let Some(mut step) = Step::begin(&model_name(&model), &chat_req) else {
-            let r = self
-                .inner
-                .exec_chat_stream(model, chat_req, options)
-                .await?;
-            return Ok(ChatStreamResponse {
-                stream: ChatStream::bare(r.stream),
-                model_iden: r.model_iden,
-            });
+        if !Node::enabled() {
+            return self.bare_stream(model, chat_req, options).await;
+        }
+        let recorded = Arc::new(Recorded {
+            model: model_name(&model),
+            request: chat_req,
+        });
+        let Some(mut step) = Step::begin(&recorded) else {
+            let chat_req = Arc::unwrap_or_clone(recorded).request;
+            return self.bare_stream(model, chat_req, options).await;
         };
         let asked = options
             .and_then(|o| o.capture_usage)
@@ -113,7 +129,7 @@ impl Client {
         let reopen = Reopen {
             client: self.inner.clone(),
             model,
-            request: chat_req,
+            request: recorded,
             options: forced,
         };
         match gate::<Vec<ChatStreamEvent>>(&mut step.node, PausePoint::Before).await {
@@ -130,7 +146,7 @@ impl Client {
                 .inner
                 .exec_chat_stream(
                     reopen.model.clone(),
-                    reopen.request.clone(),
+                    reopen.request.request.clone(),
                     Some(&reopen.options),
                 )
                 .await;
@@ -159,6 +175,23 @@ impl Client {
                 }
             }
         }
+    }
+
+    /// `exec_chat_stream` uninstrumented.
+    async fn bare_stream(
+        &self,
+        model: ModelSpec,
+        chat_req: ChatRequest,
+        options: Option<&ChatOptions>,
+    ) -> genai::Result<ChatStreamResponse> {
+        let r = self
+            .inner
+            .exec_chat_stream(model, chat_req, options)
+            .await?;
+        Ok(ChatStreamResponse {
+            stream: ChatStream::bare(r.stream),
+            model_iden: r.model_iden,
+        })
     }
 
     /// A stream of injected events, observed like the provider's.

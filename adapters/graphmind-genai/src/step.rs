@@ -3,6 +3,7 @@
 //! when it fails, and finished with the GraphMind 0.6 output, usage and attempts.
 
 use std::future::Future;
+use std::sync::Arc;
 
 use genai::chat::{ChatRequest, ChatResponse};
 use graphmind::model::Grouping;
@@ -11,7 +12,7 @@ use graphmind::protocol::{Extra, GraphHint, GraphNodeHint, NodeKind, PausePoint,
 use serde::de::DeserializeOwned;
 
 use crate::guard;
-use crate::output::{StepOut, from_response, request_tools};
+use crate::output::{StepOut, from_response, request_tools, usage_of};
 
 /// The `api` extra of every step.
 pub(crate) const API: &str = "genai.chat";
@@ -25,12 +26,49 @@ pub(crate) enum Gate<R> {
 }
 
 /// A step's recorded input: genai's request with the model it is sent to (last, as
-/// `"model"`).
-#[derive(serde::Serialize)]
-struct Recorded<'a> {
+/// `"model"`). Captured lazily: serialized only when a debugger reads it.
+#[derive(Clone, serde::Serialize)]
+pub(crate) struct Recorded {
     #[serde(flatten)]
-    request: &'a ChatRequest,
-    model: &'a str,
+    pub(crate) request: ChatRequest,
+    pub(crate) model: String,
+}
+
+/// The invocation a request's step belongs to: the one that answered its
+/// `previous_response_id`, else its conversation (first message and length, as graphmind's
+/// automatic grouping reads them from the recorded JSON).
+fn grouping(request: &ChatRequest) -> Grouping {
+    struct Conversation(Option<String>, usize);
+    impl graphmind::model::StepRequest for Conversation {
+        fn first_message(&self) -> Option<std::borrow::Cow<'_, str>> {
+            self.0.as_deref().map(std::borrow::Cow::Borrowed)
+        }
+        fn message_count(&self) -> usize {
+            self.1
+        }
+    }
+    match &request.previous_response_id {
+        Some(prev) => Grouping::after(prev),
+        None => Grouping::of(&Conversation(
+            request
+                .messages
+                .first()
+                .and_then(|m| serde_json::to_string(m).ok()),
+            request.messages.len(),
+        )),
+    }
+}
+
+/// A response captured lazily as the GraphMind 0.6 output, built when it is written: the
+/// text the eager path records.
+struct LazyOutput(ChatResponse);
+
+impl serde::Serialize for LazyOutput {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        from_response(&self.0)
+            .to_json(crate::output::response_json(&self.0))
+            .serialize(s)
+    }
 }
 
 /// One request in flight.
@@ -91,19 +129,15 @@ impl Step {
     /// Starts `llm:step` for `request` (and `graph.hint` on an invocation's first step, with
     /// the request's tools). `None`, to call straight through: instrumentation off, or the
     /// adapter failed.
-    pub(crate) fn begin(model: &str, request: &ChatRequest) -> Option<Self> {
+    pub(crate) fn begin(recorded: &Arc<Recorded>) -> Option<Self> {
         if !Node::enabled() {
             return None;
         }
         guard("starting a model step", || {
+            let request = &recorded.request;
             // The run's invocation goes on while `messages` keep their first message and
             // grow; a `previous_response_id` continues exactly the invocation that answered it.
-            let grouping = match &request.previous_response_id {
-                Some(prev) => Grouping::after(prev),
-                None => Grouping::Auto,
-            };
-            // The request and the model name, serialized once into the recorded text.
-            let node = Node::start_step_serialized(&Recorded { request, model }, grouping)?;
+            let node = Node::start_step_lazy(Arc::clone(recorded), grouping(request))?;
             let tools = request_tools(request);
             if node.instance_id().ends_with(":s1") && !tools.is_empty() {
                 // Once per run: a conversation's steps offer the same tools.
@@ -130,11 +164,28 @@ impl Step {
     fn finish_response(self, resp: &ChatResponse, injected: bool) {
         let Self { node, attempts } = self;
         guard("finishing a model step", move || {
-            let out = from_response(resp);
-            let value = crate::output::response_json(resp);
-            let extra: Extra = extras(attempts, &out, injected).into();
-            // Recorded as its JSON text: sized by its length, dropped with one free.
-            node.finish_serialized(Status::Ok, &out.to_json(value), out.usage, extra);
+            let head = StepOut {
+                model: Some(resp.provider_model_iden.model_name.to_string()),
+                response_id: resp.response_id.clone(),
+                ..StepOut::default()
+            };
+            let extra: Extra = extras(attempts, &head, injected).into();
+            let usage = usage_of(&resp.usage);
+            match graphmind::node::json_len(resp) {
+                // The response itself, its texts and tool calls again, the fields around.
+                Some(len) => node.finish_lazy_within(
+                    Status::Ok,
+                    Arc::new(LazyOutput(resp.clone())),
+                    len.saturating_mul(2).saturating_add(256),
+                    usage,
+                    extra,
+                ),
+                None => {
+                    let out = from_response(resp);
+                    let value = crate::output::response_json(resp);
+                    node.finish_serialized(Status::Ok, &out.to_json(value), usage, extra);
+                }
+            }
         });
     }
 

@@ -14,10 +14,11 @@
 //! continue yields genai's error, abort ends the run.
 
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use futures_core::Stream;
-use genai::chat::{ChatOptions, ChatRequest, ChatStreamEvent, StreamEnd};
+use genai::chat::{ChatOptions, ChatStreamEvent, StreamEnd};
 use genai::{ModelIden, ModelSpec};
 use graphmind::model::{Delta, DeltaKind};
 use graphmind::node::Node;
@@ -100,7 +101,8 @@ pub struct ChatStreamResponse {
 pub(crate) struct Reopen {
     pub(crate) client: genai::Client,
     pub(crate) model: ModelSpec,
-    pub(crate) request: ChatRequest,
+    /// The recorded request (shared with the step's lazily captured input).
+    pub(crate) request: Arc<crate::step::Recorded>,
     pub(crate) options: ChatOptions,
 }
 
@@ -109,7 +111,7 @@ impl Reopen {
         self.client
             .exec_chat_stream(
                 self.model.clone(),
-                self.request.clone(),
+                self.request.request.clone(),
                 Some(&self.options),
             )
             .await
