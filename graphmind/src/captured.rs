@@ -32,7 +32,7 @@ pub enum Val {
     Json(Box<Value>),
     /// Anything else, as its JSON text (serialized once, never parsed on the app's path).
     Raw(Box<RawValue>),
-    /// Anything else, kept as itself and serialized on first read ([`Lazy`]).
+    /// Anything else, kept as itself and serialized on first read (a lazy capture).
     Lazy(Arc<Lazy>),
 }
 

@@ -17,6 +17,10 @@ use serde::Serialize;
 use serde::ser::{self, Serializer};
 use serde_json::value::RawValue;
 
+/// The most JSON text a compact record carries (half the payload budget; larger captures are
+/// recorded the way large values are).
+pub(crate) const COMPACT_TEXT_MAX: usize = graphmind_protocol::PAYLOAD_BUDGET / 2;
+
 /// A value that can write its JSON text.
 trait ToJson: Send + Sync {
     fn to_json(&self) -> Box<RawValue>;
@@ -25,9 +29,11 @@ trait ToJson: Send + Sync {
 impl<T: Serialize + Send + Sync + ?Sized> ToJson for Arc<T> {
     fn to_json(&self) -> Box<RawValue> {
         let v: &T = self;
-        serde_json::value::to_raw_value(v).unwrap_or_else(|_| {
-            serde_json::value::to_raw_value(&crate::captured::to_value(v))
-                .expect("a JSON value serializes")
+        serde_json::value::to_raw_value(v).unwrap_or_else(|e| {
+            // The marker an eager capture records (`captured::to_value`).
+            let marker =
+                serde_json::json!({"__graphmindUnserializable": true, "error": e.to_string()});
+            serde_json::value::to_raw_value(&marker).expect("a JSON value serializes")
         })
     }
 }
@@ -90,7 +96,7 @@ impl Lazy {
         self.text.get_or_init(|| {
             let text = self.value.to_json();
             let n = text.get().len();
-            if n > self.len && n > crate::call::node_run::RAW_COMPACT_MAX {
+            if n > self.len && n > COMPACT_TEXT_MAX {
                 return serde_json::value::to_raw_value(
                     &serde_json::json!({"__graphmindTruncated": true, "bytes": n}),
                 )
@@ -557,7 +563,7 @@ mod tests {
 
     #[test]
     fn a_text_beyond_a_wrong_bound_becomes_the_truncation_marker() {
-        let big = Arc::new("x".repeat(crate::call::node_run::RAW_COMPACT_MAX + 1));
+        let big = Arc::new("x".repeat(COMPACT_TEXT_MAX + 1));
         let lazy = Lazy::within(Arc::clone(&big), 10);
         let v: serde_json::Value = serde_json::from_str(lazy.text().get()).unwrap();
         assert_eq!(v["__graphmindTruncated"], true);

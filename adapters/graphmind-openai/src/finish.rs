@@ -7,16 +7,25 @@ use std::sync::Arc;
 
 use async_openai::error::OpenAIError;
 use futures_core::Stream;
+use graphmind::model::Usage;
 use graphmind::node::{Extras, Node};
 use graphmind::protocol::{Extra, NodeKind, Status};
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::output::{StepOut, builtin_name};
-use crate::typed::Head;
 
 /// The SDK's stream type (`ChatCompletionResponseStream`, `ResponseStream`).
 pub(crate) type SdkStream<T> = Pin<Box<dyn Stream<Item = Result<T, OpenAIError>> + Send>>;
+
+/// What `node.finished` says beside the output.
+#[derive(Debug, Default)]
+pub(crate) struct Head {
+    pub(crate) raw_finish: Option<String>,
+    pub(crate) usage: Option<Usage>,
+    pub(crate) model: Option<String>,
+    pub(crate) response_id: Option<String>,
+}
 
 /// Which API of the SDK made the call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -15,7 +15,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::finish::Api;
+use crate::finish::{Api, Head};
 
 /// A request type the adapter sends.
 pub(crate) trait Request:
@@ -78,15 +78,6 @@ impl Request for CreateResponse {
     fn tools(&self) -> Vec<Value> {
         to_values(self.tools.as_ref())
     }
-}
-
-/// What `node.finished` says beside the output.
-#[derive(Debug, Default)]
-pub(crate) struct Head {
-    pub(crate) raw_finish: Option<String>,
-    pub(crate) usage: Option<Usage>,
-    pub(crate) model: Option<String>,
-    pub(crate) response_id: Option<String>,
 }
 
 /// A response type the adapter returns.

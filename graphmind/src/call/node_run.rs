@@ -412,7 +412,7 @@ const COMPACT_MAX: usize = 1024;
 /// A value held as its JSON text is recorded compact up to this many bytes: the transport
 /// copies it while it holds the ring's lock, nothing is walked (larger ones are shrunk to the
 /// payload budget first).
-pub(crate) const RAW_COMPACT_MAX: usize = PAYLOAD_BUDGET / 2;
+pub(crate) const RAW_COMPACT_MAX: usize = crate::lazy::COMPACT_TEXT_MAX;
 
 /// Whether a payload value is small enough for a compact record.
 fn compact(v: &Value) -> bool {
