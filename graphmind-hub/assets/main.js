@@ -583,6 +583,7 @@ function renderTitle() {
   const r = state.runs.get(state.selectedRun);
   if (!state.selectedRun) {
     t.textContent = '';
+    delete t.dataset.sig;
     return;
   }
   const m = state.model;
@@ -591,6 +592,11 @@ function renderTitle() {
   const app = r?.app ?? m?.app ?? '';
   // the id once: a run without a name is titled by it already
   const rest = title === state.selectedRun ? app : `${app} · ${state.selectedRun}`;
+  // rebuilt only when something in it changed: every event renders the page, and a title
+  // replaced under the pointer loses a click on its link (mouse down and up on two elements)
+  const sig = JSON.stringify([state.selectedRun, title, rest, status, r?.incomplete === true, m?.replayOf ?? null, m?.replayUntil ?? null, state.selectedRemoved === true]);
+  if (t.dataset.sig === sig) return;
+  t.dataset.sig = sig;
   t.replaceChildren(
     el('b', null, title),
     ' ',

@@ -57,15 +57,22 @@ test('a replayed run links its source run and says where its live part begins', 
       'the replayed run',
     );
 
-    // the viewer follows the newest run: the replayed one, titled with its source
+    // the viewer follows the newest run: the replayed one, titled with its source; the title
+    // is rebuilt once more when the run list tells the page the run ended, so wait for that
     await page.locator(`[data-testid="canvas"][data-run-id="${replayed.runId}"][data-replayed="true"]`).waitFor({ timeout: 10_000 });
+    await page.locator('[data-testid="run-title"][data-status="ok"]').waitFor({ timeout: 10_000 });
     const link = page.locator('[data-testid="run-title"] [data-testid="replay-of"]');
     await link.waitFor({ timeout: 10_000 });
     assert.equal(await link.textContent(), `replay of ${source.runId} · live from step 5`);
     assert.equal(await link.locator('a').getAttribute('href'), `#run=${encodeURIComponent(source.runId)}`);
-    // shown whole, not clipped by the title's edge (the title wraps it onto a line of its own)
-    const [box, titleBox] = [await link.boundingBox(), await page.locator('[data-testid="run-title"]').boundingBox()];
-    assert.ok(box && titleBox && box.x + box.width <= titleBox.x + titleBox.width + 0.5 && box.y + box.height <= titleBox.y + titleBox.height + 0.5, `link ${JSON.stringify(box)} inside title ${JSON.stringify(titleBox)}`);
+    // shown whole, not clipped by the title's edge (the title wraps it onto a line of its own);
+    // both boxes measured in one turn of the page, so a rebuild cannot fall between them
+    const { box, titleBox } = await page.evaluate(() => {
+      const rect = (e) => (e ? e.getBoundingClientRect().toJSON() : null);
+      const t = document.querySelector('[data-testid="run-title"]');
+      return { box: rect(t.querySelector('[data-testid="replay-of"]')), titleBox: rect(t) };
+    });
+    assert.ok(box && titleBox && box.width > 0 && box.x + box.width <= titleBox.x + titleBox.width + 0.5 && box.y + box.height <= titleBox.y + titleBox.height + 0.5, `link ${JSON.stringify(box)} inside title ${JSON.stringify(titleBox)}`);
     // steps 1-4 were answered from the recording, the planted lookup error included
     const events = (await api(hub, `/api/runs/${replayed.runId}/events`)).events;
     const served = events.filter((e) => e.type === 'node.finished' && e.payload.replayed === true).map((e) => [e.payload.replayStep, e.payload.nodeId, e.payload.status]);
