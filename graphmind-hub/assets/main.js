@@ -2,7 +2,7 @@
 // A no-build page: plain ES modules served from the graphmind binary.
 
 import { Feed } from './feed.js';
-import { readStored } from './stored.js';
+import { readStored, pageUrl } from './stored.js';
 import { RunModel, deriveReason } from './model.js';
 import { Canvas, fmtMs } from './canvas.js';
 import { Gates, outcomeText } from './gate.js';
@@ -258,8 +258,7 @@ function subscribe(runId, fresh) {
   if (load && load.early && load.runId === runId && state.model && state.model.runId === runId) {
     // the deep link's load started with the page: the feed takes over once it has read
     load.early = false;
-    const l = load;
-    l.done.then((after) => l === load && sendSubscribe(runId, after));
+    if (load.read) sendSubscribe(runId, load.after);
     return;
   }
   lastReplayDraw = 0;
@@ -273,16 +272,20 @@ function subscribe(runId, fresh) {
   // a hub that never says `replayed` still gets drawn
   setTimeout(() => {
     if (state.model && state.model.runId === runId && !state.replayed) scheduleCanvas();
-  }, 500);
+  }, REPLAY_FIRST_DRAW_MS);
 }
 
-/** Reads the stored events of `runId` into the model; resolves with the last seq read. */
+/**
+ * Reads the stored events of `runId` into the model, then subscribes (for an `early` load:
+ * once the feed took it over). The graph is drawn when the feed says `replayed`.
+ */
 function startLoad(runId, early) {
   if (load) load.abort.abort();
   const abort = new AbortController();
   const model = state.model;
-  const l = { runId, early, abort, done: null };
-  l.done = (state.token && !state.tokenRejected
+  const l = { runId, early, abort, read: false, after: null };
+  load = l;
+  const done = (state.token && !state.tokenRejected
     ? readStored(
         runId,
         state.token,
@@ -292,12 +295,24 @@ function startLoad(runId, early) {
           replayProgress();
         },
         abort.signal,
+        earlyPage(runId),
       )
     : Promise.reject(new Error('no token'))
   ).catch(() => null); // the feed replays everything then (the model skips seqs it has)
-  load = l;
-  if (!early) l.done.then((after) => l === load && sendSubscribe(runId, after));
-  return l;
+  done.then((after) => {
+    if (l !== load) return;
+    l.read = true;
+    l.after = after;
+    if (!l.early) sendSubscribe(runId, after);
+  });
+}
+
+/** The first page early.js asked for, once, if it is the page this load reads. */
+function earlyPage(runId) {
+  const e = window.__graphmindEarly;
+  if (!e) return undefined;
+  window.__graphmindEarly = null;
+  return e.runId === runId && e.token === state.token && e.url === pageUrl(runId, null) ? e.first : undefined;
 }
 
 function sendSubscribe(runId, after) {
@@ -455,8 +470,29 @@ function scheduleCanvas() {
   canvasQueued = true;
   requestAnimationFrame(() => {
     canvasQueued = false;
-    renderNow();
+    if (drawWaitsForLoad()) renderLoading();
+    else renderNow();
   });
+}
+
+/** What a draw that waits for the load shows: the title, and `Loading…` on an empty canvas. */
+function renderLoading() {
+  const empty = $('#empty');
+  empty.hidden = canvas.cards.size > 0;
+  if (!empty.hidden) empty.textContent = 'Loading…';
+  renderTitle();
+}
+
+/**
+ * True while the run on screen is loading (its stored events read, then the feed's replay of
+ * what came after), in the load's first REPLAY_FIRST_DRAW_MS: a draw then (for the feed's
+ * `hello` or `run` frame arriving meanwhile) would lay out and fit a graph still loading, ~200
+ * ms of the page's time in a 100,000-event load on a loaded machine. The graph is drawn once
+ * `replayed` arrives, or from REPLAY_FIRST_DRAW_MS on at most every REPLAY_DRAW_MS.
+ */
+function drawWaitsForLoad() {
+  const m = state.model;
+  return Boolean(load && !state.replayed && m && m.runId === load.runId && performance.now() - state.subscribedAt < REPLAY_FIRST_DRAW_MS);
 }
 
 function scheduleRuns() {
@@ -613,50 +649,25 @@ function renderTitle() {
   t.dataset.status = status;
 }
 
+/** The run list's items by run id, each with what it shows (rebuilt only when that changes). */
+let runItems = new Map();
+
 function renderRuns() {
   const ul = $('#runs');
   const list = [...state.runs.values()].sort((a, b) => (b.startedAt ?? 0) - (a.startedAt ?? 0));
   const heldRuns = new Set(state.pauses.map((p) => p.runId));
+  const kept = new Map();
   const items = list.map((r) => {
-    const li = el('li', `run${r.runId === state.selectedRun ? ' selected' : ''}`);
-    li.dataset.testid = 'run-item';
-    li.dataset.runId = r.runId;
-    li.dataset.status = r.status;
-    li.tabIndex = 0;
-    const top = el('div', 'run-top');
-    // while the page is cut off from the hub nobody knows whether the app is still there
-    const isLive = r.live && state.conn === 'open';
-    const live = el('span', `live${isLive ? ' on' : ''}`);
-    live.dataset.testid = 'run-live';
-    live.title = state.conn !== 'open' ? 'unknown: not connected to the hub' : r.live ? 'live: the app is connected' : 'not live';
-    top.append(live, el('span', 'run-name', runTitle(r)), ...statusPills(r.status, r.incomplete === true));
-    if (heldRuns.has(r.runId)) {
-      const h = el('span', 'pill st-paused', 'held');
-      h.dataset.testid = 'run-held';
-      top.append(h);
-    }
-    const bottom = el('div', 'run-bottom');
-    const dur = r.durationMs ?? (r.status === 'running' && r.startedAt ? Date.now() - r.startedAt : null);
-    // when it started, first: runs of one app often share a name
-    const app = el('span', 'run-app');
-    if (r.startedAt) {
-      const started = el('span', 'run-started', startedText(r.startedAt));
-      started.dataset.testid = 'run-started';
-      app.append(started, ' · ');
-    }
-    app.append(r.app || '?');
-    bottom.append(
-      app,
-      el('span', 'run-dur', dur != null ? fmtMs(dur) : ''),
-      Object.assign(el('span', 'run-events', `${r.eventCount ?? 0} ev`), { title: 'events' }),
-    );
-    if (r.startedAt) li.title = `${r.runId} · started ${new Date(r.startedAt).toLocaleString()}`;
-    li.append(top, bottom);
-    li.addEventListener('click', () => selectRun(r.runId, true));
-    li.addEventListener('keydown', (ev) => ev.key === 'Enter' && selectRun(r.runId, true));
-    return li;
+    const shown = runItemContent(r, heldRuns.has(r.runId));
+    const sig = JSON.stringify(shown);
+    const had = runItems.get(r.runId);
+    const item = had && had.sig === sig ? had : { li: runItem(r, shown), sig };
+    kept.set(r.runId, item);
+    return item.li;
   });
-  ul.replaceChildren(...items);
+  runItems = kept;
+  const same = ul.children.length === items.length && items.every((li, i) => ul.children[i] === li);
+  if (!same) ul.replaceChildren(...items);
   // the run a deep link selected is scrolled into the list's view once (it may be far below
   // the newest ones)
   if (revealRun && revealRun === state.selectedRun) {
@@ -670,12 +681,72 @@ function renderRuns() {
   renderTitle();
 }
 
+/** Everything a run's item in the list shows. */
+function runItemContent(r, held) {
+  const dur = r.durationMs ?? (r.status === 'running' && r.startedAt ? Date.now() - r.startedAt : null);
+  return {
+    selected: r.runId === state.selectedRun,
+    status: r.status,
+    incomplete: r.incomplete === true,
+    // while the page is cut off from the hub nobody knows whether the app is still there
+    live: r.live && state.conn === 'open',
+    liveTitle: state.conn !== 'open' ? 'unknown: not connected to the hub' : r.live ? 'live: the app is connected' : 'not live',
+    title: runTitle(r),
+    held,
+    startedAt: r.startedAt ?? null,
+    started: r.startedAt ? startedText(r.startedAt) : null,
+    app: r.app || '?',
+    dur: dur != null ? fmtMs(dur) : '',
+    events: r.eventCount ?? 0,
+  };
+}
+
+function runItem(r, c) {
+  const li = el('li', `run${c.selected ? ' selected' : ''}`);
+  li.dataset.testid = 'run-item';
+  li.dataset.runId = r.runId;
+  li.dataset.status = r.status;
+  li.tabIndex = 0;
+  const top = el('div', 'run-top');
+  const live = el('span', `live${c.live ? ' on' : ''}`);
+  live.dataset.testid = 'run-live';
+  live.title = c.liveTitle;
+  top.append(live, el('span', 'run-name', c.title), ...statusPills(c.status, c.incomplete));
+  if (c.held) {
+    const h = el('span', 'pill st-paused', 'held');
+    h.dataset.testid = 'run-held';
+    top.append(h);
+  }
+  const bottom = el('div', 'run-bottom');
+  // when it started, first: runs of one app often share a name
+  const app = el('span', 'run-app');
+  if (c.started) {
+    const started = el('span', 'run-started', c.started);
+    started.dataset.testid = 'run-started';
+    app.append(started, ' · ');
+  }
+  app.append(c.app);
+  bottom.append(app, el('span', 'run-dur', c.dur), Object.assign(el('span', 'run-events', `${c.events} ev`), { title: 'events' }));
+  if (r.startedAt) li.title = `${r.runId} · started ${FULL_FMT.format(r.startedAt)}`;
+  li.append(top, bottom);
+  li.addEventListener('click', () => selectRun(r.runId, true));
+  li.addEventListener('keydown', (ev) => ev.key === 'Enter' && selectRun(r.runId, true));
+  return li;
+}
+
+// Made once: `toLocale*String` builds a formatter on every call, which for the run list
+// (200 runs and more, redrawn on every change) took longer than the list's DOM.
+const TIME_FMT = new Intl.DateTimeFormat([], { hour: '2-digit', minute: '2-digit', second: '2-digit' });
+const DAY_FMT = new Intl.DateTimeFormat([], { month: 'short', day: 'numeric' });
+/** As `Date#toLocaleString()`: the date and the time, numeric. */
+const FULL_FMT = new Intl.DateTimeFormat([], { year: 'numeric', month: 'numeric', day: 'numeric', hour: 'numeric', minute: 'numeric', second: 'numeric' });
+
 /** A run's start: the clock time today, else the date too. */
 function startedText(ms) {
   const d = new Date(ms);
-  const time = d.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit', second: '2-digit' });
+  const time = TIME_FMT.format(d);
   if (d.toDateString() === new Date().toDateString()) return time;
-  return `${d.toLocaleDateString([], { month: 'short', day: 'numeric' })} ${time}`;
+  return `${DAY_FMT.format(d)} ${time}`;
 }
 
 function renderDebug() {

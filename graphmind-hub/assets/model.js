@@ -5,6 +5,15 @@ const TAIL_CHARS = 400;
 const STREAM_CAP = 200_000;
 /** Tool calls told apart per execution; deltas past this land on one overflow entry. */
 const MAX_CALLS = 64;
+/**
+ * What an execution without gates or extras holds (most of them): shared and frozen, replaced
+ * by its own array or object on the first write, so a 100,000-event run does not allocate two
+ * empty containers per execution.
+ */
+const NO_PAUSES = Object.freeze([]);
+const NO_EXTRAS = Object.freeze({});
+/** The fields of a `node.finished` payload an execution keeps as they are. */
+const EXTRA_KEYS = ['streaming', 'chunks', 'api', 'redaction', 'collapsed', '__graphmindTruncated'];
 
 /** Kind and name guessed from a nodeId such as `tool:lookup` when no event said them. */
 function splitNodeId(nodeId) {
@@ -124,8 +133,8 @@ export class RunModel {
       toolArgs: '',
       // tool calls by the names their deltas carry, made on the first tool-args delta
       calls: null,
-      pauses: [],
-      extras: {},
+      pauses: NO_PAUSES,
+      extras: NO_EXTRAS,
     };
     n.execs.push(e);
     n.byInstance.set(id, e);
@@ -281,8 +290,10 @@ export class RunModel {
       e.ungated = true;
       n.ungated = true;
     }
-    for (const k of ['streaming', 'chunks', 'api', 'redaction', 'collapsed', '__graphmindTruncated']) {
-      if (k in p) e.extras[k] = p[k];
+    for (const k of EXTRA_KEYS) {
+      if (!(k in p)) continue;
+      if (e.extras === NO_EXTRAS) e.extras = {};
+      e.extras[k] = p[k];
     }
     e.endedAt = ts;
   }
@@ -317,7 +328,10 @@ export class RunModel {
       seq,
     };
     this.pauses.set(p.pauseId, pause);
-    if (e) e.pauses.push(pause);
+    if (e) {
+      if (e.pauses === NO_PAUSES) e.pauses = [];
+      e.pauses.push(pause);
+    }
   }
 
   onResumed(p) {

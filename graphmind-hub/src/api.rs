@@ -173,10 +173,10 @@ async fn events(
             r#"],"more":{more},"nextAfterSeq":{}}}"#,
             next.map_or_else(|| "null".to_owned(), |n| n.to_string())
         ));
-        Ok::<_, String>(body)
+        Ok::<_, String>((body, next))
     };
-    let body = match tokio::task::spawn_blocking(read).await {
-        Ok(Ok(body)) => body,
+    let (body, next) = match tokio::task::spawn_blocking(read).await {
+        Ok(Ok(read)) => read,
         Ok(Err(e)) => return error(StatusCode::INTERNAL_SERVER_ERROR, e),
         Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
     };
@@ -192,7 +192,7 @@ async fn events(
             Some((Ok::<_, std::convert::Infallible>(chunk), (rest, permit)))
         },
     );
-    (
+    let mut r = (
         StatusCode::OK,
         [
             (header::CONTENT_TYPE, "application/json".to_owned()),
@@ -200,8 +200,19 @@ async fn events(
         ],
         axum::body::Body::from_stream(chunks),
     )
-        .into_response()
+        .into_response();
+    // `nextAfterSeq` before the body: a reader can ask for the next page while this one is
+    // still arriving (the viewer does).
+    if let Some(n) = next {
+        r.headers_mut()
+            .insert(NEXT_AFTER_SEQ, header::HeaderValue::from(n));
+    }
+    r
 }
+
+/// The header that repeats the body's `nextAfterSeq` (absent on the last page).
+const NEXT_AFTER_SEQ: header::HeaderName =
+    header::HeaderName::from_static("x-graphmind-next-after-seq");
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -37,6 +37,7 @@ macro_rules! asset {
 const JS: &str = "text/javascript; charset=utf-8";
 
 const ASSETS: &[Asset] = &[
+    asset!("early.js", JS),
     asset!("main.js", JS),
     asset!("feed.js", JS),
     asset!("stored.js", JS),
@@ -115,10 +116,22 @@ mod tests {
                 );
             }
         }
-        for needed in ["main.js", "viewer.css", "favicon.svg"] {
+        for needed in ["early.js", "main.js", "viewer.css", "favicon.svg"] {
             assert!(
                 INDEX.contains(&format!("/assets/{needed}")),
                 "index.html does not load {needed}"
+            );
+        }
+    }
+
+    #[test]
+    fn every_asset_index_html_names_is_embedded() {
+        let names: Vec<&str> = asset_names().collect();
+        for part in INDEX.split("\"/assets/").skip(1) {
+            let file = part.split('"').next().unwrap_or_default();
+            assert!(
+                names.contains(&file),
+                "index.html loads /assets/{file}, which is not embedded"
             );
         }
     }

@@ -88,3 +88,29 @@ fn events_page_with_after_seq_and_limit() {
         400
     );
 }
+
+#[test]
+fn events_page_names_the_next_page_in_a_header_before_its_body() {
+    let h = hub(|_| {});
+    let run = "run_800000000013";
+    block_on(async {
+        let mut app = App::running(h.port, run, "paged").await;
+        for i in 0..14 {
+            app.emit(run, "x.step", json!({"i": i})).await;
+        }
+    });
+    wait_for(10, "15 events", || (h.seqs(run).len() == 15).then_some(()));
+    const NEXT: &str = "x-graphmind-next-after-seq";
+    let p1 = h.get(&format!("/api/runs/{run}/events?limit=10"));
+    assert_eq!(p1.status, 200);
+    assert_eq!(p1.header(NEXT).as_deref(), Some("10"), "{}", p1.head);
+    assert_eq!(p1.json()["nextAfterSeq"], json!(10));
+    let p2 = h.get(&format!("/api/runs/{run}/events?afterSeq=10&limit=10"));
+    assert_eq!(p2.json()["more"], json!(false));
+    assert_eq!(
+        p2.header(NEXT),
+        None,
+        "the last page names no next one: {}",
+        p2.head
+    );
+}

@@ -45,7 +45,9 @@ fn page_and_modules_are_served_with_types_and_a_strict_csp() {
     );
     assert!(head.contains("frame-ancestors 'none'"), "{head}");
     assert!(body.contains(r#"<script type="module" src="/assets/main.js">"#));
+    assert!(body.contains(r#"<script src="/assets/early.js">"#));
     for (path, mime, needle) in [
+        ("/assets/early.js", "text/javascript", "/api/runs/"),
         ("/assets/main.js", "text/javascript", "/ws/ui"),
         (
             "/assets/model.js",
