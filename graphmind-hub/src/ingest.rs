@@ -15,7 +15,7 @@ use std::sync::atomic::Ordering;
 use axum::extract::State;
 use axum::extract::ws::{CloseFrame, Message as WsMessage, Utf8Bytes, WebSocket, WebSocketUpgrade};
 use axum::response::Response;
-use futures_util::{SinkExt, StreamExt};
+use futures_util::{FutureExt, SinkExt, StreamExt};
 use graphmind_protocol::{
     Envelope, Message, PAYLOAD_BUDGET, Parsed, hub_auth, parse, shrink_payload,
 };
@@ -23,7 +23,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::quick_parse::Spans;
-use super::state::{AppOut, HubState, Load, MAX_RUN_ID_CHARS};
+use super::state::{AppOut, HubState, Incoming, Load, MAX_RUN_ID_CHARS, Pending};
 
 /// Largest frame an app may send (close 1009 above it).
 pub const MAX_FRAME: usize = 16 * 1024 * 1024;
@@ -33,6 +33,14 @@ pub const MAX_FRAME: usize = 16 * 1024 * 1024;
 pub const OFFLOAD_FRAME: usize = 64 * 1024;
 /// Largest frame taken for a `hello`; a larger one before the handshake is ignored unparsed.
 pub const MAX_HELLO_FRAME: usize = 1024 * 1024;
+/// Most frames taken in together: the frames the socket holds already when one arrives (read
+/// without waiting) share one send to the writer. Each frame is decoded and taken in (one
+/// round of the state lock) before the next is decoded, so what a frame allocates is freed
+/// before the next allocates (decoding a whole batch first cost more in `malloc` / `free` than
+/// it saved).
+const BATCH_FRAMES: usize = 16;
+/// Most bytes of frames taken in together (a batch stops at the frame that passes it).
+const BATCH_BYTES: usize = 1024 * 1024;
 
 /// Upgrades to the app protocol.
 pub async fn handler(ws: WebSocketUpgrade, State(hub): State<Arc<HubState>>) -> Response {
@@ -75,8 +83,16 @@ async fn serve_app(hub: Arc<HubState>, socket: WebSocket) {
     let mut acks: Option<(Arc<Acks>, tokio::task::JoinHandle<()>)> = None;
     // A socket that never says hello holds a connection and a task: close it after a while.
     let hello_deadline = tokio::time::Instant::now() + hub.cfg.hello_timeout;
+    // Frames read from the socket after the handshake, taken in together, and what they
+    // store (both kept between batches).
+    let mut batch: Vec<Utf8Bytes> = Vec::with_capacity(BATCH_FRAMES);
+    let mut to_store = Pending::default();
+    // What ended reading a batch (not a text frame), handled once the batch is taken in.
+    let mut pending = None;
     loop {
-        let next = if conn.is_some() {
+        let next = if let Some(p) = pending.take() {
+            p
+        } else if conn.is_some() {
             stream.next().await
         } else if let Ok(next) = tokio::time::timeout_at(hello_deadline, stream.next()).await {
             next
@@ -137,7 +153,30 @@ async fn serve_app(hub: Arc<HubState>, socket: WebSocket) {
                         Handshake::Close => false,
                     },
                     Some(c) => {
-                        let (go, seq) = event(&hub, c, frame, &tx).await;
+                        // The frames the socket holds already join this one, so that a burst
+                        // costs one round of the state lock and one writer send, not one per
+                        // frame. Anything else read meanwhile waits until they are taken in.
+                        let mut bytes = frame.len();
+                        batch.push(frame);
+                        while batch.len() < BATCH_FRAMES && bytes < BATCH_BYTES {
+                            match stream.next().now_or_never() {
+                                Some(Some(Ok(WsMessage::Text(f)))) => {
+                                    hub.stats.frames_in.fetch_add(1, Ordering::Relaxed);
+                                    bytes += f.len();
+                                    batch.push(f);
+                                }
+                                Some(Some(Ok(WsMessage::Binary(_)))) => {
+                                    hub.stats.binary_frames.fetch_add(1, Ordering::Relaxed);
+                                }
+                                Some(Some(Ok(WsMessage::Ping(_) | WsMessage::Pong(_)))) => {}
+                                None => break,
+                                Some(end) => {
+                                    pending = Some(end);
+                                    break;
+                                }
+                            }
+                        }
+                        let (go, seq) = events(&hub, c, &mut batch, &mut to_store, &tx).await;
                         if let (Some((shared, _)), Some(seq)) = (&acks, seq) {
                             shared.handled(seq);
                         }
@@ -318,7 +357,7 @@ async fn handshake(hub: &HubState, text: &str, tx: &mpsc::UnboundedSender<AppOut
 
 /// Shrinks an envelope whose payload is over budget. Returns the envelope to account with
 /// and the text to store.
-fn shrink(env: Envelope, text: &str) -> (Envelope, Arc<str>, bool) {
+fn shrink(env: Box<Envelope>, text: &str) -> (Box<Envelope>, Arc<str>, bool) {
     if text.len() <= PAYLOAD_BUDGET {
         return (env, Arc::from(text), false);
     }
@@ -334,11 +373,11 @@ fn shrink(env: Envelope, text: &str) -> (Envelope, Arc<str>, bool) {
             kind: env.message.type_name().to_owned(),
             payload: Value::Object(payload),
         },
-        ..env.clone()
+        ..(*env).clone()
     };
     let body = shrunk.to_json();
     let typed = match parse(&body) {
-        Parsed::Ok(e) | Parsed::UnknownType(e) => e,
+        Parsed::Ok(e) | Parsed::UnknownType(e) => Box::new(e),
         _ => env,
     };
     (typed, Arc::from(body), true)
@@ -445,34 +484,35 @@ fn decode(hub: &HubState, raw: &str, tx: &mpsc::UnboundedSender<AppOut>) -> Deco
     let mut text = raw;
     // The frames most traffic is made of are read without building the whole frame.
     let mut spans = Spans::default();
-    let mut parsed = match crate::quick_parse::quick_parse(text) {
-        Some((env, s)) => {
-            spans = s;
-            Parsed::Ok(env)
+    // The envelope is boxed as it is built and moved only as a box from here on: it is
+    // large, and each move of it by value is a copy.
+    let env: Box<Envelope> = if let Some((env, s)) = crate::quick_parse::quick_parse(text) {
+        spans = s;
+        env
+    } else {
+        let mut parsed = parse(text);
+        if let Parsed::Invalid(why) = &parsed
+            && why.starts_with("not JSON")
+            && let Some(m) = mend_lone_surrogates(text)
+        {
+            mended = m;
+            text = &mended;
+            parsed = parse(text);
         }
-        None => parse(text),
-    };
-    if let Parsed::Invalid(why) = &parsed
-        && why.starts_with("not JSON")
-        && let Some(m) = mend_lone_surrogates(text)
-    {
-        mended = m;
-        text = &mended;
-        parsed = parse(text);
-    }
-    let env = match parsed {
-        Parsed::Ok(env) => env,
-        Parsed::UnknownType(env) => {
-            hub.stats.unknown_types.fetch_add(1, Ordering::Relaxed);
-            env
-        }
-        Parsed::VersionMismatch(gm) => {
-            version_mismatch(tx, &gm);
-            return Decoded::Close;
-        }
-        Parsed::Invalid(_) => {
-            hub.stats.invalid_frames.fetch_add(1, Ordering::Relaxed);
-            return Decoded::Skip(None);
+        match parsed {
+            Parsed::Ok(env) => Box::new(env),
+            Parsed::UnknownType(env) => {
+                hub.stats.unknown_types.fetch_add(1, Ordering::Relaxed);
+                Box::new(env)
+            }
+            Parsed::VersionMismatch(gm) => {
+                version_mismatch(tx, &gm);
+                return Decoded::Close;
+            }
+            Parsed::Invalid(_) => {
+                hub.stats.invalid_frames.fetch_add(1, Ordering::Relaxed);
+                return Decoded::Skip(None);
+            }
         }
     };
     // Run-independent frames and hub → app types carry no event of a run.
@@ -503,18 +543,16 @@ fn decode(hub: &HubState, raw: &str, tx: &mpsc::UnboundedSender<AppOut>) -> Deco
         // The shrunk envelope is parsed from its new text the full way: no spans.
         spans = Spans::default();
     }
-    Decoded::Event(Box::new(env), body, spans, dropped)
+    Decoded::Event(env, body, spans, dropped)
 }
 
-/// Handles one frame after the handshake. Returns false when the connection must close, and
-/// the frame's seq once it was handled (stored, deduped, or refused and counted).
-async fn event(
+/// Decodes one frame after the handshake, a large one on the blocking pool.
+async fn decode_frame(
     hub: &Arc<HubState>,
-    conn: u64,
     frame: Utf8Bytes,
     tx: &mpsc::UnboundedSender<AppOut>,
-) -> (bool, Option<u64>) {
-    let decoded = if frame.len() > OFFLOAD_FRAME {
+) -> Decoded {
+    if frame.len() > OFFLOAD_FRAME {
         let (h, t) = (Arc::clone(hub), tx.clone());
         tokio::task::spawn_blocking(move || decode(&h, frame.as_str(), &t))
             .await
@@ -525,14 +563,60 @@ async fn event(
             })
     } else {
         decode(hub, frame.as_str(), tx)
-    };
-    let (env, body, spans, dropped) = match decoded {
-        Decoded::Event(env, body, spans, dropped) => (*env, body, spans, dropped),
-        Decoded::Skip(seq) => return (true, seq),
-        Decoded::Close => return (false, None),
-    };
-    // The shrunk envelope keeps the frame's seq.
-    let seq = env.seq;
+    }
+}
+
+/// Handles the frames read together after the handshake, in order (`frames` is left empty):
+/// each is taken in as it is decoded, and what they store goes to the writer in one send.
+/// Returns false when the connection must close (the frames before the one that closes it are
+/// taken in, none after it), and the highest seq handled (stored, deduped, or refused and
+/// counted) once every frame of the batch was.
+async fn events(
+    hub: &Arc<HubState>,
+    conn: u64,
+    frames: &mut Vec<Utf8Bytes>,
+    pending: &mut Pending,
+    tx: &mpsc::UnboundedSender<AppOut>,
+) -> (bool, Option<u64>) {
+    let mut go = true;
+    let mut handled: Option<u64> = None;
+    for frame in frames.drain(..) {
+        match decode_frame(hub, frame, tx).await {
+            Decoded::Event(env, body, spans, dropped) => {
+                // The shrunk envelope keeps the frame's seq.
+                handled = handled.max(Some(env.seq));
+                let inc = Incoming {
+                    env,
+                    body,
+                    spans,
+                    dropped,
+                };
+                if let Some(inc) = hub.take_in_quick(conn, inc, pending) {
+                    // It needs something first: what came before it is queued before it.
+                    hub.flush(pending).await;
+                    event(hub, conn, inc).await;
+                }
+            }
+            Decoded::Skip(seq) => handled = handled.max(seq),
+            Decoded::Close => {
+                go = false;
+                break;
+            }
+        }
+    }
+    frames.clear();
+    hub.flush(pending).await;
+    (go, handled)
+}
+
+/// Takes in one event that may announce lost runs or need its run read from storage first.
+async fn event(hub: &Arc<HubState>, conn: u64, inc: Incoming) {
+    let Incoming {
+        env,
+        body,
+        spans,
+        dropped,
+    } = inc;
     // Runs with events the app lost (taken from every copy: a replayed frame is deduped, its
     // announcement is idempotent). Bounded like any frame: by the frame cap.
     if let Some(Value::Array(runs)) = env.extra.get("lostRuns") {
@@ -572,12 +656,11 @@ async fn event(
         .unwrap_or_default();
         hub.install_seqs(&env.run_id, loaded.0, loaded.1);
     }
-    if hub.app_event(conn, env, body, &spans).await
+    if hub.app_event(conn, *env, body, &spans).await
         && let Some(n) = dropped
     {
         hub.stats.client_dropped.fetch_add(n, Ordering::Relaxed);
     }
-    (true, Some(seq))
 }
 
 #[cfg(test)]

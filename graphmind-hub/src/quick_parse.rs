@@ -179,7 +179,7 @@ pub struct Spans {
 
 /// The hub's view of a `node.started`, `node.finished` or `node.token` frame, with the spans
 /// of its `input` / `output`, or `None` when the frame must be parsed the full way.
-pub fn quick_parse(text: &str) -> Option<(Envelope, Spans)> {
+pub fn quick_parse(text: &str) -> Option<(Box<Envelope>, Spans)> {
     if text.len() > PAYLOAD_BUDGET || !plain_text(text.as_bytes()) {
         return None;
     }
@@ -194,14 +194,14 @@ pub fn quick_parse(text: &str) -> Option<(Envelope, Spans)> {
             extra.insert(key.to_owned(), serde_json::from_str(v.get()).ok()?);
         }
     }
-    let env = Envelope {
+    let env = Box::new(Envelope {
         gm: 1,
         seq: head.seq,
         ts: head.ts,
         run_id: head.run_id.into_owned(),
         message,
         extra,
-    };
+    });
     Some((env, spans))
 }
 
@@ -336,7 +336,7 @@ mod tests {
         for f in [STARTED, FINISHED, TOKEN, &no_input, &null_output] {
             let (quick, spans) = quick_parse(f).expect("taken quickly");
             let (env, input, output) = full_view(f).expect("parsed");
-            assert_eq!(quick, env, "{f}");
+            assert_eq!(*quick, env, "{f}");
             assert_eq!(
                 spans.input.map(|s| value_at(f, &s).expect("input")),
                 input,
@@ -426,7 +426,7 @@ mod tests {
         let f = r#"{"payload":{"nodeId":"tool:search","kind":"tool","name":"search","instanceId":"call_1","input":[1]},"gm":1,"seq":7,"ts":1,"runId":"run_a","type":"node.started"}"#;
         let (quick, spans) = quick_parse(f).expect("taken quickly");
         let (env, input, _) = full_view(f).expect("parsed");
-        assert_eq!(quick, env);
+        assert_eq!(*quick, env);
         assert_eq!(spans.input.map(|s| value_at(f, &s).expect("input")), input);
     }
 

@@ -58,9 +58,19 @@ pub struct RunRow {
     pub incomplete: bool,
 }
 
+/// One write of a [`Writer::queue`]d batch.
+#[derive(Debug)]
+pub enum Write {
+    /// A run summary upsert (boxed: rare, and larger than an event).
+    Run(Box<RunRow>),
+    /// An event.
+    Event(EventRow),
+}
+
 enum WriteOp {
-    /// An event and its share of the queue's byte budget, given back once its batch is written.
-    Event(EventRow, Option<OwnedSemaphorePermit>),
+    /// Run summaries and events in their order, with the events' share of the queue's byte
+    /// budget, given back once their batch is written.
+    Many(Vec<Write>, Option<OwnedSemaphorePermit>),
     Run(RunRow),
     /// A run deleted by a retention pass that became active again meanwhile: stored again,
     /// its tombstone removed.
@@ -117,11 +127,33 @@ pub const TOMBSTONE_MAX: usize = 50_000;
 
 impl Writer {
     /// Queues an event.
+    #[cfg(test)]
     pub async fn event(&self, row: EventRow) {
-        // One event larger than the whole budget takes all of it, and waits for an empty queue.
-        let n = u32::try_from(row.body.len().min(WRITER_BYTES)).unwrap_or(u32::MAX);
-        let permit = Arc::clone(&self.bytes).acquire_many_owned(n).await.ok();
-        let _ = self.tx.send(WriteOp::Event(row, permit)).await;
+        self.queue(vec![Write::Event(row)]).await;
+    }
+
+    /// Queues run summaries and events, in their order, with one send and one share of the
+    /// byte budget for all of their events: an app's burst of frames costs one round on the
+    /// channel and the semaphore, not one per event.
+    pub async fn queue(&self, writes: Vec<Write>) {
+        if writes.is_empty() {
+            return;
+        }
+        let bytes: usize = writes
+            .iter()
+            .map(|w| match w {
+                Write::Event(e) => e.body.len(),
+                Write::Run(_) => 0,
+            })
+            .sum();
+        // A batch larger than the whole budget takes all of it, and waits for an empty queue.
+        let permit = if bytes == 0 {
+            None
+        } else {
+            let n = u32::try_from(bytes.min(WRITER_BYTES)).unwrap_or(u32::MAX);
+            Arc::clone(&self.bytes).acquire_many_owned(n).await.ok()
+        };
+        let _ = self.tx.send(WriteOp::Many(writes, permit)).await;
     }
 
     /// Queues a run summary upsert.
@@ -480,10 +512,15 @@ fn writer_loop(conn: &Connection, mut rx: mpsc::Receiver<WriteOp>) {
             }
         };
         if let Some(op) = first {
+            // Counted in writes: a queued batch of events counts as its events.
+            let mut writes = op.writes();
             batch.push(op);
-            while batch.len() < MAX_BATCH {
+            while writes < MAX_BATCH {
                 match rx.try_recv() {
-                    Ok(op) => batch.push(op),
+                    Ok(op) => {
+                        writes += op.writes();
+                        batch.push(op);
+                    }
                     Err(_) => break,
                 }
             }
@@ -512,6 +549,16 @@ fn writer_loop(conn: &Connection, mut rx: mpsc::Receiver<WriteOp>) {
             {
                 let _ = t.done.send(t.deleted);
             }
+        }
+    }
+}
+
+impl WriteOp {
+    /// How many rows it writes (at least 1: an op without rows still takes a turn).
+    fn writes(&self) -> usize {
+        match self {
+            Self::Many(w, _) => w.len().max(1),
+            _ => 1,
         }
     }
 }
@@ -564,51 +611,68 @@ fn write_batch(
             let mut undelete = tx.prepare_cached("DELETE FROM deleted_runs WHERE run_id = ?1")?;
             let mut gap =
                 tx.prepare_cached("INSERT OR IGNORE INTO run_gaps (run_id) VALUES (?1)")?;
+            macro_rules! run_params {
+                ($r:expr) => {
+                    params![
+                        $r.run_id,
+                        $r.app,
+                        $r.name,
+                        $r.status,
+                        $r.started_at.map(i64_of),
+                        $r.ended_at.map(i64_of),
+                        $r.sdk,
+                        i64_of($r.created_at)
+                    ]
+                };
+            }
+            let mut event = |e: EventRow| -> rusqlite::Result<usize> {
+                let n = ins.execute(params![
+                    &*e.run_id,
+                    i64_of(e.seq),
+                    i64_of(e.ts),
+                    &*e.kind,
+                    &*e.body
+                ])?;
+                // Events of one run come in streaks: counted without a lookup.
+                if n == 1 {
+                    match &mut streak {
+                        Some((run, k)) if Arc::ptr_eq(run, &e.run_id) => *k += 1,
+                        _ => {
+                            if let Some((run, k)) = streak.replace((e.run_id, 1)) {
+                                *counts.entry(run).or_default() += k;
+                            }
+                        }
+                    }
+                }
+                Ok(n)
+            };
+            // The permits go back together once the batch is written: one semaphore round per
+            // batch, not per event.
+            let mut give_back = |permit: Option<OwnedSemaphorePermit>| {
+                if let Some(p) = permit {
+                    match &mut budget {
+                        Some(b) => b.merge(p),
+                        None => budget = Some(p),
+                    }
+                }
+            };
             for op in batch.drain(..) {
                 let revive = matches!(op, WriteOp::Revive(_));
                 match op {
-                    WriteOp::Event(e, permit) => {
-                        let n = ins.execute(params![
-                            &*e.run_id,
-                            i64_of(e.seq),
-                            i64_of(e.ts),
-                            &*e.kind,
-                            &*e.body
-                        ])?;
-                        // The permits go back together once the batch is written: one
-                        // semaphore round per batch, not per event.
-                        if let Some(p) = permit {
-                            match &mut budget {
-                                Some(b) => b.merge(p),
-                                None => budget = Some(p),
-                            }
+                    WriteOp::Many(writes, permit) => {
+                        for w in writes {
+                            match w {
+                                Write::Event(e) => event(e)?,
+                                Write::Run(r) => up.execute(run_params!(r))?,
+                            };
                         }
-                        // Events of one run come in streaks: counted without a lookup.
-                        if n == 1 {
-                            match &mut streak {
-                                Some((run, k)) if Arc::ptr_eq(run, &e.run_id) => *k += 1,
-                                _ => {
-                                    if let Some((run, k)) = streak.replace((e.run_id, 1)) {
-                                        *counts.entry(run).or_default() += k;
-                                    }
-                                }
-                            }
-                        }
+                        give_back(permit);
                     }
                     WriteOp::Run(r) | WriteOp::Revive(r) => {
                         if revive {
                             undelete.execute([&r.run_id])?;
                         }
-                        up.execute(params![
-                            r.run_id,
-                            r.app,
-                            r.name,
-                            r.status,
-                            r.started_at.map(i64_of),
-                            r.ended_at.map(i64_of),
-                            r.sdk,
-                            i64_of(r.created_at)
-                        ])?;
+                        up.execute(run_params!(r))?;
                     }
                     WriteOp::Gap(id) => {
                         gap.execute([&id])?;
@@ -636,7 +700,7 @@ fn write_batch(
         match op {
             WriteOp::Barrier(b) => barriers.push(b),
             WriteOp::Retain(r) => retains.push(r),
-            WriteOp::Event(..) | WriteOp::Run(_) | WriteOp::Revive(_) | WriteOp::Gap(_) => {}
+            WriteOp::Many(..) | WriteOp::Run(_) | WriteOp::Revive(_) | WriteOp::Gap(_) => {}
         }
     }
     result

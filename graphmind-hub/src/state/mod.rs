@@ -26,6 +26,8 @@ mod runs;
 mod viewers;
 mod views;
 
+pub use intake::{Incoming, Pending};
+
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
