@@ -108,13 +108,19 @@ pub struct Writer {
     bytes: Arc<Semaphore>,
 }
 
-/// Queue depth of the writer channel; a full queue slows the senders down (backpressure to
-/// the apps' sockets) instead of growing without bound.
+/// Queue depth of the writer channel, in sends (a send is one operation or one batch of up
+/// to an app's burst of rows); a full queue slows the senders down (backpressure to the apps'
+/// sockets) instead of growing without bound. What the queued rows hold is bounded by
+/// [`WRITER_BYTES`], not by this.
 const WRITER_QUEUE: usize = 65_536;
-/// Bytes of event bodies the writer channel may hold: a writer that falls behind on large
-/// events slows the senders down at this, not only at [`WRITER_QUEUE`] events (65,536 events
-/// of 512 KB would be 32 GB).
+/// Bytes the rows queued for the writer may hold: each event's body plus [`ROW_COST`] per row.
+/// A writer that falls behind slows the senders down at this, whether the rows are large
+/// (65,536 batches of 512 KB would be 32 GB) or tiny (65,536 batches of 16 small rows would
+/// otherwise hold a million rows' overhead).
 pub const WRITER_BYTES: usize = 64 * 1024 * 1024;
+/// What a queued row costs besides its event body, charged to [`WRITER_BYTES`]: its
+/// `EventRow`/`RunRow` and the reference-counted headers and run id behind it, rounded up.
+pub const ROW_COST: usize = 128;
 /// Most operations committed in one transaction.
 const MAX_BATCH: usize = 16_384;
 /// Runs deleted per transaction by a retention pass while the hub runs.
@@ -139,20 +145,18 @@ impl Writer {
         if writes.is_empty() {
             return;
         }
+        // Each row also pays what holding it costs besides its body, so a flood of tiny events
+        // is held back at the same budget as a few large ones (the channel counts batches).
         let bytes: usize = writes
             .iter()
             .map(|w| match w {
-                Write::Event(e) => e.body.len(),
-                Write::Run(_) => 0,
+                Write::Event(e) => e.body.len() + ROW_COST,
+                Write::Run(_) => ROW_COST,
             })
             .sum();
         // A batch larger than the whole budget takes all of it, and waits for an empty queue.
-        let permit = if bytes == 0 {
-            None
-        } else {
-            let n = u32::try_from(bytes.min(WRITER_BYTES)).unwrap_or(u32::MAX);
-            Arc::clone(&self.bytes).acquire_many_owned(n).await.ok()
-        };
+        let n = u32::try_from(bytes.min(WRITER_BYTES)).unwrap_or(u32::MAX);
+        let permit = Arc::clone(&self.bytes).acquire_many_owned(n).await.ok();
         let _ = self.tx.send(WriteOp::Many(writes, permit)).await;
     }
 
@@ -923,6 +927,73 @@ mod tests {
     }
 
     #[test]
+    fn bursts_of_tiny_events_queued_past_a_stalled_writer_stop_at_the_byte_budget() {
+        // Regression: the channel counts batches, so before rows paid `ROW_COST`, 65,536
+        // batches of 16 tiny events (a million rows) could wait behind a stalled writer.
+        let dir = std::env::temp_dir().join(format!("gm-writer-tiny-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("dir");
+        let path = dir.join("w.db");
+        let retention = Retention {
+            keep: 100,
+            max_age_days: 30,
+        };
+        let st = Storage::open(&path, retention, 1000, 1).expect("open");
+        let lock = Connection::open(&path).expect("open");
+        lock.execute_batch("BEGIN IMMEDIATE").expect("lock");
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let body: Arc<str> = Arc::from("{\"gm\":1}");
+        let run: Arc<str> = Arc::from("run_t");
+        let burst = |first: u64| {
+            (first..first + 16)
+                .map(|seq| {
+                    Write::Event(EventRow {
+                        run_id: Arc::clone(&run),
+                        seq,
+                        ts: 0,
+                        kind: "x.tiny".into(),
+                        body: Arc::clone(&body),
+                    })
+                })
+                .collect::<Vec<_>>()
+        };
+        let writer = st.writer.clone();
+        let bursts = rt.block_on(async {
+            let mut n = 0u64;
+            while n < 70_000 {
+                let send = writer.queue(burst(n * 16));
+                if tokio::time::timeout(Duration::from_millis(300), send)
+                    .await
+                    .is_err()
+                {
+                    break;
+                }
+                n += 1;
+            }
+            n
+        });
+        let per_burst = 16 * (body.len() + ROW_COST);
+        assert_eq!(
+            bursts,
+            (WRITER_BYTES / per_burst) as u64,
+            "bursts of 16 tiny events queued past a stalled writer"
+        );
+        assert!(bursts < WRITER_QUEUE as u64, "the byte budget binds first");
+        lock.execute_batch("ROLLBACK").expect("unlock");
+        rt.block_on(writer.barrier());
+        let stored: i64 = st
+            .reader
+            .with(|c| c.query_row("SELECT count(*) FROM events", [], |r| r.get(0)))
+            .expect("count");
+        assert_eq!(stored as u64, bursts * 16, "every queued event is written");
+        drop(st);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
     fn a_stalled_writer_holds_senders_back_at_its_byte_budget_and_loses_nothing() {
         let dir = std::env::temp_dir().join(format!("gm-writer-bytes-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
@@ -941,7 +1012,8 @@ mod tests {
             .enable_all()
             .build()
             .expect("runtime");
-        let mib: Arc<str> = Arc::from("x".repeat(1024 * 1024));
+        // A body of 1 MiB with its row's cost.
+        let mib: Arc<str> = Arc::from("x".repeat(1024 * 1024 - ROW_COST));
         let row = |seq: u64| EventRow {
             run_id: Arc::from("run_w"),
             seq,

@@ -26,30 +26,38 @@ fn node(seq: u64, run: &str) -> String {
     env(seq, run, kind, payload).to_string()
 }
 
+/// The run's `run.started` at seq 1.
+fn run_started(run: &str) -> String {
+    env(
+        1,
+        run,
+        "run.started",
+        json!({"app": "test-app", "sdk": {"name": "rust", "version": "0.1.0"}}),
+    )
+    .to_string()
+}
+
+/// Writes `frames` as one burst: fed without flushing, then flushed at once.
+async fn feed_all(app: &mut App, frames: Vec<String>) {
+    for f in frames {
+        app.peer.ws.feed(Message::text(f)).await.expect("feed");
+    }
+    app.peer.ws.flush().await.expect("flush");
+}
+
 #[test]
 fn a_burst_closed_right_after_is_taken_in_whole_and_counted_as_one_by_one() {
     let h = hub(|_| {});
     let run = "run_burst0000001";
     block_on(async {
         let mut app = App::connect(h.port).await;
-        let mut frames = vec![
-            env(
-                1,
-                run,
-                "run.started",
-                json!({"app": "test-app", "sdk": {"name": "rust", "version": "0.1.0"}}),
-            )
-            .to_string(),
-        ];
+        let mut frames = vec![run_started(run)];
         frames.extend((2..=300).map(|seq| node(seq, run)));
         // Within the burst: a frame that is no envelope, a duplicate, a run-independent frame.
         frames.insert(100, "{not json".to_owned());
         frames.insert(200, node(150, run));
         frames.insert(250, env(0, "*", "x.ping", json!({})).to_string());
-        for f in frames {
-            app.peer.ws.feed(Message::text(f)).await.expect("feed");
-        }
-        app.peer.ws.flush().await.expect("flush");
+        feed_all(&mut app, frames).await;
         app.peer.ws.close(None).await.expect("close");
     });
     wait_for(10, "300 stored events", || {
@@ -71,24 +79,13 @@ fn frames_behind_a_version_mismatch_in_the_same_burst_are_not_taken_in() {
     let run = "run_burst0000002";
     let code = block_on(async {
         let mut app = App::connect(h.port).await;
-        let mut frames = vec![
-            env(
-                1,
-                run,
-                "run.started",
-                json!({"app": "test-app", "sdk": {"name": "rust", "version": "0.1.0"}}),
-            )
-            .to_string(),
-        ];
+        let mut frames = vec![run_started(run)];
         frames.extend((2..=5).map(|seq| node(seq, run)));
         let mut v2 = env(6, run, "x.custom", json!({}));
         v2["gm"] = json!(2);
         frames.push(v2.to_string());
         frames.extend((7..=10).map(|seq| node(seq, run)));
-        for f in frames {
-            app.peer.ws.feed(Message::text(f)).await.expect("feed");
-        }
-        app.peer.ws.flush().await.expect("flush");
+        feed_all(&mut app, frames).await;
         app.peer.close_code(5000).await
     });
     assert_eq!(code, Some(1002));
