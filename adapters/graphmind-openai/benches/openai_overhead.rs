@@ -37,6 +37,17 @@ enum Case {
     Wrapped,
 }
 
+/// CPU time this thread has run, in nanoseconds (`/proc/thread-self/schedstat`'s first
+/// field; 0 where it cannot be read). The calling thread runs the client side of each request
+/// (`block_on`), so its CPU per call shows what the wrapper costs apart from the server's
+/// and the kernel's wake-ups.
+fn thread_cpu_ns() -> u64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
@@ -57,15 +68,20 @@ fn compare(name: &str, rounds: usize, unit: &dyn Fn(Case) -> Duration) {
     ];
     let (mut bare, mut again, mut wrapped) = (Vec::new(), Vec::new(), Vec::new());
     let (mut ratio, mut noise) = (Vec::new(), Vec::new());
+    // The calling thread's CPU per case, summed over the rounds.
+    let mut cpu = [0u64; 3];
     for r in 0..rounds {
         let mut t = [0.0f64; 3];
         for case in orders[r % 3] {
+            let c0 = thread_cpu_ns();
             let us = unit(case).as_secs_f64() * 1e6;
-            match case {
-                Case::Bare => t[0] = us,
-                Case::Wrapped => t[1] = us,
-                Case::BareAgain => t[2] = us,
-            }
+            let i = match case {
+                Case::Bare => 0,
+                Case::Wrapped => 1,
+                Case::BareAgain => 2,
+            };
+            t[i] = us;
+            cpu[i] += thread_cpu_ns().saturating_sub(c0);
         }
         bare.push(t[0]);
         wrapped.push(t[1]);
@@ -86,6 +102,15 @@ fn compare(name: &str, rounds: usize, unit: &dyn Fn(Case) -> Duration) {
         mn,
         (mn - 1.0) * 100.0,
         mw / mb
+    );
+    let per_call = |ns: u64| ns as f64 / rounds.max(1) as f64 / 1e3;
+    println!(
+        "{name}: calling thread's CPU per call: bare {:.1} µs, wrapped {:.1} µs, bare again {:.1} µs \
+         (wrapped adds {:+.1} µs)",
+        per_call(cpu[0]),
+        per_call(cpu[1]),
+        per_call(cpu[2]),
+        per_call(cpu[1]) - (per_call(cpu[0]) + per_call(cpu[2])) / 2.0
     );
 }
 
