@@ -19,6 +19,19 @@ pub use crate::lazy::json_len;
 
 pub use crate::gate::Resume;
 
+/// An instant on graphmind's clock: when a node's work began, for a node started after it
+/// ([`Node::start_step_lazy_since`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Moment(crate::clock::Instant);
+
+impl Moment {
+    /// Now.
+    #[must_use]
+    pub fn now() -> Self {
+        Self(crate::clock::Instant::now())
+    }
+}
+
 /// One execution of a node, for adapters and hand-written instrumentation: start it, gate it,
 /// stream tokens into it, and finish it. A `Node` dropped unfinished finishes `aborted`.
 ///
@@ -158,6 +171,36 @@ impl Node {
         request: std::sync::Arc<T>,
         grouping: crate::model::Grouping,
     ) -> Option<Self> {
+        Self::start_step_lazy_since(request, grouping, Moment::now())
+    }
+
+    /// [`Node::start_step_lazy`] for a step whose request went out at `since`: its
+    /// `node.started` is stamped then and its duration counts from then. For an adapter that,
+    /// while [`Node::detached_now`], sends the request first and records the step while the
+    /// request is in flight (the app's thread would otherwise only wait), so that what
+    /// recording costs is not added to the request's latency. `None` when the session is
+    /// disabled.
+    ///
+    /// ```no_run
+    /// # use std::sync::Arc;
+    /// # use graphmind::model::Grouping;
+    /// # use graphmind::node::{Moment, Node};
+    /// # async fn send(_: &serde_json::Value) {}
+    /// let request = Arc::new(serde_json::json!({"messages": [{"role": "user", "content": "hi"}]}));
+    /// # async {
+    /// let since = Moment::now();
+    /// let in_flight = send(&request); // started, not yet awaited
+    /// let node = Node::start_step_lazy_since(Arc::clone(&request), Grouping::Auto, since);
+    /// in_flight.await;
+    /// # drop(node);
+    /// # };
+    /// ```
+    #[must_use]
+    pub fn start_step_lazy_since<T: serde::Serialize + Send + Sync + ?Sized + 'static>(
+        request: std::sync::Arc<T>,
+        grouping: crate::model::Grouping,
+        since: Moment,
+    ) -> Option<Self> {
         if !crate::call::scope::Scope::enabled_now() {
             return None;
         }
@@ -166,7 +209,18 @@ impl Node {
             Val::Raw(raw) => Payload::Raw(raw),
             other => Payload::Json(Box::new(other.into_value())),
         };
-        Self::step_of(input, &grouping)
+        Self::step_at(input, &grouping, since.0)
+    }
+
+    /// Whether a node started now would be recorded and could not be held at its `before`
+    /// gate: the running task's session is enabled, no debugger that may control the app is
+    /// attached, and no replay decides calls. Then an adapter may send its request before it
+    /// starts the node ([`Node::start_step_lazy_since`]): the gate it skips would have let the
+    /// call go at once. A debugger that attaches meanwhile still holds the call's `after` and
+    /// `error` gates.
+    #[must_use]
+    pub fn detached_now() -> bool {
+        !crate::replay::any() && crate::call::scope::Scope::detached_now()
     }
 
     /// [`Node::start_step`] with the request already serialized (for an adapter that reads
@@ -184,7 +238,15 @@ impl Node {
     }
 
     fn step_of(input: Payload, grouping: &crate::model::Grouping) -> Option<Self> {
-        let (call, run) = crate::call::step::begin_by_hand(input, grouping)?;
+        Self::step_at(input, grouping, crate::clock::Instant::now())
+    }
+
+    fn step_at(
+        input: Payload,
+        grouping: &crate::model::Grouping,
+        at: crate::clock::Instant,
+    ) -> Option<Self> {
+        let (call, run) = crate::call::step::begin_by_hand(input, grouping, at)?;
         let instance_id = run.instance_id.to_string();
         Some(Self {
             call,

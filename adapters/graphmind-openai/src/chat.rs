@@ -43,6 +43,13 @@ impl<'c, C: Config> Chat<'c, C> {
         if !Node::enabled() {
             return self.inner.create(request).await;
         }
+        if Node::detached_now() {
+            // Boxed: the instrumented call's state stays off the caller's future.
+            return Box::pin(crate::step::call_detached(Api::Chat, request, |r| {
+                self.inner.create(r)
+            }))
+            .await;
+        }
         let request = Arc::new(request);
         match Step::begin(Api::Chat, &request) {
             None => self.inner.create(Arc::unwrap_or_clone(request)).await,

@@ -39,6 +39,13 @@ impl<'c, C: Config> Responses<'c, C> {
         if !Node::enabled() {
             return self.inner.create(request).await;
         }
+        if Node::detached_now() {
+            // Boxed: the instrumented call's state stays off the caller's future.
+            return Box::pin(crate::step::call_detached(Api::Responses, request, |r| {
+                self.inner.create(r)
+            }))
+            .await;
+        }
         let request = Arc::new(request);
         match Step::begin(Api::Responses, &request) {
             None => self.inner.create(Arc::unwrap_or_clone(request)).await,

@@ -4,9 +4,10 @@
 
 use std::future::Future;
 use std::sync::Arc;
+use std::task::Poll;
 
 use async_openai::error::OpenAIError;
-use graphmind::node::{Extras, Node, Resume};
+use graphmind::node::{Extras, Moment, Node, Resume};
 use graphmind::protocol::{Extra, GraphHint, GraphNodeHint, NodeKind, PausePoint, Status};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -53,6 +54,43 @@ fn hint(tools: Vec<(String, bool)>) -> GraphHint {
     }
 }
 
+/// A non-streaming call while [`Node::detached_now`]: the request is sent first and the step
+/// started while it is in flight (after the first poll of `send`'s future, which hands the
+/// request to the HTTP client), stamped at the call's start, so that recording it is not added
+/// to the request's latency. The before gate this skips could not have held (no debugger
+/// that may control the app was attached); the after and error gates, and a retry from them,
+/// are [`Step::call`]'s.
+pub(crate) async fn call_detached<Q, R, F, Fut>(
+    api: Api,
+    request: Q,
+    mut send: F,
+) -> Result<R, OpenAIError>
+where
+    Q: Request,
+    R: Reply,
+    F: FnMut(Q) -> Fut,
+    Fut: Future<Output = Result<R, OpenAIError>>,
+{
+    let since = Moment::now();
+    let request = Arc::new(request);
+    let first_try = send(Q::clone(&request));
+    let mut in_flight = std::pin::pin!(first_try);
+    let first = std::future::poll_fn(|cx| Poll::Ready(in_flight.as_mut().poll(cx))).await;
+    let step = Step::begin_since(api, &request, since);
+    let result = match first {
+        Poll::Ready(result) => result,
+        Poll::Pending => in_flight.await,
+    };
+    let Some(mut step) = step else {
+        return result;
+    };
+    step.attempts = 1;
+    match step.settle(result).await {
+        Ok(out) => out,
+        Err(again) => again.call(request, send).await,
+    }
+}
+
 /// One request in flight.
 pub(crate) struct Step {
     pub(crate) node: Node,
@@ -85,11 +123,16 @@ impl Step {
     /// when a debugger reads them. `None`, to call straight through: instrumentation off, or
     /// the adapter failed.
     pub(crate) fn begin<Q: Request>(api: Api, request: &Arc<Q>) -> Option<Self> {
+        Self::begin_since(api, request, Moment::now())
+    }
+
+    /// [`Step::begin`] for a request that went out at `since`.
+    fn begin_since<Q: Request>(api: Api, request: &Arc<Q>, since: Moment) -> Option<Self> {
         if !Node::enabled() {
             return None;
         }
         guard("starting a model step", || {
-            let node = Node::start_step_lazy(Arc::clone(request), request.grouping())?;
+            let node = Node::start_step_lazy_since(Arc::clone(request), request.grouping(), since)?;
             if node.instance_id().ends_with(":s1") {
                 let tools = request_tools(&request.tools());
                 if !tools.is_empty() {
@@ -212,35 +255,40 @@ impl Step {
             }
             self.attempts += 1;
             let result = send(Q::clone(&request)).await;
-            let decided = match &result {
-                Ok(_) => self.gate::<R>(PausePoint::After).await,
-                Err(e) => {
-                    self.node.error(error_name(e), e.to_string());
-                    self.gate::<R>(PausePoint::Error).await
+            match self.settle(result).await {
+                Ok(out) => return out,
+                Err(again) => self = again,
+            }
+        }
+    }
+
+    /// One attempt's result through the after gate (a response) or the error gate (an
+    /// error): what the call returns, or `Err(self)` to send the request again.
+    async fn settle<R: Reply>(
+        mut self,
+        result: Result<R, OpenAIError>,
+    ) -> Result<Result<R, OpenAIError>, Self> {
+        let decided = match &result {
+            Ok(_) => self.gate::<R>(PausePoint::After).await,
+            Err(e) => {
+                self.node.error(error_name(e), e.to_string());
+                self.gate::<R>(PausePoint::Error).await
+            }
+        };
+        match decided {
+            Gate::Retry => Err(self),
+            Gate::Inject(r) => {
+                self.finish_response(&r, true);
+                Ok(Ok(r))
+            }
+            Gate::Abort => Ok(self.abort().await),
+            // Edits are offered at the before gate only.
+            Gate::Go | Gate::Edit(_) => {
+                match &result {
+                    Ok(r) => self.finish_response(r, false),
+                    Err(_) => self.finish_error(),
                 }
-            };
-            match decided {
-                Gate::Go => {
-                    match &result {
-                        Ok(r) => self.finish_response(r, false),
-                        Err(_) => self.finish_error(),
-                    }
-                    return result;
-                }
-                Gate::Retry => {}
-                Gate::Inject(r) => {
-                    self.finish_response(&r, true);
-                    return Ok(r);
-                }
-                Gate::Abort => return self.abort().await,
-                // Edits are offered at the before gate only.
-                Gate::Edit(_) => {
-                    match &result {
-                        Ok(r) => self.finish_response(r, false),
-                        Err(_) => self.finish_error(),
-                    }
-                    return result;
-                }
+                Ok(result)
             }
         }
     }

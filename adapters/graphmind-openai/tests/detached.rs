@@ -3,12 +3,16 @@
 
 mod support;
 
+use std::time::Duration;
+
 use async_openai::types::chat::CreateChatCompletionRequest;
+use async_openai::types::responses::CreateResponse;
 use futures_util::StreamExt;
 use graphmind_openai::Instrument;
-use serde_json::json;
+use graphmind_tests::{FakeDebugger, Handshake, any_frame};
+use serde_json::{Value, json};
 use support::mock::Mock;
-use support::sdk;
+use support::{attached, events, finished, sdk, started};
 
 fn request(model: &str, stream: bool) -> CreateChatCompletionRequest {
     sdk(json!({"model": model, "stream": stream, "messages": [{"role": "user", "content": "hi"}]}))
@@ -66,4 +70,117 @@ async fn detached_the_wrapper_returns_what_the_bare_client_returns() {
     assert!(!gm.is_attached());
     assert!(gm.stats().buffered > 0, "the steps reached the replay ring");
     gm.dispose().await;
+}
+
+/// One chat request and one Responses request, non-streaming, inside run `a`.
+async fn two_requests(gm: &graphmind::Session, mock: &Mock) {
+    let client = mock.client().graphmind();
+    gm.run("a", async {
+        client
+            .chat()
+            .create(request("tools", false))
+            .await
+            .expect("chat ok");
+        let r: CreateResponse = sdk(json!({"model": "web-search", "input": "hi"}));
+        client.responses().create(r).await.expect("responses ok");
+    })
+    .await
+    .expect("not aborted");
+}
+
+/// A step's payloads without what differs from one execution to the next (times, ids).
+fn stable(payloads: Vec<Value>) -> Vec<Value> {
+    payloads
+        .into_iter()
+        .map(|mut p| {
+            for key in ["ts", "durationMs", "heldMs", "instanceId"] {
+                p.as_object_mut().expect("object").remove(key);
+            }
+            p
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_detached_request_sent_before_its_step_is_recorded_leaves_the_frames_of_an_attached_one()
+{
+    let mock = Mock::start().await;
+
+    // Detached: the hub never acks, so the requests go out before their steps are recorded
+    // (`Node::detached_now`); the ring's replay on attach sends the steps.
+    let late = FakeDebugger::start().await;
+    late.set_handshake(Handshake::Never);
+    let gm = graphmind::Session::new(late.config("openai-detached"));
+    gm.run("warm", async {}).await.expect("not aborted");
+    late.wait_connections(1, Duration::from_secs(2)).await;
+    assert!(!gm.is_attached());
+    let since = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_millis() as u64;
+    two_requests(&gm, &mock).await;
+    assert!(!gm.is_attached(), "both requests ran detached");
+    let recorded = gm.stats().last_seq.expect("events recorded");
+    late.set_handshake(Handshake::Ack);
+    assert!(graphmind_tests::attach(&gm, Duration::from_secs(2)).await);
+    late.wait_matches(&any_frame().seq(recorded), 1, Duration::from_secs(3))
+        .await;
+
+    // Attached, no breakpoint: the usual order (step recorded, gate, request).
+    let hub = FakeDebugger::start().await;
+    let on = attached(&hub, vec![]).await;
+    two_requests(&on, &mock).await;
+    hub.wait_count("run.finished", 1, Duration::from_secs(3))
+        .await;
+
+    let step_lines = |h: &FakeDebugger| -> Vec<String> {
+        events(h)
+            .into_iter()
+            .filter(|l| l.contains("llm:step") || l.starts_with("run.finished"))
+            .collect()
+    };
+    let detached_lines: Vec<String> = step_lines(&late)
+        .into_iter()
+        .skip_while(|l| l.starts_with("run.finished")) // the warm-up run
+        .collect();
+    assert_eq!(detached_lines, step_lines(&hub));
+    assert_eq!(
+        detached_lines,
+        [
+            "graph.hint agent:a,llm:step",
+            "node.started llm:step",
+            "node.finished llm:step ok",
+            "node.started llm:step",
+            "node.finished llm:step ok",
+            "run.finished ok"
+        ]
+    );
+    assert_eq!(
+        stable(started(&late, "llm:step")),
+        stable(started(&hub, "llm:step"))
+    );
+    assert_eq!(
+        stable(finished(&late, "llm:step")),
+        stable(finished(&hub, "llm:step"))
+    );
+    // Stamped at the call's start, finished after it.
+    let of_step = |kind: &str| -> Vec<graphmind_tests::Frame> {
+        late.frames_of(kind)
+            .into_iter()
+            .filter(|f| f.payload()["nodeId"] == "llm:step")
+            .collect()
+    };
+    let (starts, ends) = (of_step("node.started"), of_step("node.finished"));
+    assert_eq!((starts.len(), ends.len()), (2, 2));
+    for (s, f) in starts.iter().zip(&ends) {
+        let (ts, end) = (s.json["ts"].as_u64(), f.json["ts"].as_u64());
+        // The runtime's clock maps to wall time once, at its start: allow it a second.
+        assert!(ts.is_some_and(|t| t + 1000 >= since), "{}", s.text);
+        assert!(ts <= end, "{} / {}", s.text, f.text);
+        assert!(s.seq() < f.seq(), "{} / {}", s.text, f.text);
+        let p = f.payload();
+        assert!(p["durationMs"].as_f64().is_some_and(|d| d > 0.0), "{p}");
+    }
+    gm.dispose().await;
+    on.dispose().await;
 }

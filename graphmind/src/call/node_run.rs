@@ -76,13 +76,24 @@ pub(crate) struct Finish {
 impl NodeRun {
     /// Emits `node.started` and starts the clock.
     pub(crate) fn start(host: Arc<dyn Host>, run_id: crate::ids::RunId, spec: StartSpec) -> Self {
+        Self::start_at(host, run_id, spec, Instant::now())
+    }
+
+    /// [`NodeRun::start`] for a node whose work began at `at` (its `node.started` stamped
+    /// then, its duration counted from then).
+    pub(crate) fn start_at(
+        host: Arc<dyn Host>,
+        run_id: crate::ids::RunId,
+        spec: StartSpec,
+        at: Instant,
+    ) -> Self {
         let instance_id = spec.instance_id.clone();
         let node_id = spec.node_id.clone();
         let replay = match crate::replay::any() {
             true => replay_decision(&*host, &spec),
             false => None,
         };
-        let (started, started_seq) = record_started(&*host, &run_id, spec);
+        let (started, started_seq) = record_started_at(&*host, &run_id, spec, at);
         Self {
             replay,
             started_seq,
@@ -271,13 +282,14 @@ impl Drop for NodeRun {
     }
 }
 
-/// Reads the clock and records `node.started` at that instant: as a compact record, or, with a
-/// large input, as a message shrunk to the payload budget. Returns the instant and the
-/// event's seq.
-pub(crate) fn record_started(
+/// Records `node.started` stamped at `at`: as a compact record, or, with a large input, as a
+/// message shrunk to the payload budget (stamped when recorded). Returns `at` and the event's
+/// seq.
+fn record_started_at(
     host: &dyn Host,
     run_id: &crate::ids::RunId,
     spec: StartSpec,
+    at: Instant,
 ) -> (Instant, Option<u64>) {
     let label = Label::named(spec.node_id, spec.kind, spec.name);
     record_labelled(
@@ -287,6 +299,7 @@ pub(crate) fn record_started(
         spec.instance_id,
         spec.parent_id,
         spec.input,
+        at,
     )
 }
 
@@ -306,6 +319,7 @@ pub(crate) fn record_tool_started(
         instance_id,
         parent_id,
         Some(input),
+        Instant::now(),
     )
     .0
 }
@@ -317,8 +331,8 @@ fn record_labelled(
     instance_id: InstanceId,
     parent_id: Option<crate::inline_str::SmallStr>,
     input: Option<Payload>,
+    started: Instant,
 ) -> (Instant, Option<u64>) {
-    let started = Instant::now();
     let seq = if input.as_ref().is_none_or(compact_input) {
         host.record(
             run_id,

@@ -46,6 +46,25 @@ impl Scope {
         }
     }
 
+    /// Whether the running task's session is enabled with no debugger attached that may
+    /// control the app (its gates cannot hold).
+    pub(crate) fn detached_now() -> bool {
+        if !crate::call::default_enabled() && ACTIVE_RUNS.load(Ordering::Relaxed) == 0 {
+            return false;
+        }
+        match SCOPE.try_with(|s| {
+            s.run
+                .as_ref()
+                .map(|r| r.host.enabled() && !r.host.attached())
+        }) {
+            Ok(Some(detached)) => detached,
+            _ => {
+                let host = crate::call::default_host();
+                host.enabled() && !host.attached()
+            }
+        }
+    }
+
     /// Runs `fut` with this scope installed.
     pub(crate) fn enter<F: Future>(self, fut: F) -> tokio::task::futures::TaskLocalFuture<Self, F> {
         SCOPE.scope(self, fut)

@@ -15,6 +15,7 @@ use crate::call::expansion::{Body, CallFuture, StepCapture, StepInput, StepOutpu
 use crate::call::node_run::{NodeRun, StartSpec};
 use crate::call::tee::{Observer, Tee};
 use crate::captured::to_value;
+use crate::clock::Instant;
 use crate::errors::{error_info, short_type_name};
 use crate::event::Payload;
 use crate::gate::{Validator, validator_for};
@@ -193,6 +194,7 @@ fn start_step(
     site: &StepSite,
     input: Payload,
     grouping: &Grouping,
+    at: Instant,
 ) -> NodeRun {
     let auto = || payload_key(&input);
     let (instance_id, first) = match &call.run {
@@ -247,7 +249,7 @@ fn start_step(
             },
         );
     }
-    NodeRun::start(
+    NodeRun::start_at(
         host,
         run_id,
         StartSpec {
@@ -258,13 +260,18 @@ fn start_step(
             parent_id: parent,
             input: Some(input),
         },
+        at,
     )
 }
 
 /// A model step started by hand ([`Node::start_step`](crate::node::Node::start_step)):
 /// grouped, hinted and parented as a `#[model_step]` call is. `None` when the session is
 /// disabled.
-pub(crate) fn begin_by_hand(input: Payload, grouping: &Grouping) -> Option<(Call, NodeRun)> {
+pub(crate) fn begin_by_hand(
+    input: Payload,
+    grouping: &Grouping,
+    at: Instant,
+) -> Option<(Call, NodeRun)> {
     static BY_HAND: StepSite = StepSite {
         name: "step",
         tools: &[],
@@ -275,7 +282,7 @@ pub(crate) fn begin_by_hand(input: Payload, grouping: &Grouping) -> Option<(Call
     if !host.enabled() {
         return None;
     }
-    let node = start_step(&call, host, run_id, &BY_HAND, input, grouping);
+    let node = start_step(&call, host, run_id, &BY_HAND, input, grouping, at);
     Some((call, node))
 }
 
@@ -383,6 +390,7 @@ fn begin(
         site,
         Payload::Json(Box::new(input)),
         &grouping,
+        Instant::now(),
     );
     node.api = api;
     if let Some(live) = keep {

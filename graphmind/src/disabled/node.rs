@@ -19,6 +19,18 @@ pub use crate::resume::Resume;
 #[derive(Debug)]
 enum Never {}
 
+/// An instant (compiled out: carries nothing).
+#[derive(Debug, Clone, Copy)]
+pub struct Moment(());
+
+impl Moment {
+    /// Now (compiled out: nothing is read).
+    #[must_use]
+    pub fn now() -> Self {
+        Self(())
+    }
+}
+
 /// One execution of a node (compiled out: never exists).
 #[derive(Debug)]
 pub struct Node(Never);
@@ -51,6 +63,23 @@ impl Node {
         grouping: crate::model::Grouping,
     ) -> Option<Self> {
         let _ = (request, grouping);
+        None
+    }
+
+    /// Always `false` when compiled out.
+    #[must_use]
+    pub fn detached_now() -> bool {
+        false
+    }
+
+    /// Always `None` when compiled out.
+    #[must_use]
+    pub fn start_step_lazy_since<T: serde::Serialize + Send + Sync + ?Sized + 'static>(
+        request: std::sync::Arc<T>,
+        grouping: crate::model::Grouping,
+        since: Moment,
+    ) -> Option<Self> {
+        let _ = (request, grouping, since);
         None
     }
 
