@@ -82,6 +82,14 @@ impl Client {
             model: model_name(&model),
             request: chat_req,
         });
+        if Node::detached_now() {
+            // Boxed: the instrumented call's state stays off the caller's future.
+            return Box::pin(crate::step::call_detached(&recorded, || {
+                self.inner
+                    .exec_chat(model.clone(), recorded.request.clone(), options)
+            }))
+            .await;
+        }
         match Step::begin(&recorded) {
             None => {
                 let chat_req = Arc::unwrap_or_clone(recorded).request;

@@ -4,10 +4,11 @@
 
 use std::future::Future;
 use std::sync::Arc;
+use std::task::Poll;
 
 use genai::chat::{ChatRequest, ChatResponse};
 use graphmind::model::Grouping;
-use graphmind::node::{Extras, Node, Resume};
+use graphmind::node::{Extras, Moment, Node, Resume};
 use graphmind::protocol::{Extra, GraphHint, GraphNodeHint, NodeKind, PausePoint, Status};
 use serde::de::DeserializeOwned;
 
@@ -130,6 +131,11 @@ impl Step {
     /// the request's tools). `None`, to call straight through: instrumentation off, or the
     /// adapter failed.
     pub(crate) fn begin(recorded: &Arc<Recorded>) -> Option<Self> {
+        Self::begin_since(recorded, Moment::now())
+    }
+
+    /// [`Step::begin`] for a request that went out at `since`.
+    fn begin_since(recorded: &Arc<Recorded>, since: Moment) -> Option<Self> {
         if !Node::enabled() {
             return None;
         }
@@ -137,7 +143,7 @@ impl Step {
             let request = &recorded.request;
             // The run's invocation goes on while `messages` keep their first message and
             // grow; a `previous_response_id` continues exactly the invocation that answered it.
-            let node = Node::start_step_lazy(Arc::clone(recorded), grouping(request))?;
+            let node = Node::start_step_lazy_since(Arc::clone(recorded), grouping(request), since)?;
             let tools = request_tools(request);
             if node.instance_id().ends_with(":s1") && !tools.is_empty() {
                 // Once per run: a conversation's steps offer the same tools.
@@ -217,28 +223,72 @@ impl Step {
             }
             self.attempts += 1;
             let result = send().await;
-            let decided = match &result {
-                Ok(_) => gate::<ChatResponse>(&mut self.node, PausePoint::After).await,
-                Err(e) => {
-                    self.node.error(&error_name(e), e.to_string());
-                    gate::<ChatResponse>(&mut self.node, PausePoint::Error).await
-                }
-            };
-            match decided {
-                Gate::Go => {
-                    match &result {
-                        Ok(r) => self.finish_response(r, false),
-                        Err(_) => self.finish_error(),
-                    }
-                    return result;
-                }
-                Gate::Retry => {}
-                Gate::Inject(r) => {
-                    self.finish_response(&r, true);
-                    return Ok(r);
-                }
-                Gate::Abort => return self.abort().await,
+            match self.settle(result).await {
+                Ok(out) => return out,
+                Err(again) => self = again,
             }
         }
+    }
+
+    /// One attempt's result through the after gate (a response) or the error gate (an
+    /// error): what the call returns, or `Err(self)` to send the request again.
+    async fn settle(
+        mut self,
+        result: genai::Result<ChatResponse>,
+    ) -> Result<genai::Result<ChatResponse>, Self> {
+        let decided = match &result {
+            Ok(_) => gate::<ChatResponse>(&mut self.node, PausePoint::After).await,
+            Err(e) => {
+                self.node.error(&error_name(e), e.to_string());
+                gate::<ChatResponse>(&mut self.node, PausePoint::Error).await
+            }
+        };
+        match decided {
+            Gate::Go => {
+                match &result {
+                    Ok(r) => self.finish_response(r, false),
+                    Err(_) => self.finish_error(),
+                }
+                Ok(result)
+            }
+            Gate::Retry => Err(self),
+            Gate::Inject(r) => {
+                self.finish_response(&r, true);
+                Ok(Ok(r))
+            }
+            Gate::Abort => Ok(self.abort().await),
+        }
+    }
+}
+
+/// `exec_chat` while [`Node::detached_now`]: the request is sent first and the step started
+/// while it is in flight (after the first poll of `send`'s future), stamped at the call's
+/// start, so that recording it is not added to the request's latency. The before gate this
+/// skips could not have held; the after and error gates, and a retry from them, are
+/// [`Step::call`]'s.
+pub(crate) async fn call_detached<F, Fut>(
+    recorded: &Arc<Recorded>,
+    mut send: F,
+) -> genai::Result<ChatResponse>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = genai::Result<ChatResponse>>,
+{
+    let since = Moment::now();
+    let first_try = send();
+    let mut in_flight = std::pin::pin!(first_try);
+    let first = std::future::poll_fn(|cx| Poll::Ready(in_flight.as_mut().poll(cx))).await;
+    let step = Step::begin_since(recorded, since);
+    let result = match first {
+        Poll::Ready(result) => result,
+        Poll::Pending => in_flight.await,
+    };
+    let Some(mut step) = step else {
+        return result;
+    };
+    step.attempts = 1;
+    match step.settle(result).await {
+        Ok(out) => out,
+        Err(again) => again.call(send).await,
     }
 }

@@ -6,7 +6,12 @@ mod support;
 use futures_util::StreamExt;
 use genai::chat::ChatRequest;
 use graphmind_genai::Instrument;
+use graphmind_tests::FakeDebugger;
 use support::mock::Mock;
+use support::{
+    SECOND, attach_late, attached, detached, finished, request, stable, started, step_lines,
+    with_tools,
+};
 
 #[tokio::test]
 async fn detached_the_wrapper_returns_what_the_bare_client_returns() {
@@ -106,4 +111,59 @@ impl Call for genai::Client {
                 .await
         })
     }
+}
+
+/// `exec_chat` on both dialects, inside run `a`.
+async fn two_dialects(gm: &graphmind::Session, mock: &Mock) {
+    let client = mock.client().graphmind();
+    gm.run("a", async {
+        for model in ["gpt-tools", "claude-tools"] {
+            client
+                .exec_chat(model, with_tools(request()), None)
+                .await
+                .expect("ok");
+        }
+    })
+    .await
+    .expect("not aborted");
+}
+
+#[tokio::test]
+async fn a_detached_exec_chat_sent_before_its_step_is_recorded_leaves_the_frames_of_an_attached_one()
+ {
+    let mock = Mock::start().await;
+    // Detached: the request goes out before its step is recorded (`Node::detached_now`).
+    let (late, gm) = detached("genai-detached").await;
+    two_dialects(&gm, &mock).await;
+    assert!(!gm.is_attached(), "the calls ran detached");
+    attach_late(&late, &gm).await;
+    // Attached, no breakpoint: step recorded, gate, request.
+    let hub = FakeDebugger::start().await;
+    let on = attached(&hub, vec![]).await;
+    two_dialects(&on, &mock).await;
+    hub.wait_count("run.finished", 1, 3 * SECOND).await;
+
+    let lines = step_lines(&late);
+    assert_eq!(lines, step_lines(&hub));
+    assert_eq!(
+        lines
+            .iter()
+            .filter(|l| *l == "node.finished llm:step ok")
+            .count(),
+        2,
+        "{lines:?}"
+    );
+    assert_eq!(
+        stable(started(&late, "llm:step")),
+        stable(started(&hub, "llm:step"))
+    );
+    assert_eq!(
+        stable(finished(&late, "llm:step")),
+        stable(finished(&hub, "llm:step"))
+    );
+    for f in finished(&late, "llm:step") {
+        assert!(f["durationMs"].as_f64().is_some_and(|d| d > 0.0), "{f}");
+    }
+    gm.dispose().await;
+    on.dispose().await;
 }

@@ -9,10 +9,11 @@ use async_openai::types::chat::CreateChatCompletionRequest;
 use async_openai::types::responses::CreateResponse;
 use futures_util::StreamExt;
 use graphmind_openai::Instrument;
-use graphmind_tests::{FakeDebugger, Handshake, any_frame};
-use serde_json::{Value, json};
+use graphmind_tests::FakeDebugger;
+use graphmind_tests::adapter::{attach_late, detached, stable, step_lines};
+use serde_json::json;
 use support::mock::Mock;
-use support::{attached, events, finished, sdk, started};
+use support::{attached, finished, sdk, started};
 
 fn request(model: &str, stream: bool) -> CreateChatCompletionRequest {
     sdk(json!({"model": model, "stream": stream, "messages": [{"role": "user", "content": "hi"}]}))
@@ -88,19 +89,6 @@ async fn two_requests(gm: &graphmind::Session, mock: &Mock) {
     .expect("not aborted");
 }
 
-/// A step's payloads without what differs from one execution to the next (times, ids).
-fn stable(payloads: Vec<Value>) -> Vec<Value> {
-    payloads
-        .into_iter()
-        .map(|mut p| {
-            for key in ["ts", "durationMs", "heldMs", "instanceId"] {
-                p.as_object_mut().expect("object").remove(key);
-            }
-            p
-        })
-        .collect()
-}
-
 #[tokio::test]
 async fn a_detached_request_sent_before_its_step_is_recorded_leaves_the_frames_of_an_attached_one()
 {
@@ -108,23 +96,14 @@ async fn a_detached_request_sent_before_its_step_is_recorded_leaves_the_frames_o
 
     // Detached: the hub never acks, so the requests go out before their steps are recorded
     // (`Node::detached_now`); the ring's replay on attach sends the steps.
-    let late = FakeDebugger::start().await;
-    late.set_handshake(Handshake::Never);
-    let gm = graphmind::Session::new(late.config("openai-detached"));
-    gm.run("warm", async {}).await.expect("not aborted");
-    late.wait_connections(1, Duration::from_secs(2)).await;
-    assert!(!gm.is_attached());
+    let (late, gm) = detached("openai-detached").await;
     let since = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .expect("clock")
         .as_millis() as u64;
     two_requests(&gm, &mock).await;
     assert!(!gm.is_attached(), "both requests ran detached");
-    let recorded = gm.stats().last_seq.expect("events recorded");
-    late.set_handshake(Handshake::Ack);
-    assert!(graphmind_tests::attach(&gm, Duration::from_secs(2)).await);
-    late.wait_matches(&any_frame().seq(recorded), 1, Duration::from_secs(3))
-        .await;
+    attach_late(&late, &gm).await;
 
     // Attached, no breakpoint: the usual order (step recorded, gate, request).
     let hub = FakeDebugger::start().await;
@@ -133,19 +112,9 @@ async fn a_detached_request_sent_before_its_step_is_recorded_leaves_the_frames_o
     hub.wait_count("run.finished", 1, Duration::from_secs(3))
         .await;
 
-    let step_lines = |h: &FakeDebugger| -> Vec<String> {
-        events(h)
-            .into_iter()
-            .filter(|l| l.contains("llm:step") || l.starts_with("run.finished"))
-            .collect()
-    };
-    let detached_lines: Vec<String> = step_lines(&late)
-        .into_iter()
-        .skip_while(|l| l.starts_with("run.finished")) // the warm-up run
-        .collect();
-    assert_eq!(detached_lines, step_lines(&hub));
+    assert_eq!(step_lines(&late), step_lines(&hub));
     assert_eq!(
-        detached_lines,
+        step_lines(&late),
         [
             "graph.hint agent:a,llm:step",
             "node.started llm:step",

@@ -48,6 +48,56 @@ pub async fn attached(
     gm
 }
 
+/// A session of `app` on a hub that never acks: the session connects (its transport runs)
+/// but stays detached, so its calls take the detached path until [`attach_late`].
+pub async fn detached(app: &str) -> (FakeDebugger, graphmind::Session) {
+    let hub = FakeDebugger::start().await;
+    hub.set_handshake(crate::Handshake::Never);
+    let gm = graphmind::Session::new(hub.config(app));
+    gm.run("warm-up", async {}).await.expect("not aborted");
+    hub.wait_connections(1, 5 * SECOND).await;
+    assert!(!gm.is_attached());
+    (hub, gm)
+}
+
+/// Lets the hub of [`detached`] ack, and waits until the replay of the session's ring has
+/// arrived (every event recorded so far).
+pub async fn attach_late(hub: &FakeDebugger, gm: &graphmind::Session) {
+    let recorded = gm.stats().last_seq.expect("events recorded");
+    hub.set_handshake(crate::Handshake::Ack);
+    assert!(crate::attach(gm, 5 * SECOND).await, "did not attach");
+    hub.wait_matches(&crate::any_frame().seq(recorded), 1, WAIT)
+        .await;
+}
+
+/// The [`events`] lines of `llm:step` and of `run.finished`, from the first `llm:step` one
+/// (after the warm-up run of [`detached`]): what two sessions running the same model calls
+/// must share.
+pub fn step_lines(hub: &FakeDebugger) -> Vec<String> {
+    events(hub)
+        .into_iter()
+        .filter(|l| l.contains("llm:step") || l.starts_with("run.finished"))
+        .skip_while(|l| l.starts_with("run.finished"))
+        .collect()
+}
+
+/// Node payloads without what differs from one execution to the next (`ts`, `durationMs`,
+/// `heldMs`, `instanceId`).
+#[must_use]
+pub fn stable(payloads: Vec<Value>) -> Vec<Value> {
+    payloads
+        .into_iter()
+        .map(|mut p| {
+            if let Some(map) = p.as_object_mut() {
+                for key in ["ts", "durationMs", "heldMs", "instanceId"] {
+                    map.remove(key);
+                }
+            }
+            p
+        })
+        .collect()
+}
+
 /// The `n`-th (1-based) `exec.paused` frame, waiting for it.
 pub async fn paused(hub: &FakeDebugger, n: usize) -> Frame {
     let mut frames = hub.wait_count("exec.paused", n, WAIT).await;
