@@ -82,7 +82,7 @@ impl Val {
     ) -> Self {
         match Lazy::new(v) {
             Ok(l) if l.len() <= eager_over => Self::Lazy(Arc::new(l)),
-            Ok(l) => Self::Raw(l.text().to_owned()),
+            Ok(l) => Self::Raw(l.into_text()),
             Err(v) => Self::of(&*v),
         }
     }

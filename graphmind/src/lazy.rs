@@ -93,18 +93,29 @@ impl Lazy {
     /// the part of the payload budget a compact record may carry (a caller's bound was
     /// wrong) is replaced by the truncation marker with its size.
     pub(crate) fn text(&self) -> &RawValue {
-        self.text.get_or_init(|| {
-            let text = self.value.to_json();
-            let n = text.get().len();
-            if n > self.len && n > COMPACT_TEXT_MAX {
-                return serde_json::value::to_raw_value(
-                    &serde_json::json!({"__graphmindTruncated": true, "bytes": n}),
-                )
-                .expect("a JSON value serializes");
-            }
-            text
-        })
+        self.text.get_or_init(|| render(&*self.value, self.len))
     }
+
+    /// Its JSON text, taken: the text already serialized, else serialized now (as
+    /// [`Lazy::text`] would), without copying it.
+    pub(crate) fn into_text(self) -> Box<RawValue> {
+        let Self { value, len, text } = self;
+        text.into_inner().unwrap_or_else(|| render(&*value, len))
+    }
+}
+
+/// `value`'s JSON text, or the truncation marker with its size when the text is longer than
+/// `len` and than [`COMPACT_TEXT_MAX`] (see [`Lazy::text`]).
+fn render(value: &dyn ToJson, len: usize) -> Box<RawValue> {
+    let text = value.to_json();
+    let n = text.get().len();
+    if n > len && n > COMPACT_TEXT_MAX {
+        return serde_json::value::to_raw_value(
+            &serde_json::json!({"__graphmindTruncated": true, "bytes": n}),
+        )
+        .expect("a JSON value serializes");
+    }
+    text
 }
 
 /// The length of `v`'s compact JSON text as `serde_json` writes it (floats: an upper bound:
@@ -571,6 +582,24 @@ mod tests {
         // Within its bound, or small: kept.
         let lazy = Lazy::within(Arc::new("small"), 1);
         assert_eq!(lazy.text().get(), "\"small\"");
+    }
+
+    #[test]
+    fn a_taken_text_is_the_read_one() {
+        let lazy = Lazy::new(Arc::new(json!({"a": [1, "b"]}))).unwrap();
+        assert_eq!(lazy.into_text().get(), r#"{"a":[1,"b"]}"#);
+        // Read first: the same text, not serialized again.
+        let lazy = Lazy::new(Arc::new("v")).unwrap();
+        let read: *const RawValue = lazy.text();
+        let taken = lazy.into_text();
+        assert_eq!(taken.get(), "\"v\"");
+        assert!(std::ptr::eq(read, &*taken));
+        // A wrong bound: the marker, as on a read.
+        let big = Arc::new("x".repeat(COMPACT_TEXT_MAX + 1));
+        let v: serde_json::Value =
+            serde_json::from_str(Lazy::within(Arc::clone(&big), 10).into_text().get()).unwrap();
+        assert_eq!(v["__graphmindTruncated"], true);
+        assert_eq!(v["bytes"], big.len() + 2);
     }
 
     #[test]

@@ -379,6 +379,27 @@ impl Grouping {
         )
     }
 
+    /// A conversation's grouping: the first message's JSON text (`None` when the request
+    /// has no messages) and how many messages it holds. The same grouping as
+    /// [`Grouping::of`] a [`StepRequest`] reporting that first message and count, for
+    /// adapters that read a typed request's messages without an impl of their own.
+    ///
+    /// ```
+    /// use graphmind::model::Grouping;
+    ///
+    /// let first = r#"{"role":"system","content":"You are terse."}"#;
+    /// let one = Grouping::conversation(Some(first), 1);
+    /// let three = Grouping::conversation(Some(first), 3);
+    /// // The same first message: one invocation, whose later steps hold more messages.
+    /// match (one, three) {
+    ///     (Grouping::Messages(a, 1), Grouping::Messages(b, 3)) => assert_eq!(a, b),
+    ///     other => panic!("{other:?}"),
+    /// }
+    /// ```
+    pub fn conversation(first_message_json: Option<&str>, count: usize) -> Self {
+        Self::Messages(hash_str(first_message_json.unwrap_or("")), count)
+    }
+
     /// An explicit key.
     pub fn explicit(key: impl std::fmt::Display) -> Self {
         Self::Explicit(key.to_string())
@@ -1075,6 +1096,46 @@ pub(crate) fn hash_str(s: &str) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The adapters' former prompt-prefix shim: a first message's JSON and a count.
+    struct Shim(Option<String>, usize);
+
+    impl StepRequest for Shim {
+        fn first_message(&self) -> Option<Cow<'_, str>> {
+            self.0.as_deref().map(Cow::Borrowed)
+        }
+        fn message_count(&self) -> usize {
+            self.1
+        }
+    }
+
+    #[test]
+    fn a_conversation_groups_as_a_step_request_with_its_first_message_and_count() {
+        let cases = [
+            (Some(r#"{"role":"system","content":"be brief"}"#), 1),
+            (Some(r#"{"role":"user","content":"hi \"there\""}"#), 7),
+            (Some(""), 0),
+            (None, 0),
+            (None, 3),
+        ];
+        for (first, count) in cases {
+            let shim = Grouping::of(&Shim(first.map(str::to_owned), count));
+            assert_eq!(
+                Grouping::conversation(first, count),
+                shim,
+                "{first:?} {count}"
+            );
+        }
+        // The hash is the first message's text: a different message, a different invocation.
+        assert_ne!(
+            Grouping::conversation(Some("a"), 2),
+            Grouping::conversation(Some("b"), 2)
+        );
+        assert_eq!(
+            Grouping::conversation(Some("a"), 2),
+            Grouping::Messages(hash_str("a"), 2)
+        );
+    }
 
     #[test]
     fn a_streamed_reply_keeps_at_most_its_cap_and_says_so() {

@@ -39,24 +39,15 @@ pub(crate) struct Recorded {
 /// `previous_response_id`, else its conversation (first message and length, as graphmind's
 /// automatic grouping reads them from the recorded JSON).
 fn grouping(request: &ChatRequest) -> Grouping {
-    struct Conversation(Option<String>, usize);
-    impl graphmind::model::StepRequest for Conversation {
-        fn first_message(&self) -> Option<std::borrow::Cow<'_, str>> {
-            self.0.as_deref().map(std::borrow::Cow::Borrowed)
-        }
-        fn message_count(&self) -> usize {
-            self.1
-        }
-    }
     match &request.previous_response_id {
         Some(prev) => Grouping::after(prev),
-        None => Grouping::of(&Conversation(
-            request
+        None => {
+            let first = request
                 .messages
                 .first()
-                .and_then(|m| serde_json::to_string(m).ok()),
-            request.messages.len(),
-        )),
+                .and_then(|m| serde_json::to_string(m).ok());
+            Grouping::conversation(first.as_deref(), request.messages.len())
+        }
     }
 }
 
@@ -126,40 +117,46 @@ pub(crate) fn extras(attempts: u32, out: &StepOut, injected: bool) -> Extras {
     extras
 }
 
+/// The `graph.hint` of an invocation's first step: one tool node per tool its request offers.
+fn hint(tools: Vec<String>) -> GraphHint {
+    GraphHint {
+        nodes: tools
+            .into_iter()
+            .map(|name| GraphNodeHint {
+                node_id: format!("tool:{name}"),
+                kind: NodeKind::Tool,
+                name,
+                parent_id: Some("llm:step".into()),
+                extra: Extra::new(),
+            })
+            .collect(),
+        extra: Extra::new(),
+    }
+}
+
 impl Step {
     /// Starts `llm:step` for `request` (and `graph.hint` on an invocation's first step, with
-    /// the request's tools). `None`, to call straight through: instrumentation off, or the
-    /// adapter failed.
+    /// the request's tools). Its callers have checked [`Node::enabled`] already (once per
+    /// wrapped call). `None`, to call straight through: the adapter failed, or the node did
+    /// not start.
     pub(crate) fn begin(recorded: &Arc<Recorded>) -> Option<Self> {
         Self::begin_since(recorded, Moment::now())
     }
 
     /// [`Step::begin`] for a request that went out at `since`.
     fn begin_since(recorded: &Arc<Recorded>, since: Moment) -> Option<Self> {
-        if !Node::enabled() {
-            return None;
-        }
         guard("starting a model step", || {
             let request = &recorded.request;
             // The run's invocation goes on while `messages` keep their first message and
             // grow; a `previous_response_id` continues exactly the invocation that answered it.
             let node = Node::start_step_lazy_since(Arc::clone(recorded), grouping(request), since)?;
-            let tools = request_tools(request);
-            if node.instance_id().ends_with(":s1") && !tools.is_empty() {
-                // Once per run: a conversation's steps offer the same tools.
-                node.emit_hint(GraphHint {
-                    nodes: tools
-                        .into_iter()
-                        .map(|name| GraphNodeHint {
-                            node_id: format!("tool:{name}"),
-                            kind: NodeKind::Tool,
-                            name,
-                            parent_id: Some("llm:step".into()),
-                            extra: Extra::new(),
-                        })
-                        .collect(),
-                    extra: Extra::new(),
-                });
+            // The tools are read on an invocation's first step only: once per run, a
+            // conversation's steps offer the same tools.
+            if node.instance_id().ends_with(":s1") {
+                let tools = request_tools(request);
+                if !tools.is_empty() {
+                    node.emit_hint(hint(tools));
+                }
             }
             Some(Self { node, attempts: 0 })
         })

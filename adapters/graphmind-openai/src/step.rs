@@ -120,17 +120,15 @@ fn error_name(e: &OpenAIError) -> &'static str {
 impl Step {
     /// Starts `llm:step` for `request` (and `graph.hint` on an invocation's first step, with
     /// the request's tools). The request is captured lazily: serialized into the frames only
-    /// when a debugger reads them. `None`, to call straight through: instrumentation off, or
-    /// the adapter failed.
+    /// when a debugger reads them. Its callers have checked [`Node::enabled`] already (once
+    /// per wrapped call). `None`, to call straight through: the adapter failed, or the node
+    /// did not start.
     pub(crate) fn begin<Q: Request>(api: Api, request: &Arc<Q>) -> Option<Self> {
         Self::begin_since(api, request, Moment::now())
     }
 
     /// [`Step::begin`] for a request that went out at `since`.
     fn begin_since<Q: Request>(api: Api, request: &Arc<Q>, since: Moment) -> Option<Self> {
-        if !Node::enabled() {
-            return None;
-        }
         guard("starting a model step", || {
             let node = Node::start_step_lazy_since(Arc::clone(request), request.grouping(), since)?;
             if node.instance_id().ends_with(":s1") {

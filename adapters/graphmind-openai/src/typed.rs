@@ -6,11 +6,9 @@
 //! count. Only fields async-openai has named the same from 0.40 to 0.43 are read here;
 //! everything else is read from the JSON, when it is written.
 
-use std::borrow::Cow;
-
 use async_openai::types::chat::{CreateChatCompletionRequest, CreateChatCompletionResponse};
 use async_openai::types::responses::{CreateResponse, Response};
-use graphmind::model::{Grouping, StepRequest, Usage};
+use graphmind::model::{Grouping, Usage};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -29,21 +27,6 @@ pub(crate) trait Request:
     fn tools(&self) -> Vec<Value>;
 }
 
-/// A chat request's conversation, for [`Grouping::of`].
-struct Conversation {
-    first: Option<String>,
-    count: usize,
-}
-
-impl StepRequest for Conversation {
-    fn first_message(&self) -> Option<Cow<'_, str>> {
-        self.first.as_deref().map(Cow::Borrowed)
-    }
-    fn message_count(&self) -> usize {
-        self.count
-    }
-}
-
 fn to_values<T: Serialize>(items: Option<&Vec<T>>) -> Vec<Value> {
     items
         .into_iter()
@@ -54,13 +37,11 @@ fn to_values<T: Serialize>(items: Option<&Vec<T>>) -> Vec<Value> {
 
 impl Request for CreateChatCompletionRequest {
     fn grouping(&self) -> Grouping {
-        Grouping::of(&Conversation {
-            first: self
-                .messages
-                .first()
-                .and_then(|m| serde_json::to_string(m).ok()),
-            count: self.messages.len(),
-        })
+        let first = self
+            .messages
+            .first()
+            .and_then(|m| serde_json::to_string(m).ok());
+        Grouping::conversation(first.as_deref(), self.messages.len())
     }
     fn tools(&self) -> Vec<Value> {
         to_values(self.tools.as_ref())
