@@ -9,11 +9,12 @@ use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
-use graphmind_protocol::{Extra, Message, NodeFinished, NodeKind, NodeStarted, Status, TokenUsage};
+use graphmind_protocol::{Extra, Message, NodeFinished, NodeKind, NodeStarted, Status};
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::captured::Val;
+use crate::model::Usage;
 
 /// A node execution's id: `call_<6 hex per process>_<n>` kept as its counter until sent, or
 /// any other text (a model's tool-call id, an invocation step, a run id).
@@ -216,7 +217,9 @@ pub(crate) struct Finished {
 /// The usage and loose fields of a compact `node.finished`.
 #[derive(Debug, Clone)]
 pub(crate) struct FinishedMore {
-    pub(crate) usage: Option<TokenUsage>,
+    /// Kept as counts: written in its wire form only when the event is serialized
+    /// ([`UsageWire`]).
+    pub(crate) usage: Option<Usage>,
     pub(crate) extra: Extra,
 }
 
@@ -371,10 +374,40 @@ struct FinishedWire<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     output: Option<&'a Val>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    usage: Option<&'a TokenUsage>,
+    usage: Option<UsageWire<'a>>,
     held_ms: f64,
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     extra: Option<&'a Extra>,
+}
+
+/// The wire form of a [`Usage`]: the bytes [`Usage::to_wire`] serializes to (the required
+/// counts, `inclusive` when set, then each loose count that is set, in that order), written
+/// without building its map.
+pub(crate) struct UsageWire<'a>(pub(crate) &'a Usage);
+
+impl Serialize for UsageWire<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let u = self.0;
+        let mut map = s.serialize_map(None)?;
+        map.serialize_entry("inputTokens", &u.input_tokens)?;
+        map.serialize_entry("outputTokens", &u.output_tokens)?;
+        if u.inclusive {
+            map.serialize_entry("inclusive", &true)?;
+        }
+        let loose = [
+            ("totalTokens", u.total_tokens),
+            ("cacheReadTokens", u.cache_read_tokens),
+            ("cacheWriteTokens", u.cache_write_tokens),
+            ("reasoningTokens", u.reasoning_tokens),
+        ];
+        for (key, count) in loose {
+            if let Some(n) = count {
+                map.serialize_entry(key, &n)?;
+            }
+        }
+        map.end()
+    }
 }
 
 impl Record {
@@ -432,7 +465,11 @@ impl Record {
                 duration_ms: p.duration_ms,
                 status: p.status,
                 output: p.output.as_ref(),
-                usage: p.more.as_ref().and_then(|m| m.usage.as_ref()),
+                usage: p
+                    .more
+                    .as_ref()
+                    .and_then(|m| m.usage.as_ref())
+                    .map(UsageWire),
                 held_ms: p.held_ms,
                 extra: p.more.as_ref().map(|m| &m.extra),
             }
@@ -469,7 +506,9 @@ impl From<Started> for NodeStarted {
 
 impl From<Finished> for NodeFinished {
     fn from(p: Finished) -> Self {
-        let (usage, extra) = p.more.map_or((None, Extra::new()), |m| (m.usage, m.extra));
+        let (usage, extra) = p.more.map_or((None, Extra::new()), |m| {
+            (m.usage.map(Usage::to_wire), m.extra)
+        });
         Self {
             node_id: p.node_id.into_owned(),
             instance_id: Some(p.instance_id.to_string()),
@@ -590,12 +629,12 @@ mod tests {
         let mut extra = Extra::new();
         extra.insert("attempts".into(), 1.into());
         extra.insert("model".into(), "m\"1".into());
-        let usage = TokenUsage {
-            input_tokens: 3,
-            output_tokens: 4,
-            extra: Extra::new(),
-        };
-        for usage in [None, Some(usage)] {
+        let usages = [
+            None,
+            Some(Usage::new(3, 4)),
+            Some(Usage::inclusive(3, 4).with_total(7).with_cache_read(2)),
+        ];
+        for usage in usages {
             let r = Record::Finished(Finished {
                 node_id: Cow::Borrowed("llm:step"),
                 instance_id: InstanceId::Text("inv_1:s1".into()),
@@ -614,6 +653,37 @@ mod tests {
             assert!(compact.ends_with(r#""heldMs":1.0,"attempts":1,"model":"m\"1"}"#));
             assert_eq!(compact, via_message(r));
         }
+    }
+
+    #[test]
+    fn usage_is_written_as_the_bytes_of_its_wire_form() {
+        let usages = [
+            Usage::default(),
+            Usage::new(12, 0),
+            Usage::new(u64::MAX, 1).with_cache_write(5),
+            Usage::inclusive(100, 20),
+            Usage::inclusive(100, 20).with_total(120),
+            Usage::inclusive(100, 20).with_cache_read(64),
+            Usage::inclusive(100, 20).with_reasoning(7),
+            Usage::new(1, 2)
+                .with_total(3)
+                .with_cache_read(4)
+                .with_cache_write(5)
+                .with_reasoning(6),
+            Usage::inclusive(9, 8)
+                .with_total(17)
+                .with_cache_read(0)
+                .with_cache_write(1)
+                .with_reasoning(2),
+        ];
+        for u in usages {
+            let wire = serde_json::to_string(&u.to_wire()).unwrap();
+            assert_eq!(serde_json::to_string(&UsageWire(&u)).unwrap(), wire);
+        }
+        assert_eq!(
+            serde_json::to_string(&UsageWire(&Usage::inclusive(3, 4).with_reasoning(1))).unwrap(),
+            r#"{"inputTokens":3,"outputTokens":4,"inclusive":true,"reasoningTokens":1}"#
+        );
     }
 
     #[test]

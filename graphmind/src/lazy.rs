@@ -157,17 +157,35 @@ struct Len {
     was_str: bool,
 }
 
-/// The length of `s` as a JSON string (quotes and escapes included).
+/// The length of `s` as a JSON string (quotes and escapes included), exact: the text's
+/// bytes, its quotes, and for each byte `serde_json` escapes the escape's extra bytes (one
+/// for `\"`, `\\` and the short control escapes, five for `\u00XX`).
+#[inline]
 fn str_len(s: &str) -> usize {
-    s.len()
+    let bytes = s.as_bytes();
+    // Most strings escape nothing: one branch-free pass counts the bytes that need an
+    // escape, and only a string with some is walked again for their lengths.
+    let escaped: usize = bytes.iter().map(|&b| usize::from(needs_escape(b))).sum();
+    if escaped == 0 {
+        return bytes.len() + 2;
+    }
+    bytes.len()
         + 2
-        + s.bytes()
-            .map(|b| match b {
+        + bytes
+            .iter()
+            .map(|&b| match b {
                 b'"' | b'\\' | 0x08 | 0x09 | 0x0a | 0x0c | 0x0d => 1,
                 0..=0x1f => 5,
                 _ => 0,
             })
             .sum::<usize>()
+}
+
+/// Whether `serde_json` escapes byte `b` in a string: a control character, `"` or `\`
+/// (bytes of non-ASCII characters are written as they are).
+#[inline(always)]
+fn needs_escape(b: u8) -> bool {
+    (b < 0x20) | (b == b'"') | (b == b'\\')
 }
 
 fn digits(n: u128) -> usize {
@@ -537,6 +555,30 @@ mod tests {
             flat: [("extra", json!({"k": [1, 2]}))].into_iter().collect(),
         });
         exact(&Vec::<u8>::new());
+    }
+
+    #[test]
+    fn a_strings_length_is_exact_with_and_without_escapes() {
+        let long_plain = "lorem ipsum dolor sit amet ".repeat(100);
+        let long_mixed = format!("{long_plain}\"{long_plain}\u{1}");
+        let cases = [
+            "",
+            "plain ascii text",
+            long_plain.as_str(),
+            "\"",
+            "\\",
+            "say \"hi\" \\ bye",
+            "\u{0}\u{1}\u{7}\u{8}\t\n\u{b}\u{c}\r\u{1b}\u{1f}",
+            "tab\tand\u{1f}unit",
+            "\u{7f} del is not escaped",
+            "héllo wörld, 日本語, 😀",
+            "é\"😀\\\n\u{2}",
+            long_mixed.as_str(),
+        ];
+        for s in cases {
+            let text = serde_json::to_string(s).unwrap();
+            assert_eq!(str_len(s), text.len(), "{text}");
+        }
     }
 
     #[test]

@@ -563,7 +563,7 @@ impl Node {
             status,
             Finish {
                 output,
-                usage: usage.map(crate::model::Usage::to_wire),
+                usage,
                 extra,
             },
         );

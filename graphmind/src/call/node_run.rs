@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use graphmind_protocol::{
     DeltaKind, ErrorInfo, Extra, Message, NodeError, NodeFinished, NodeKind, NodeStarted,
-    PAYLOAD_BUDGET, Status, TokenUsage, shrink_payload,
+    PAYLOAD_BUDGET, Status, shrink_payload,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -69,7 +69,7 @@ pub(crate) struct StartSpec {
 #[derive(Default)]
 pub(crate) struct Finish {
     pub(crate) output: Option<Val>,
-    pub(crate) usage: Option<TokenUsage>,
+    pub(crate) usage: Option<crate::model::Usage>,
     pub(crate) extra: Extra,
 }
 
@@ -390,7 +390,7 @@ pub(crate) fn record_finished(
     host: &dyn Host,
     run_id: &crate::ids::RunId,
     mut finished: Finished,
-    usage: Option<TokenUsage>,
+    usage: Option<crate::model::Usage>,
     extra: Extra,
     at: Instant,
 ) {
@@ -412,7 +412,7 @@ pub(crate) fn record_finished(
             duration_ms: finished.duration_ms,
             status: finished.status,
             output: finished.output.map(Val::into_value),
-            usage,
+            usage: usage.map(crate::model::Usage::to_wire),
             held_ms: Some(finished.held_ms),
             extra,
         }),

@@ -1,7 +1,7 @@
 //! The gate policy shared by tools and model steps (PROTOCOL.md's action table): the gates
 //! before, after and on error around each attempt of a body, and what each decision does.
 
-use graphmind_protocol::{ErrorInfo, Extra, NodeKind, PausePoint, PauseReason, Status, TokenUsage};
+use graphmind_protocol::{ErrorInfo, Extra, NodeKind, PausePoint, PauseReason, Status};
 use serde_json::Value;
 
 use super::context::{Call, Offer};
@@ -25,7 +25,7 @@ pub(crate) struct Policy<O> {
     pub(crate) after: bool,
     /// Usage and the loose fields read from the output (finishReason, model, responseId)
     /// for node.finished.
-    pub(crate) usage: fn(&O) -> (Option<TokenUsage>, Extra),
+    pub(crate) usage: fn(&O) -> (Option<crate::model::Usage>, Extra),
     /// Whether an injected output is recorded as [`encode`](Policy::encode) records a real
     /// one (model steps: the same shape whoever produced it), rather than as sent.
     pub(crate) reencode: bool,
@@ -310,7 +310,7 @@ fn usage_and_reason<O>(
     policy: &Policy<O>,
     out: &O,
     mut extra: Extra,
-) -> (Option<TokenUsage>, Extra) {
+) -> (Option<crate::model::Usage>, Extra) {
     let (usage, loose) = (policy.usage)(out);
     extra.extend(loose);
     (usage, extra)

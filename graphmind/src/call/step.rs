@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use futures_core::Stream;
-use graphmind_protocol::{Extra, GraphHint, GraphNodeHint, Message, NodeKind, TokenUsage};
+use graphmind_protocol::{Extra, GraphHint, GraphNodeHint, Message, NodeKind};
 use serde_json::Value;
 
 use super::Host;
@@ -287,7 +287,7 @@ pub(crate) fn begin_by_hand(
 }
 
 /// Usage and the loose fields of a response, read through its codec.
-fn response_usage<K: ResponseCodec<R>, R>(r: &R) -> (Option<TokenUsage>, Extra) {
+fn response_usage<K: ResponseCodec<R>, R>(r: &R) -> (Option<Usage>, Extra) {
     let mut extra = Extra::new();
     if let Some(reason) = K::finish_reason(r) {
         extra.insert("finishReason".into(), reason.into_owned().into());
@@ -298,7 +298,7 @@ fn response_usage<K: ResponseCodec<R>, R>(r: &R) -> (Option<TokenUsage>, Extra) 
     if let Some(id) = K::response_id(r) {
         extra.insert("responseId".into(), id.into_owned().into());
     }
-    (K::usage(r).map(Usage::to_wire), extra)
+    (K::usage(r), extra)
 }
 
 /// The recorded output: GraphMind 0.6's `{text, finishReason, rawFinishReason, toolCalls}`
@@ -528,7 +528,7 @@ pub(crate) fn observe_chunk<K: ChunkCodec<C>, C>(obs: &mut Observer, chunk: &C) 
         }
     });
     if let Some(u) = K::usage(chunk) {
-        obs.usage = Some(u.to_wire());
+        obs.usage = Some(u);
     }
     if let Some(r) = K::finish_reason(chunk) {
         obs.finish_reason = Some(r.into_owned());

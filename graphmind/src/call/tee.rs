@@ -6,7 +6,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use futures_core::Stream;
-use graphmind_protocol::{Extra, Status, TokenUsage};
+use graphmind_protocol::{Extra, Status};
 
 use crate::call::node_run::{Finish, NodeRun};
 
@@ -18,7 +18,7 @@ pub struct Observer {
     run: Option<std::sync::Weak<crate::call::scope::RunCtx>>,
     pub(crate) chunks: u64,
     pub(crate) errors: u64,
-    pub(crate) usage: Option<TokenUsage>,
+    pub(crate) usage: Option<crate::model::Usage>,
     pub(crate) finish_reason: Option<String>,
     /// A model stream's answer so far (text and tool calls), recorded as its output in
     /// GraphMind 0.6's shape; `None` until a text or tool-argument delta is seen.
@@ -72,7 +72,7 @@ impl Observer {
 
     /// Records usage (shown on node.finished).
     pub fn usage(&mut self, usage: crate::model::Usage) {
-        self.usage = Some(usage.to_wire());
+        self.usage = Some(usage);
     }
 
     /// Records the finish reason.

@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use futures_core::Stream;
-use graphmind_protocol::{ErrorInfo, Extra, NodeKind, PausePoint, Status, TokenUsage};
+use graphmind_protocol::{ErrorInfo, Extra, NodeKind, PausePoint, Status};
 use serde_json::Value;
 
 use super::Host;
@@ -25,7 +25,7 @@ use crate::event::{InstanceId, Payload};
 use crate::gate::{Resume, validator_for};
 use crate::sites::ToolSite;
 
-fn no_usage<O>(_: &O) -> (Option<TokenUsage>, Extra) {
+fn no_usage<O>(_: &O) -> (Option<crate::model::Usage>, Extra) {
     (None, Extra::new())
 }
 
