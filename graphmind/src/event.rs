@@ -14,6 +14,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::captured::Val;
+use crate::extras::Extras;
 use crate::model::Usage;
 
 /// A node execution's id: `call_<6 hex per process>_<n>` kept as its counter until sent, or
@@ -220,7 +221,8 @@ pub(crate) struct FinishedMore {
     /// Kept as counts: written in its wire form only when the event is serialized
     /// ([`UsageWire`]).
     pub(crate) usage: Option<Usage>,
-    pub(crate) extra: Extra,
+    /// Kept typed (static keys) until the event is serialized.
+    pub(crate) extra: Extras,
 }
 
 thread_local! {
@@ -377,7 +379,7 @@ struct FinishedWire<'a> {
     usage: Option<UsageWire<'a>>,
     held_ms: f64,
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
-    extra: Option<&'a Extra>,
+    extra: Option<&'a Extras>,
 }
 
 /// The wire form of a [`Usage`]: the bytes [`Usage::to_wire`] serializes to (the required
@@ -507,7 +509,7 @@ impl From<Started> for NodeStarted {
 impl From<Finished> for NodeFinished {
     fn from(p: Finished) -> Self {
         let (usage, extra) = p.more.map_or((None, Extra::new()), |m| {
-            (m.usage.map(Usage::to_wire), m.extra)
+            (m.usage.map(Usage::to_wire), m.extra.into())
         });
         Self {
             node_id: p.node_id.into_owned(),
@@ -646,13 +648,52 @@ mod tests {
                 held_ms: 1.0,
                 more: Some(Box::new(FinishedMore {
                     usage,
-                    extra: extra.clone(),
+                    extra: extra.clone().into(),
                 })),
             });
             let compact = json(&r);
             assert!(compact.ends_with(r#""heldMs":1.0,"attempts":1,"model":"m\"1"}"#));
             assert_eq!(compact, via_message(r));
         }
+    }
+
+    #[test]
+    fn typed_extras_write_the_bytes_of_the_map_a_step_recorded() {
+        // The map the openai adapter's lazy path recorded before its extras were typed.
+        let mut map = Extra::new();
+        map.insert("api".into(), "chat.completions".into());
+        map.insert("attempts".into(), 2.into());
+        map.insert("model".into(), "gpt-5-mini".into());
+        map.insert("responseId".into(), "chatcmpl-1".into());
+        map.insert("injected".into(), true.into());
+        map.insert("finishReason".into(), "tool_calls".into());
+        let typed = Extras::new()
+            .api("chat.completions")
+            .attempts(2)
+            .model("gpt-5-mini")
+            .response_id("chatcmpl-1")
+            .injected()
+            .finish_reason("tool_calls");
+        let record = |extra: Extras| {
+            Record::Finished(Finished {
+                node_id: Cow::Borrowed("llm:step"),
+                instance_id: InstanceId::Text("inv_1:s2".into()),
+                duration_ms: 4.0,
+                status: Status::Ok,
+                output: Some(Val::raw(&serde_json::json!({"text": "hi"}))),
+                held_ms: 0.0,
+                more: Some(Box::new(FinishedMore {
+                    usage: Some(Usage::inclusive(5, 6).with_total(11)),
+                    extra,
+                })),
+            })
+        };
+        let typed_json = json(&record(typed));
+        assert_eq!(typed_json, json(&record(map.clone().into())));
+        assert!(typed_json.ends_with(
+            r#""heldMs":0.0,"api":"chat.completions","attempts":2,"model":"gpt-5-mini","responseId":"chatcmpl-1","injected":true,"finishReason":"tool_calls"}"#
+        ));
+        assert_eq!(typed_json, via_message(record(map.into())));
     }
 
     #[test]

@@ -392,7 +392,7 @@ impl Node {
         self.run.finish(
             Status::Error,
             Finish {
-                extra,
+                extra: extra.into(),
                 ..Finish::default()
             },
         );
@@ -497,7 +497,7 @@ impl Node {
         usage: Option<crate::model::Usage>,
         extra: Extra,
     ) {
-        self.finish_val(status, output.map(Val::from_value), usage, extra);
+        self.finish_val(status, output.map(Val::from_value), usage, extra.into());
     }
 
     /// [`Node::finish_with`] with the output serialized once, straight into the JSON text
@@ -511,18 +511,19 @@ impl Node {
         usage: Option<crate::model::Usage>,
         extra: Extra,
     ) {
-        self.finish_val(status, Some(Val::raw(output)), usage, extra);
+        self.finish_val(status, Some(Val::raw(output)), usage, extra.into());
     }
 
     /// [`Node::finish_serialized`] with the output kept as it is (shared, never changed) and
     /// serialized only when something reads it (see [`Node::start_step_lazy`]): recorded
-    /// byte for byte as `finish_serialized(status, &*output, usage, extra)` records it.
+    /// byte for byte as `finish_serialized(status, &*output, usage, extra.into())` records
+    /// it. Its loose fields stay typed ([`Extras`]) until the event is written.
     pub fn finish_lazy<T: serde::Serialize + Send + Sync + ?Sized + 'static>(
         self,
         status: Status,
         output: std::sync::Arc<T>,
         usage: Option<crate::model::Usage>,
-        extra: Extra,
+        extra: Extras,
     ) {
         let output = Val::lazy(output, crate::call::node_run::RAW_COMPACT_MAX);
         self.finish_val(status, Some(output), usage, extra);
@@ -539,7 +540,7 @@ impl Node {
         output: std::sync::Arc<T>,
         max_len: usize,
         usage: Option<crate::model::Usage>,
-        extra: Extra,
+        extra: Extras,
     ) {
         let output = Val::lazy_within(output, max_len, crate::call::node_run::RAW_COMPACT_MAX);
         self.finish_val(status, Some(output), usage, extra);
@@ -550,12 +551,12 @@ impl Node {
         status: Status,
         output: Option<Val>,
         usage: Option<crate::model::Usage>,
-        extra: Extra,
+        extra: Extras,
     ) {
         // A step that answered with a response id: a later request naming it as its
         // previous response continues this invocation (`Grouping::After`).
         if self.run.node_id == crate::call::step::STEP_NODE
-            && let Some(id) = extra.get("responseId").and_then(Value::as_str)
+            && let Some(id) = extra.response_id_str()
         {
             crate::call::step::note_response(&self.call, &self.instance_id, id);
         }

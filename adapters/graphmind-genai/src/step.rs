@@ -172,7 +172,7 @@ impl Step {
                 response_id: resp.response_id.clone(),
                 ..StepOut::default()
             };
-            let extra: Extra = extras(attempts, &head, injected).into();
+            let extras = extras(attempts, &head, injected);
             let usage = usage_of(&resp.usage);
             match graphmind::node::json_len(resp) {
                 // The response itself, its texts and tool calls again, the fields around.
@@ -181,12 +181,12 @@ impl Step {
                     Arc::new(LazyOutput(resp.clone())),
                     len.saturating_mul(2).saturating_add(256),
                     usage,
-                    extra,
+                    extras,
                 ),
                 None => {
                     let out = from_response(resp);
                     let value = crate::output::response_json(resp);
-                    node.finish_serialized(Status::Ok, &out.to_json(value), usage, extra);
+                    node.finish_serialized(Status::Ok, &out.to_json(value), usage, extras.into());
                 }
             }
         });

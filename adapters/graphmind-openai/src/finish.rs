@@ -63,7 +63,7 @@ fn head_extra(
     raw_finish: Option<&str>,
     mut extras: Extras,
     injected: bool,
-) -> (Status, Extra) {
+) -> (Status, Extras) {
     if let Some(m) = model {
         extras = extras.model(m.to_owned());
     }
@@ -73,16 +73,15 @@ fn head_extra(
     if injected {
         extras = extras.injected();
     }
-    let mut extra: Extra = extras.into();
     if let Some(raw) = raw_finish {
-        extra.insert("finishReason".into(), raw.into());
+        extras = extras.finish_reason(raw);
     }
     let status = if raw_finish == Some("failed") {
         Status::Error
     } else {
         Status::Ok
     };
-    (status, extra)
+    (status, extras)
 }
 
 /// Finishes `llm:step` with `out` (output, the whole `response` when there is one, usage,
@@ -96,13 +95,14 @@ pub(crate) fn finish_out(
     injected: bool,
     more: Extra,
 ) {
-    let (status, mut extra) = head_extra(
+    let (status, extras) = head_extra(
         out.model.as_deref(),
         out.response_id.as_deref(),
         out.raw_finish.as_deref(),
         extras,
         injected,
     );
+    let mut extra: Extra = extras.into();
     let streamed = !more.is_empty();
     extra.extend(more);
     if streamed {
@@ -125,14 +125,14 @@ pub(crate) fn finish_lazy<T: Serialize + Send + Sync + 'static>(
     extras: Extras,
     injected: bool,
 ) {
-    let (status, extra) = head_extra(
+    let (status, extras) = head_extra(
         head.model.as_deref(),
         head.response_id.as_deref(),
         head.raw_finish.as_deref(),
         extras,
         injected,
     );
-    node.finish_lazy_within(status, output, max_len, head.usage, extra);
+    node.finish_lazy_within(status, output, max_len, head.usage, extras);
 }
 
 /// Observe-only nodes `tool:<name>` for the built-in tools a response ran (web search,

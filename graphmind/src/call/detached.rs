@@ -201,7 +201,7 @@ impl DetachedNode {
                 more: None,
             },
             None,
-            extra,
+            extra.into(),
             now,
         );
     }

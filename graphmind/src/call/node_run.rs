@@ -19,6 +19,7 @@ use crate::call::tokens::TokenBuf;
 use crate::captured::{Val, to_value};
 use crate::clock::{Instant, millis, millis_between};
 use crate::event::{Finished, FinishedMore, InstanceId, Label, Payload, Record, Started};
+use crate::extras::Extras;
 
 /// One execution of one node.
 pub(crate) struct NodeRun {
@@ -70,7 +71,7 @@ pub(crate) struct StartSpec {
 pub(crate) struct Finish {
     pub(crate) output: Option<Val>,
     pub(crate) usage: Option<crate::model::Usage>,
-    pub(crate) extra: Extra,
+    pub(crate) extra: Extras,
 }
 
 impl NodeRun {
@@ -199,10 +200,15 @@ impl NodeRun {
             let mut edited = Extra::new();
             edited.insert("before".into(), before);
             edited.insert("after".into(), Value::Object(state.live));
-            finish.extra.insert("edited".into(), Value::Object(edited));
+            finish
+                .extra
+                .rest
+                .insert("edited".into(), Value::Object(edited));
         }
-        if let Some(api) = self.api {
-            finish.extra.entry("api").or_insert_with(|| api.into());
+        if let Some(api) = self.api
+            && finish.extra.api.is_none()
+        {
+            finish.extra.rest.entry("api").or_insert_with(|| api.into());
         }
         // Finished for good: the ids move into the last event.
         record_finished(
@@ -274,7 +280,7 @@ impl Drop for NodeRun {
             self.finish_inner(
                 status,
                 Finish {
-                    extra,
+                    extra: extra.into(),
                     ..Finish::default()
                 },
             );
@@ -391,11 +397,15 @@ pub(crate) fn record_finished(
     run_id: &crate::ids::RunId,
     mut finished: Finished,
     usage: Option<crate::model::Usage>,
-    extra: Extra,
+    extra: Extras,
     at: Instant,
 ) {
     if finished.output.as_ref().is_none_or(compact_val)
-        && (extra.is_empty() || rough_len_map(&extra, 0) <= COMPACT_MAX)
+        && (extra.is_empty()
+            || extra
+                .typed_len(6, 24)
+                .saturating_add(rough_len_map(&extra.rest, 0))
+                <= COMPACT_MAX)
     {
         if usage.is_some() || !extra.is_empty() {
             finished.more = Some(Box::new(FinishedMore { usage, extra }));
@@ -414,7 +424,7 @@ pub(crate) fn record_finished(
             output: finished.output.map(Val::into_value),
             usage: usage.map(crate::model::Usage::to_wire),
             held_ms: Some(finished.held_ms),
-            extra,
+            extra: extra.into(),
         }),
     );
 }

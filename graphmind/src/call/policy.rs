@@ -174,7 +174,7 @@ pub(crate) async fn gated<B: Body>(
                     node.finish(
                         Status::Error,
                         Finish {
-                            extra: attempts_extra(attempts),
+                            extra: attempts_extra(attempts).into(),
                             ..Finish::default()
                         },
                     );
@@ -243,7 +243,7 @@ pub(crate) async fn gated<B: Body>(
             Finish {
                 output: (policy.encode)(&out).map(crate::captured::Val::from_value),
                 usage,
-                extra,
+                extra: extra.into(),
             },
         );
         if status == Status::Aborted {
@@ -290,7 +290,7 @@ pub(crate) fn finish_rejected(node: NodeRun, reason: String) {
     node.finish(
         Status::Error,
         Finish {
-            extra,
+            extra: extra.into(),
             ..Finish::default()
         },
     );
@@ -329,7 +329,7 @@ fn finish_injected<O>(node: NodeRun, policy: &Policy<O>, v: Value, out: &O, extr
         Finish {
             output: output.map(crate::captured::Val::from_value),
             usage,
-            extra,
+            extra: extra.into(),
         },
     );
 }

@@ -35,7 +35,7 @@ pub(crate) fn served_error(node: &mut NodeRun) -> Option<crate::RecordedError> {
     node.finish_ref(
         Status::Error,
         Finish {
-            extra: served_extra(step),
+            extra: served_extra(step).into(),
             ..Finish::default()
         },
     );
@@ -124,7 +124,7 @@ pub(crate) async fn stop(call: &Call, node: NodeRun, d: &Divergence) -> NodeRun 
     node.finish(
         Status::Aborted,
         Finish {
-            extra,
+            extra: extra.into(),
             ..Finish::default()
         },
     );

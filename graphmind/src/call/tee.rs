@@ -130,7 +130,7 @@ impl Drop for Observer {
             Finish {
                 output: output.map(crate::captured::Val::from_value),
                 usage: self.usage.take(),
-                extra,
+                extra: extra.into(),
             },
         );
     }

@@ -225,7 +225,7 @@ impl Node {
         status: Status,
         output: std::sync::Arc<T>,
         usage: Option<crate::model::Usage>,
-        extra: Extra,
+        extra: Extras,
     ) {
         let _ = (status, output, usage, extra);
         match self.0 {}
@@ -238,7 +238,7 @@ impl Node {
         output: std::sync::Arc<T>,
         max_len: usize,
         usage: Option<crate::model::Usage>,
-        extra: Extra,
+        extra: Extras,
     ) {
         let _ = (status, output, max_len, usage, extra);
         match self.0 {}

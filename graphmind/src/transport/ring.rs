@@ -590,7 +590,9 @@ pub(crate) fn estimate_record(record: &Record) -> usize {
                 + p.instance_id.len()
                 + p.output.as_ref().map_or(0, |v| val_size(v, 0))
                 + p.more.as_ref().map_or(0, |m| {
-                    m.usage.as_ref().map_or(0, |_| 96) + map_size(&m.extra, 0)
+                    m.usage.as_ref().map_or(0, |_| 96)
+                        + m.extra.typed_len(1, 12)
+                        + map_size(&m.extra.rest, 0)
                 })
         }
     }
