@@ -189,7 +189,9 @@ impl Node {
     /// let request = Arc::new(serde_json::json!({"messages": [{"role": "user", "content": "hi"}]}));
     /// # async {
     /// let since = Moment::now();
-    /// let in_flight = send(&request); // started, not yet awaited
+    /// // A future does nothing until polled: an adapter polls it once (the request leaves)
+    /// // before it starts the node, as graphmind-openai's wrapped `create` does.
+    /// let in_flight = send(&request);
     /// let node = Node::start_step_lazy_since(Arc::clone(&request), Grouping::Auto, since);
     /// in_flight.await;
     /// # drop(node);
