@@ -16,7 +16,7 @@
 //! app's path); any other message sits behind an `Arc`, so the transport takes it with a
 //! refcount increment and serializes it after releasing the lock.
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
 use graphmind_protocol::Message;
@@ -120,16 +120,73 @@ pub(crate) struct Event {
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub(crate) struct Lost {
     seqs: Vec<(u64, u64)>,
-    runs: BTreeSet<Arc<str>>,
+    runs: LostRuns,
+}
+
+/// The most runs a loss announcement names (`lostRuns`): a process that stays detached for
+/// long evicts the events of many runs, and the hub can mark only runs it has heard of, so
+/// the newest ones are kept. The seqs of every lost event are announced whatever the number
+/// of runs.
+pub(crate) const MAX_LOST_RUNS: usize = 1024;
+
+/// The runs of lost events, oldest first, at most [`MAX_LOST_RUNS`] (the oldest forgotten
+/// first). Adding one is a pointer compare with the last added (consecutive evicted events
+/// are mostly of one run) or a hash lookup: never a walk of the runs.
+#[derive(Debug, Default, Clone)]
+struct LostRuns {
+    order: VecDeque<Arc<str>>,
+    set: HashSet<Arc<str>>,
+}
+
+impl PartialEq for LostRuns {
+    fn eq(&self, other: &Self) -> bool {
+        self.order == other.order
+    }
+}
+
+impl Eq for LostRuns {}
+
+impl LostRuns {
+    fn add(&mut self, run: &Arc<str>) {
+        if self.order.back().is_some_and(|r| Arc::ptr_eq(r, run)) || self.set.contains(run) {
+            return;
+        }
+        if self.order.len() >= MAX_LOST_RUNS
+            && let Some(oldest) = self.order.pop_front()
+        {
+            self.set.remove(&oldest);
+        }
+        self.set.insert(Arc::clone(run));
+        self.order.push_back(Arc::clone(run));
+    }
+
+    /// The ids, sorted (as the announcement lists them).
+    fn sorted(&self) -> Vec<&str> {
+        let mut ids: Vec<&str> = self.order.iter().map(|r| &**r).collect();
+        ids.sort_unstable();
+        ids
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.order.len()
+    }
+}
+
+impl<const N: usize> From<[Arc<str>; N]> for LostRuns {
+    fn from(runs: [Arc<str>; N]) -> Self {
+        let mut out = Self::default();
+        for r in &runs {
+            out.add(r);
+        }
+        out
+    }
 }
 
 impl Lost {
     fn add(&mut self, from: u64, to: u64, run: &Arc<str>) {
         self.add_range(from, to);
-        // Usually the run of the last loss: the same shared id, found without comparing text.
-        if !self.runs.iter().any(|r| Arc::ptr_eq(r, run)) && !self.runs.contains(run) {
-            self.runs.insert(Arc::clone(run));
-        }
+        self.runs.add(run);
     }
 
     fn add_range(&mut self, from: u64, to: u64) {
@@ -157,7 +214,9 @@ impl Lost {
         for &(a, b) in &other.seqs {
             self.add_range(a, b);
         }
-        self.runs.extend(other.runs.iter().cloned());
+        for r in &other.runs.order {
+            self.runs.add(r);
+        }
     }
 
     fn count(&self) -> u64 {
@@ -248,8 +307,7 @@ impl Serialize for Frame<'_> {
         if let Some(lost) = self.lost.filter(|l| !l.is_empty()) {
             m.serialize_entry("dropped", &lost.count())?;
             m.serialize_entry("lost", &lost.seqs)?;
-            let runs: Vec<&str> = lost.runs.iter().map(|r| &**r).collect();
-            m.serialize_entry("lostRuns", &runs)?;
+            m.serialize_entry("lostRuns", &lost.runs.sorted())?;
         }
         m.end()
     }
@@ -1139,6 +1197,42 @@ mod tests {
     }
 
     #[test]
+    fn a_detached_process_of_many_runs_names_at_most_the_newest_lost_runs() {
+        // Each run's events evicted unannounced: the lost runs were a set that every
+        // eviction walked and that grew with every run of a process that stayed detached.
+        let mut r = Ring::new(16, usize::MAX);
+        let runs = 5 * MAX_LOST_RUNS;
+        for i in 0..runs {
+            r.push(0, &format!("run_{i}"), msg(i));
+            assert!(r.lost_unannounced.runs.len() <= MAX_LOST_RUNS);
+        }
+        let lost = (runs - r.len()) as u64;
+        assert_eq!(r.lost(), lost);
+        let first = texts(r.take_batch(1, usize::MAX).0).remove(0);
+        let v: Value = serde_json::from_str(&first).unwrap();
+        assert_eq!(v["dropped"], lost, "every lost seq is still announced");
+        assert_eq!(lost_of(&first), [(0, lost - 1)]);
+        let named: Vec<&str> = v["lostRuns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r.as_str().unwrap())
+            .collect();
+        assert_eq!(named.len(), MAX_LOST_RUNS);
+        let newest = format!("run_{}", lost - 1);
+        let forgotten = format!("run_{}", lost as usize - MAX_LOST_RUNS - 1);
+        assert!(
+            named.contains(&newest.as_str()),
+            "the newest lost run is named"
+        );
+        assert!(
+            !named.contains(&forgotten.as_str()),
+            "the oldest are forgotten"
+        );
+        assert!(named.is_sorted());
+    }
+
+    #[test]
     fn lost_ranges_merge() {
         let mut l = Lost::default();
         let (a, b): (Arc<str>, Arc<str>) = ("run_a".into(), "run_b".into());
@@ -1151,10 +1245,7 @@ mod tests {
             runs: [Arc::from("run_c")].into(),
         });
         assert_eq!(l.seqs, [(0, 3), (5, 9), (11, 12)]);
-        assert_eq!(
-            l.runs.iter().map(|r| &**r).collect::<Vec<_>>(),
-            ["run_a", "run_b", "run_c"]
-        );
+        assert_eq!(l.runs.sorted(), ["run_a", "run_b", "run_c"]);
         assert_eq!(l.count(), 4 + 5 + 2);
     }
 }
