@@ -151,6 +151,7 @@ pub mod node;
 #[path = "disabled/node.rs"]
 pub mod node;
 mod recorded_error;
+mod recording;
 #[cfg(feature = "enabled")]
 mod redact;
 mod rejection;

@@ -16,6 +16,7 @@ use crate::event::{InstanceId, Payload};
 pub use crate::extras::Extras;
 pub use crate::fail_open::fail_open;
 pub use crate::lazy::json_len;
+pub use crate::recording::Recording;
 
 pub use crate::gate::Resume;
 
@@ -82,9 +83,25 @@ impl Node {
 
     /// Whether a node started now would be recorded (the running task's session is
     /// enabled): a cheap check an adapter makes before preparing a node's input.
+    /// `Node::recording() != Recording::Off` ([`Node::recording`]).
     #[must_use]
     pub fn enabled() -> bool {
-        crate::call::scope::Scope::enabled_now()
+        Self::recording() != Recording::Off
+    }
+
+    /// How a node started now would be recorded: [`Recording::Off`] while the running task's
+    /// session is disabled, [`Recording::Detached`] while it is enabled with no debugger that
+    /// may control the app attached and no replay deciding calls, else
+    /// [`Recording::Attached`]. The one check a wrapped model call makes to choose its path
+    /// (one or two relaxed loads while nothing is enabled): straight through, request first
+    /// ([`Node::start_step_lazy_since`]), or node and `before` gate first.
+    #[must_use]
+    #[inline]
+    pub fn recording() -> Recording {
+        match crate::call::scope::Scope::recording_now() {
+            Recording::Detached if crate::replay::any() => Recording::Attached,
+            recording => recording,
+        }
     }
 
     /// Starts a model step by hand: node `llm:step` with instanceId `<invocation>:s<N>`,
@@ -220,9 +237,10 @@ impl Node {
     /// starts the node ([`Node::start_step_lazy_since`]): the gate it skips would have let the
     /// call go at once. A debugger that attaches meanwhile still holds the call's `after` and
     /// `error` gates.
+    /// `Node::recording() == Recording::Detached` ([`Node::recording`]).
     #[must_use]
     pub fn detached_now() -> bool {
-        !crate::replay::any() && crate::call::scope::Scope::detached_now()
+        Self::recording() == Recording::Detached
     }
 
     /// [`Node::start_step`] with the request already serialized (for an adapter that reads

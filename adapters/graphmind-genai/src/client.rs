@@ -7,7 +7,7 @@ use graphmind::protocol::PausePoint;
 
 use std::sync::Arc;
 
-use graphmind::node::Node;
+use graphmind::node::{Node, Recording};
 
 use crate::step::{Gate, Recorded, Step, aborted, error_name, gate};
 use crate::stream::{ChatStream, ChatStreamResponse, Reopen, observed};
@@ -75,14 +75,16 @@ impl Client {
         options: Option<&ChatOptions>,
     ) -> genai::Result<ChatResponse> {
         let model = model.into();
-        if !Node::enabled() {
-            return self.inner.exec_chat(model, chat_req, options).await;
-        }
+        let detached = match Node::recording() {
+            Recording::Off => return self.inner.exec_chat(model, chat_req, options).await,
+            Recording::Detached => true,
+            Recording::Attached => false,
+        };
         let recorded = Arc::new(Recorded {
             model: model_name(&model),
             request: chat_req,
         });
-        if Node::detached_now() {
+        if detached {
             // Boxed: the instrumented call's state stays off the caller's future.
             return Box::pin(crate::step::call_detached(&recorded, || {
                 self.inner

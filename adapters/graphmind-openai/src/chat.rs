@@ -9,7 +9,7 @@ use async_openai::types::chat::{
 
 use std::sync::Arc;
 
-use graphmind::node::Node;
+use graphmind::node::{Node, Recording};
 
 use crate::finish::Api;
 use crate::step::Step;
@@ -40,21 +40,23 @@ impl<'c, C: Config> Chat<'c, C> {
         &self,
         request: CreateChatCompletionRequest,
     ) -> Result<CreateChatCompletionResponse, OpenAIError> {
-        if !Node::enabled() {
-            return self.inner.create(request).await;
-        }
-        if Node::detached_now() {
+        match Node::recording() {
+            Recording::Off => self.inner.create(request).await,
             // Boxed: the instrumented call's state stays off the caller's future.
-            return Box::pin(crate::step::call_detached(Api::Chat, request, |r| {
-                self.inner.create(r)
-            }))
-            .await;
-        }
-        let request = Arc::new(request);
-        match Step::begin(Api::Chat, &request) {
-            None => self.inner.create(Arc::unwrap_or_clone(request)).await,
-            // Boxed: the instrumented call's state stays off the caller's future.
-            Some(step) => Box::pin(step.call(request, |r| self.inner.create(r))).await,
+            Recording::Detached => {
+                Box::pin(crate::step::call_detached(Api::Chat, request, |r| {
+                    self.inner.create(r)
+                }))
+                .await
+            }
+            Recording::Attached => {
+                let request = Arc::new(request);
+                match Step::begin(Api::Chat, &request) {
+                    None => self.inner.create(Arc::unwrap_or_clone(request)).await,
+                    // Boxed: the instrumented call's state stays off the caller's future.
+                    Some(step) => Box::pin(step.call(request, |r| self.inner.create(r))).await,
+                }
+            }
         }
     }
 

@@ -8,6 +8,7 @@ use futures_util::task::AtomicWaker;
 
 use super::Host;
 use crate::clock::HoldClock;
+use crate::recording::Recording;
 
 tokio::task_local! {
     static SCOPE: Scope;
@@ -35,33 +36,45 @@ impl Scope {
     /// session. One thread-local read and one or two relaxed loads.
     #[inline]
     pub(crate) fn enabled_now() -> bool {
-        // The disabled fast path: default session off and no run of another session alive
-        // anywhere — two relaxed loads, no thread-local.
-        if !crate::call::default_enabled() && ACTIVE_RUNS.load(Ordering::Relaxed) == 0 {
-            return false;
-        }
-        match SCOPE.try_with(|s| s.run.as_ref().map(|r| r.host.enabled())) {
-            Ok(Some(on)) => on,
-            _ => crate::call::default_enabled(),
+        Self::ask(false, |host| host.enabled(), crate::call::default_enabled)
+    }
+
+    /// How the running task's session records a node started now (a run's session, else the
+    /// default session): [`Recording::Off`] while it is disabled, else
+    /// [`Recording::Attached`] while a debugger that may control the app is attached (its
+    /// gates may hold), else [`Recording::Detached`]. Replays are not read here.
+    #[inline]
+    pub(crate) fn recording_now() -> Recording {
+        Self::ask(Recording::Off, Self::recording_of, || {
+            if crate::call::default_enabled() {
+                Self::recording_of(&*crate::call::default_host())
+            } else {
+                Recording::Off
+            }
+        })
+    }
+
+    fn recording_of(host: &dyn Host) -> Recording {
+        if !host.enabled() {
+            Recording::Off
+        } else if host.attached() {
+            Recording::Attached
+        } else {
+            Recording::Detached
         }
     }
 
-    /// Whether the running task's session is enabled with no debugger attached that may
-    /// control the app (its gates cannot hold).
-    pub(crate) fn detached_now() -> bool {
+    /// What `of` reads from the running task's run's host, else what `of_default` reads from
+    /// the default session; `off` at once while the default session is off and no run of
+    /// another session is alive anywhere (two relaxed loads, no thread-local).
+    #[inline]
+    fn ask<T>(off: T, of: impl Fn(&dyn Host) -> T, of_default: impl FnOnce() -> T) -> T {
         if !crate::call::default_enabled() && ACTIVE_RUNS.load(Ordering::Relaxed) == 0 {
-            return false;
+            return off;
         }
-        match SCOPE.try_with(|s| {
-            s.run
-                .as_ref()
-                .map(|r| r.host.enabled() && !r.host.attached())
-        }) {
-            Ok(Some(detached)) => detached,
-            _ => {
-                let host = crate::call::default_host();
-                host.enabled() && !host.attached()
-            }
+        match SCOPE.try_with(|s| s.run.as_ref().map(|r| of(&*r.host))) {
+            Ok(Some(answer)) => answer,
+            _ => of_default(),
         }
     }
 
@@ -164,5 +177,108 @@ impl RunCtx {
 
     pub(crate) fn register_waker(&self, waker: &std::task::Waker) {
         self.waker.register(waker);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    use graphmind_protocol::{Extra, Message, Mode, NodeKind, PausePoint, SdkInfo};
+
+    use super::{RunCtx, Scope};
+    use crate::call::Host;
+    use crate::gate::{GateSink, Registry};
+    use crate::recording::Recording;
+
+    /// A host whose enabled and attached flags the test sets.
+    #[derive(Default)]
+    struct Flags {
+        enabled: AtomicBool,
+        attached: AtomicBool,
+        events: Mutex<Vec<Message>>,
+        gates: Registry,
+        implicit: crate::implicit_run::ImplicitRun,
+    }
+
+    impl GateSink for Flags {
+        fn emit_event(&self, _run_id: &str, message: Message) {
+            self.events.lock().expect("lock").push(message);
+        }
+    }
+
+    impl Host for Flags {
+        fn enabled(&self) -> bool {
+            self.enabled.load(Ordering::Relaxed)
+        }
+        fn attached(&self) -> bool {
+            self.attached.load(Ordering::Relaxed)
+        }
+        fn emit(&self, run_id: &str, message: Message) -> Option<u64> {
+            self.emit_event(run_id, message);
+            None
+        }
+        fn gate_rule(&self, _: NodeKind, _: &str, _: PausePoint) -> (bool, Mode) {
+            (false, Mode::Run)
+        }
+        fn gates(&self) -> &Registry {
+            &self.gates
+        }
+        fn pause_timeout(&self) -> Option<Duration> {
+            None
+        }
+        fn token_interval(&self) -> Duration {
+            Duration::from_millis(34)
+        }
+        fn app(&self) -> String {
+            "scope".into()
+        }
+        fn sdk(&self) -> SdkInfo {
+            SdkInfo {
+                name: "t".into(),
+                version: "0".into(),
+                extra: Extra::new(),
+            }
+        }
+        fn meta(&self) -> Extra {
+            Extra::new()
+        }
+        fn implicit(&self) -> &crate::implicit_run::ImplicitRun {
+            &self.implicit
+        }
+    }
+
+    #[tokio::test]
+    async fn recording_now_reads_the_run_hosts_enabled_and_attached_flags() {
+        let flags = Arc::new(Flags::default());
+        let host: Arc<dyn Host> = flags.clone();
+        let scope = Scope {
+            run: Some(Arc::new(RunCtx::new(
+                host,
+                "run_scope".into(),
+                "scope".into(),
+            ))),
+            clock: None,
+        };
+        let seen = scope
+            .enter(async {
+                let mut seen = vec![(Scope::recording_now(), Scope::enabled_now())];
+                flags.enabled.store(true, Ordering::Relaxed);
+                seen.push((Scope::recording_now(), Scope::enabled_now()));
+                flags.attached.store(true, Ordering::Relaxed);
+                seen.push((Scope::recording_now(), Scope::enabled_now()));
+                seen
+            })
+            .await;
+        assert_eq!(
+            seen,
+            [
+                (Recording::Off, false),
+                (Recording::Detached, true),
+                (Recording::Attached, true),
+            ]
+        );
     }
 }

@@ -6,6 +6,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 pub use crate::extras::Extras;
+pub use crate::recording::Recording;
 
 /// The length of `v`'s compact JSON text (`None` when serializing it fails).
 #[must_use]
@@ -47,6 +48,12 @@ impl Node {
     #[must_use]
     pub fn enabled() -> bool {
         false
+    }
+
+    /// Always [`Recording::Off`] when compiled out.
+    #[must_use]
+    pub fn recording() -> Recording {
+        Recording::Off
     }
 
     /// Always `None` when compiled out.
