@@ -150,6 +150,7 @@ pub mod node;
 #[cfg(not(feature = "enabled"))]
 #[path = "disabled/node.rs"]
 pub mod node;
+mod poll_once;
 mod recorded_error;
 mod recording;
 #[cfg(feature = "enabled")]

@@ -16,6 +16,7 @@ use crate::event::{InstanceId, Payload};
 pub use crate::extras::Extras;
 pub use crate::fail_open::fail_open;
 pub use crate::lazy::json_len;
+pub use crate::poll_once::poll_once_then;
 pub use crate::recording::Recording;
 
 pub use crate::gate::Resume;

@@ -4,11 +4,10 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::task::Poll;
 
 use genai::chat::{ChatRequest, ChatResponse};
 use graphmind::model::Grouping;
-use graphmind::node::{Extras, Moment, Node, Resume};
+use graphmind::node::{Extras, Moment, Node, Resume, poll_once_then};
 use graphmind::protocol::{Extra, GraphHint, GraphNodeHint, NodeKind, PausePoint, Status};
 use serde::de::DeserializeOwned;
 
@@ -259,10 +258,10 @@ impl Step {
 }
 
 /// `exec_chat` while [`Node::detached_now`]: the request is sent first and the step started
-/// while it is in flight (after the first poll of `send`'s future), stamped at the call's
-/// start, so that recording it is not added to the request's latency. The before gate this
-/// skips could not have held; the after and error gates, and a retry from them, are
-/// [`Step::call`]'s.
+/// while it is in flight (after the first poll of `send`'s future: [`poll_once_then`]),
+/// stamped at the call's start, so that recording it is not added to the request's latency.
+/// The before gate this skips could not have held; the after and error gates, and a retry
+/// from them, are [`Step::call`]'s.
 pub(crate) async fn call_detached<F, Fut>(
     recorded: &Arc<Recorded>,
     mut send: F,
@@ -272,14 +271,7 @@ where
     Fut: Future<Output = genai::Result<ChatResponse>>,
 {
     let since = Moment::now();
-    let first_try = send();
-    let mut in_flight = std::pin::pin!(first_try);
-    let first = std::future::poll_fn(|cx| Poll::Ready(in_flight.as_mut().poll(cx))).await;
-    let step = Step::begin_since(recorded, since);
-    let result = match first {
-        Poll::Ready(result) => result,
-        Poll::Pending => in_flight.await,
-    };
+    let (step, result) = poll_once_then(send(), || Step::begin_since(recorded, since)).await;
     let Some(mut step) = step else {
         return result;
     };

@@ -4,10 +4,9 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::task::Poll;
 
 use async_openai::error::OpenAIError;
-use graphmind::node::{Extras, Moment, Node, Resume};
+use graphmind::node::{Extras, Moment, Node, Resume, poll_once_then};
 use graphmind::protocol::{Extra, GraphHint, GraphNodeHint, NodeKind, PausePoint, Status};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -56,10 +55,10 @@ fn hint(tools: Vec<(String, bool)>) -> GraphHint {
 
 /// A non-streaming call while [`Node::detached_now`]: the request is sent first and the step
 /// started while it is in flight (after the first poll of `send`'s future, which hands the
-/// request to the HTTP client), stamped at the call's start, so that recording it is not added
-/// to the request's latency. The before gate this skips could not have held (no debugger
-/// that may control the app was attached); the after and error gates, and a retry from them,
-/// are [`Step::call`]'s.
+/// request to the HTTP client: [`poll_once_then`]), stamped at the call's start, so that
+/// recording it is not added to the request's latency. The before gate this skips could not
+/// have held (no debugger that may control the app was attached); the after and error gates,
+/// and a retry from them, are [`Step::call`]'s.
 pub(crate) async fn call_detached<Q, R, F, Fut>(
     api: Api,
     request: Q,
@@ -73,14 +72,10 @@ where
 {
     let since = Moment::now();
     let request = Arc::new(request);
-    let first_try = send(Q::clone(&request));
-    let mut in_flight = std::pin::pin!(first_try);
-    let first = std::future::poll_fn(|cx| Poll::Ready(in_flight.as_mut().poll(cx))).await;
-    let step = Step::begin_since(api, &request, since);
-    let result = match first {
-        Poll::Ready(result) => result,
-        Poll::Pending => in_flight.await,
-    };
+    let (step, result) = poll_once_then(send(Q::clone(&request)), || {
+        Step::begin_since(api, &request, since)
+    })
+    .await;
     let Some(mut step) = step else {
         return result;
     };

@@ -6,6 +6,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 pub use crate::extras::Extras;
+pub use crate::poll_once::poll_once_then;
 pub use crate::recording::Recording;
 
 /// The length of `v`'s compact JSON text (`None` when serializing it fails).
