@@ -10,10 +10,10 @@ use async_openai::types::responses::CreateResponse;
 use futures_util::StreamExt;
 use graphmind_openai::Instrument;
 use graphmind_tests::FakeDebugger;
-use graphmind_tests::adapter::{attach_late, detached, stable, step_lines};
+use graphmind_tests::adapter::{assert_same_steps, attach_late, detached};
 use serde_json::json;
 use support::mock::Mock;
-use support::{attached, finished, sdk, started};
+use support::{attached, sdk};
 
 fn request(model: &str, stream: bool) -> CreateChatCompletionRequest {
     sdk(json!({"model": model, "stream": stream, "messages": [{"role": "user", "content": "hi"}]}))
@@ -112,9 +112,8 @@ async fn a_detached_request_sent_before_its_step_is_recorded_leaves_the_frames_o
     hub.wait_count("run.finished", 1, Duration::from_secs(3))
         .await;
 
-    assert_eq!(step_lines(&late), step_lines(&hub));
     assert_eq!(
-        step_lines(&late),
+        assert_same_steps(&late, &hub),
         [
             "graph.hint agent:a,llm:step",
             "node.started llm:step",
@@ -123,14 +122,6 @@ async fn a_detached_request_sent_before_its_step_is_recorded_leaves_the_frames_o
             "node.finished llm:step ok",
             "run.finished ok"
         ]
-    );
-    assert_eq!(
-        stable(started(&late, "llm:step")),
-        stable(started(&hub, "llm:step"))
-    );
-    assert_eq!(
-        stable(finished(&late, "llm:step")),
-        stable(finished(&hub, "llm:step"))
     );
     // Stamped at the call's start, finished after it.
     let of_step = |kind: &str| -> Vec<graphmind_tests::Frame> {
@@ -147,8 +138,6 @@ async fn a_detached_request_sent_before_its_step_is_recorded_leaves_the_frames_o
         assert!(ts.is_some_and(|t| t + 1000 >= since), "{}", s.text);
         assert!(ts <= end, "{} / {}", s.text, f.text);
         assert!(s.seq() < f.seq(), "{} / {}", s.text, f.text);
-        let p = f.payload();
-        assert!(p["durationMs"].as_f64().is_some_and(|d| d > 0.0), "{p}");
     }
     gm.dispose().await;
     on.dispose().await;

@@ -81,6 +81,30 @@ pub fn step_lines(hub: &FakeDebugger) -> Vec<String> {
         .collect()
 }
 
+/// Asserts that `late` — the hub of a session that ran some model calls detached, then
+/// attached late ([`detached`], [`attach_late`]) — got the `llm:step` frames that `hub` got
+/// from the same calls made attached: the same [`step_lines`], the same `node.started` and
+/// `node.finished` payloads but for what differs from one execution to the next
+/// ([`stable`]), and every detached step took time (`durationMs` > 0). Returns the step lines,
+/// for the caller's own checks.
+#[track_caller]
+pub fn assert_same_steps(late: &FakeDebugger, hub: &FakeDebugger) -> Vec<String> {
+    let lines = step_lines(late);
+    assert_eq!(lines, step_lines(hub));
+    assert_eq!(
+        stable(started(late, "llm:step")),
+        stable(started(hub, "llm:step"))
+    );
+    assert_eq!(
+        stable(finished(late, "llm:step")),
+        stable(finished(hub, "llm:step"))
+    );
+    for f in finished(late, "llm:step") {
+        assert!(f["durationMs"].as_f64().is_some_and(|d| d > 0.0), "{f}");
+    }
+    lines
+}
+
 /// Node payloads without what differs from one execution to the next (`ts`, `durationMs`,
 /// `heldMs`, `instanceId`).
 #[must_use]
