@@ -926,11 +926,20 @@ mod tests {
         );
     }
 
-    #[test]
-    fn bursts_of_tiny_events_queued_past_a_stalled_writer_stop_at_the_byte_budget() {
-        // Regression: the channel counts batches, so before rows paid `ROW_COST`, 65,536
-        // batches of 16 tiny events (a million rows) could wait behind a stalled writer.
-        let dir = std::env::temp_dir().join(format!("gm-writer-tiny-{}", std::process::id()));
+    /// A store in a fresh folder `gm-writer-<name>-<pid>` under the temporary directory whose
+    /// writer is stalled: another connection holds the write lock (returned; end its
+    /// transaction to release the writer), which the writer waits on (its busy timeout is 5 s),
+    /// as it would behind a slow disk. With the folder, to remove at the end, and a
+    /// current-thread runtime to queue writes on.
+    fn stalled_writer(
+        name: &str,
+    ) -> (
+        std::path::PathBuf,
+        Storage,
+        Connection,
+        tokio::runtime::Runtime,
+    ) {
+        let dir = std::env::temp_dir().join(format!("gm-writer-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("dir");
         let path = dir.join("w.db");
@@ -945,6 +954,23 @@ mod tests {
             .enable_all()
             .build()
             .expect("runtime");
+        (dir, st, lock, rt)
+    }
+
+    /// How many events `st` holds.
+    fn stored_events(st: &Storage) -> u64 {
+        let stored: i64 = st
+            .reader
+            .with(|c| c.query_row("SELECT count(*) FROM events", [], |r| r.get(0)))
+            .expect("count");
+        u64::try_from(stored).expect("a count")
+    }
+
+    #[test]
+    fn bursts_of_tiny_events_queued_past_a_stalled_writer_stop_at_the_byte_budget() {
+        // Regression: the channel counts batches, so before rows paid `ROW_COST`, 65,536
+        // batches of 16 tiny events (a million rows) could wait behind a stalled writer.
+        let (dir, st, lock, rt) = stalled_writer("tiny");
         let body: Arc<str> = Arc::from("{\"gm\":1}");
         let run: Arc<str> = Arc::from("run_t");
         let burst = |first: u64| {
@@ -984,34 +1010,18 @@ mod tests {
         assert!(bursts < WRITER_QUEUE as u64, "the byte budget binds first");
         lock.execute_batch("ROLLBACK").expect("unlock");
         rt.block_on(writer.barrier());
-        let stored: i64 = st
-            .reader
-            .with(|c| c.query_row("SELECT count(*) FROM events", [], |r| r.get(0)))
-            .expect("count");
-        assert_eq!(stored as u64, bursts * 16, "every queued event is written");
+        assert_eq!(
+            stored_events(&st),
+            bursts * 16,
+            "every queued event is written"
+        );
         drop(st);
         let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
     fn a_stalled_writer_holds_senders_back_at_its_byte_budget_and_loses_nothing() {
-        let dir = std::env::temp_dir().join(format!("gm-writer-bytes-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("dir");
-        let path = dir.join("w.db");
-        let retention = Retention {
-            keep: 100,
-            max_age_days: 30,
-        };
-        let st = Storage::open(&path, retention, 1000, 1).expect("open");
-        // Another connection holds the write lock: the writer waits on it (its busy timeout is
-        // 5 s), as it would behind a slow disk.
-        let lock = Connection::open(&path).expect("open");
-        lock.execute_batch("BEGIN IMMEDIATE").expect("lock");
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("runtime");
+        let (dir, st, lock, rt) = stalled_writer("bytes");
         // A body of 1 MiB with its row's cost.
         let mib: Arc<str> = Arc::from("x".repeat(1024 * 1024 - ROW_COST));
         let row = |seq: u64| EventRow {
@@ -1045,11 +1055,11 @@ mod tests {
             }
             writer.barrier().await;
         });
-        let stored: i64 = st
-            .reader
-            .with(|c| c.query_row("SELECT count(*) FROM events", [], |r| r.get(0)))
-            .expect("count");
-        assert_eq!(stored as u64, queued + 10, "every queued event is written");
+        assert_eq!(
+            stored_events(&st),
+            queued + 10,
+            "every queued event is written"
+        );
         drop(st);
         let _ = std::fs::remove_dir_all(&dir);
     }
