@@ -11,6 +11,8 @@ pub(crate) mod hold;
 pub(crate) mod loop_check;
 pub(crate) mod node_run;
 pub(crate) mod policy;
+#[cfg(test)]
+pub(crate) mod recorder;
 pub(crate) mod replayed;
 pub(crate) mod scope;
 pub(crate) mod step;

@@ -182,78 +182,19 @@ impl RunCtx {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::atomic::{AtomicBool, Ordering};
-    use std::sync::{Arc, Mutex};
-    use std::time::Duration;
-
-    use graphmind_protocol::{Extra, Message, Mode, NodeKind, PausePoint, SdkInfo};
+    use std::sync::Arc;
+    use std::sync::atomic::Ordering;
 
     use super::{RunCtx, Scope};
     use crate::call::Host;
-    use crate::gate::{GateSink, Registry};
+    use crate::call::recorder::Recorder;
     use crate::recording::Recording;
-
-    /// A host whose enabled and attached flags the test sets.
-    #[derive(Default)]
-    struct Flags {
-        enabled: AtomicBool,
-        attached: AtomicBool,
-        events: Mutex<Vec<Message>>,
-        gates: Registry,
-        implicit: crate::implicit_run::ImplicitRun,
-    }
-
-    impl GateSink for Flags {
-        fn emit_event(&self, _run_id: &str, message: Message) {
-            self.events.lock().expect("lock").push(message);
-        }
-    }
-
-    impl Host for Flags {
-        fn enabled(&self) -> bool {
-            self.enabled.load(Ordering::Relaxed)
-        }
-        fn attached(&self) -> bool {
-            self.attached.load(Ordering::Relaxed)
-        }
-        fn emit(&self, run_id: &str, message: Message) -> Option<u64> {
-            self.emit_event(run_id, message);
-            None
-        }
-        fn gate_rule(&self, _: NodeKind, _: &str, _: PausePoint) -> (bool, Mode) {
-            (false, Mode::Run)
-        }
-        fn gates(&self) -> &Registry {
-            &self.gates
-        }
-        fn pause_timeout(&self) -> Option<Duration> {
-            None
-        }
-        fn token_interval(&self) -> Duration {
-            Duration::from_millis(34)
-        }
-        fn app(&self) -> String {
-            "scope".into()
-        }
-        fn sdk(&self) -> SdkInfo {
-            SdkInfo {
-                name: "t".into(),
-                version: "0".into(),
-                extra: Extra::new(),
-            }
-        }
-        fn meta(&self) -> Extra {
-            Extra::new()
-        }
-        fn implicit(&self) -> &crate::implicit_run::ImplicitRun {
-            &self.implicit
-        }
-    }
 
     #[tokio::test]
     async fn recording_now_reads_the_run_hosts_enabled_and_attached_flags() {
-        let flags = Arc::new(Flags::default());
-        let host: Arc<dyn Host> = flags.clone();
+        let rec = Arc::new(Recorder::default());
+        rec.disabled.store(true, Ordering::Relaxed);
+        let host: Arc<dyn Host> = rec.clone();
         let scope = Scope {
             run: Some(Arc::new(RunCtx::new(
                 host,
@@ -265,9 +206,9 @@ mod tests {
         let seen = scope
             .enter(async {
                 let mut seen = vec![(Scope::recording_now(), Scope::enabled_now())];
-                flags.enabled.store(true, Ordering::Relaxed);
+                rec.disabled.store(false, Ordering::Relaxed);
                 seen.push((Scope::recording_now(), Scope::enabled_now()));
-                flags.attached.store(true, Ordering::Relaxed);
+                rec.attached.store(true, Ordering::Relaxed);
                 seen.push((Scope::recording_now(), Scope::enabled_now()));
                 seen
             })

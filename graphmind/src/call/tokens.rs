@@ -174,68 +174,12 @@ impl crate::session::PendingTokens for TokenBuf {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Mutex;
     use std::time::Duration;
 
-    use graphmind_protocol::{DeltaKind, Mode, NodeKind, PausePoint, SdkInfo};
+    use graphmind_protocol::DeltaKind;
 
     use super::*;
-    use crate::gate::{GateSink, Registry};
-
-    #[derive(Default)]
-    struct Recorder {
-        events: Mutex<Vec<Message>>,
-        gates: Registry,
-        implicit: crate::implicit_run::ImplicitRun,
-    }
-
-    impl GateSink for Recorder {
-        fn emit_event(&self, _run_id: &str, message: Message) {
-            self.events.lock().expect("lock").push(message);
-        }
-    }
-
-    impl Host for Recorder {
-        fn enabled(&self) -> bool {
-            true
-        }
-        fn attached(&self) -> bool {
-            false
-        }
-        fn emit(&self, run_id: &str, message: Message) -> Option<u64> {
-            self.emit_event(run_id, message);
-            None
-        }
-        fn gate_rule(&self, _: NodeKind, _: &str, _: PausePoint) -> (bool, Mode) {
-            (false, Mode::Run)
-        }
-        fn gates(&self) -> &Registry {
-            &self.gates
-        }
-        fn pause_timeout(&self) -> Option<Duration> {
-            None
-        }
-        fn token_interval(&self) -> Duration {
-            // Long enough that "nothing before the interval" holds on a loaded machine.
-            Duration::from_millis(250)
-        }
-        fn app(&self) -> String {
-            "t".into()
-        }
-        fn implicit(&self) -> &crate::implicit_run::ImplicitRun {
-            &self.implicit
-        }
-        fn sdk(&self) -> SdkInfo {
-            SdkInfo {
-                name: "t".into(),
-                version: "0".into(),
-                extra: Extra::new(),
-            }
-        }
-        fn meta(&self) -> Extra {
-            Extra::new()
-        }
-    }
+    use crate::call::recorder::Recorder;
 
     fn buf() -> (Arc<Recorder>, Arc<TokenBuf>) {
         let rec = Arc::new(Recorder::default());
