@@ -87,7 +87,8 @@ impl Node {
     /// `Node::recording() != Recording::Off` ([`Node::recording`]).
     #[must_use]
     pub fn enabled() -> bool {
-        Self::recording() != Recording::Off
+        // The cheaper half of `recording()`: whether a debugger is attached is not read.
+        crate::call::scope::Scope::enabled_now()
     }
 
     /// How a node started now would be recorded: [`Recording::Off`] while the running task's
