@@ -16,7 +16,7 @@
 //! app's path); any other message sits behind an `Arc`, so the transport takes it with a
 //! refcount increment and serializes it after releasing the lock.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use graphmind_protocol::Message;
@@ -45,6 +45,8 @@ struct RunSlot {
     id: Arc<str>,
     /// Events held that name this slot; 0 = free.
     events: usize,
+    /// An event of this slot was taken for sending (a hub may hold events of the run).
+    sent: bool,
 }
 
 impl Runs {
@@ -64,6 +66,7 @@ impl Runs {
                 let slot = RunSlot {
                     id: Arc::clone(&id),
                     events: 0,
+                    sent: false,
                 };
                 let at = match self.free.pop() {
                     Some(at) => {
@@ -100,6 +103,23 @@ impl Runs {
     fn id(&self, at: usize) -> &Arc<str> {
         &self.slots[at].id
     }
+
+    /// An event of slot `at` is taken for sending.
+    fn mark_sent(&mut self, at: usize) {
+        if let Some(slot) = self.slots.get_mut(at) {
+            slot.sent = true;
+        }
+    }
+
+    /// Whether an event of slot `at` was taken for sending.
+    fn sent(&self, at: usize) -> bool {
+        self.slots.get(at).is_some_and(|s| s.sent)
+    }
+
+    /// Whether the ring holds an event of run `id`.
+    fn holds(&self, id: &str) -> bool {
+        self.index.contains_key(id)
+    }
 }
 
 /// One recorded event: a record stamped with its seq, time and run.
@@ -123,53 +143,79 @@ pub(crate) struct Lost {
     runs: LostRuns,
 }
 
-/// The most runs a loss announcement names (`lostRuns`): a process that stays detached for
-/// long evicts the events of many runs, and the hub can mark only runs it has heard of, so
-/// the newest ones are kept. The seqs of every lost event are announced whatever the number
-/// of runs.
+/// The most runs a loss announcement names (`lostRuns`) that no hub may have heard of: runs none
+/// of whose events was ever taken for sending and none of whose events the ring still holds. A
+/// process that stays detached for long evicts every event of many such runs; they are
+/// forgotten oldest first past this many (a run still recording later would reach a hub with
+/// an unmarked gap; the seqs of every lost event are announced whatever the number of runs).
+/// Runs of which a hub may hold events are always named.
 pub(crate) const MAX_LOST_RUNS: usize = 1024;
 
-/// The runs of lost events, oldest first, at most [`MAX_LOST_RUNS`] (the oldest forgotten
-/// first). Adding one is a pointer compare with the last added (consecutive evicted events
-/// are mostly of one run) or a hash lookup: never a walk of the runs.
+/// The runs of lost events: each with whether it must be named (an event of it was taken
+/// for sending, or the ring still held one when the cap was reached), and the others oldest
+/// first, at most [`MAX_LOST_RUNS`] of them. Adding one is a pointer compare with the last
+/// added (consecutive evicted events are mostly of one run) or a hash lookup: never a walk.
 #[derive(Debug, Default, Clone)]
 struct LostRuns {
-    order: VecDeque<Arc<str>>,
-    set: HashSet<Arc<str>>,
+    runs: HashMap<Arc<str>, bool>,
+    /// The runs not known to be held by a hub, oldest first (may name runs since upgraded).
+    unsent: VecDeque<Arc<str>>,
+    last: Option<Arc<str>>,
 }
 
 impl PartialEq for LostRuns {
     fn eq(&self, other: &Self) -> bool {
-        self.order == other.order
+        self.runs == other.runs
     }
 }
 
 impl Eq for LostRuns {}
 
 impl LostRuns {
-    fn add(&mut self, run: &Arc<str>) {
-        if self.order.back().is_some_and(|r| Arc::ptr_eq(r, run)) || self.set.contains(run) {
+    /// Adds `run`; `sent`: an event of it was taken for sending. `holds`: whether the ring
+    /// still holds an event of a run (those are kept whatever the cap: they will be sent).
+    fn add(&mut self, run: &Arc<str>, sent: bool, holds: &dyn Fn(&str) -> bool) {
+        if !sent && self.last.as_ref().is_some_and(|r| Arc::ptr_eq(r, run)) {
             return;
         }
-        if self.order.len() >= MAX_LOST_RUNS
-            && let Some(oldest) = self.order.pop_front()
-        {
-            self.set.remove(&oldest);
+        match self.runs.get_mut(run) {
+            Some(must) => *must |= sent,
+            None => {
+                self.runs.insert(Arc::clone(run), sent);
+                if !sent {
+                    self.unsent.push_back(Arc::clone(run));
+                    self.forget_over_cap(holds);
+                }
+            }
         }
-        self.set.insert(Arc::clone(run));
-        self.order.push_back(Arc::clone(run));
+        self.last = Some(Arc::clone(run));
+    }
+
+    fn forget_over_cap(&mut self, holds: &dyn Fn(&str) -> bool) {
+        while self.unsent.len() > MAX_LOST_RUNS {
+            let Some(oldest) = self.unsent.pop_front() else {
+                break;
+            };
+            match self.runs.get_mut(&oldest) {
+                Some(true) | None => {}
+                Some(must) if holds(&oldest) => *must = true,
+                Some(_) => {
+                    self.runs.remove(&oldest);
+                }
+            }
+        }
     }
 
     /// The ids, sorted (as the announcement lists them).
     fn sorted(&self) -> Vec<&str> {
-        let mut ids: Vec<&str> = self.order.iter().map(|r| &**r).collect();
+        let mut ids: Vec<&str> = self.runs.keys().map(|r| &**r).collect();
         ids.sort_unstable();
         ids
     }
 
     #[cfg(test)]
     fn len(&self) -> usize {
-        self.order.len()
+        self.runs.len()
     }
 }
 
@@ -177,16 +223,23 @@ impl<const N: usize> From<[Arc<str>; N]> for LostRuns {
     fn from(runs: [Arc<str>; N]) -> Self {
         let mut out = Self::default();
         for r in &runs {
-            out.add(r);
+            out.add(r, false, &|_| false);
         }
         out
     }
 }
 
 impl Lost {
-    fn add(&mut self, from: u64, to: u64, run: &Arc<str>) {
+    fn add(
+        &mut self,
+        from: u64,
+        to: u64,
+        run: &Arc<str>,
+        sent: bool,
+        holds: &dyn Fn(&str) -> bool,
+    ) {
         self.add_range(from, to);
-        self.runs.add(run);
+        self.runs.add(run, sent, holds);
     }
 
     fn add_range(&mut self, from: u64, to: u64) {
@@ -210,12 +263,13 @@ impl Lost {
         self.seqs = merged;
     }
 
-    fn merge(&mut self, other: &Lost) {
+    fn merge(&mut self, other: &Lost, holds: &dyn Fn(&str) -> bool) {
         for &(a, b) in &other.seqs {
             self.add_range(a, b);
         }
-        for r in &other.runs.order {
-            self.runs.add(r);
+        // What an announcing event carried was taken for sending.
+        for r in other.runs.runs.keys() {
+            self.runs.add(r, true, holds);
         }
     }
 
@@ -536,9 +590,13 @@ impl Ring {
         if last >= self.confirmed_below {
             let from = seq.max(self.confirmed_below);
             self.lost += last - from + 1;
-            self.lost_unannounced.add(from, last, self.runs.id(run));
+            let runs = &self.runs;
+            let holds = |id: &str| runs.holds(id);
+            let sent = seq < self.sent_below || runs.sent(run);
+            self.lost_unannounced
+                .add(from, last, runs.id(run), sent, &holds);
             if let Some(carried) = carried {
-                self.lost_unannounced.merge(carried);
+                self.lost_unannounced.merge(carried, &holds);
             }
         }
         self.runs.release(run);
@@ -603,6 +661,7 @@ impl Ring {
                 event.lost = Some(Box::new(std::mem::take(&mut self.lost_unannounced)));
             }
             bytes += event.size;
+            self.runs.mark_sent(event.run);
             let run_id = self.runs.id(event.run);
             Pending::take(event, run_id, &mut batch);
             last = Some(event.last_seq());
@@ -1233,17 +1292,56 @@ mod tests {
     }
 
     #[test]
+    fn runs_a_hub_may_hold_are_named_however_many_runs_lost_events() {
+        // The cap on lost runs once forgot runs whose first events had reached the hub: a
+        // hub killed with more than the ring in flight left them with a gap, unmarked.
+        let mut r = Ring::new(16, usize::MAX);
+        r.set_acking(true);
+        r.push(0, "sent", msg(0));
+        let _ = r.take_batch(10, usize::MAX); // sent, never acknowledged
+        r.push(0, "sent", msg(1)); // not sent: evicted with the rest
+        for i in 0..3 * MAX_LOST_RUNS {
+            r.push(0, &format!("run_{i}"), msg(i));
+            if i % 8 == 0 {
+                // A long run whose early events are lost while the ring holds its later ones.
+                r.push(0, "long", msg(i));
+            }
+        }
+        let first = texts(r.take_batch(1, usize::MAX).0).remove(0);
+        let v: Value = serde_json::from_str(&first).unwrap();
+        let named: Vec<&str> = v["lostRuns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r.as_str().unwrap())
+            .collect();
+        assert!(named.contains(&"sent"), "a run the hub may hold");
+        assert!(
+            named.contains(&"long"),
+            "a run whose later events will be sent"
+        );
+        assert!(
+            !named.contains(&"run_0"),
+            "a run nobody heard of, long gone"
+        );
+        assert!(named.len() <= MAX_LOST_RUNS + 2, "{}", named.len());
+    }
+
+    #[test]
     fn lost_ranges_merge() {
         let mut l = Lost::default();
         let (a, b): (Arc<str>, Arc<str>) = ("run_a".into(), "run_b".into());
         for s in [5, 6, 7, 1, 2, 9, 8] {
-            l.add(s, s, if s < 5 { &a } else { &b });
+            l.add(s, s, if s < 5 { &a } else { &b }, false, &|_| false);
         }
         assert_eq!(l.seqs, [(1, 2), (5, 9)]);
-        l.merge(&Lost {
-            seqs: vec![(0, 3), (11, 12)],
-            runs: [Arc::from("run_c")].into(),
-        });
+        l.merge(
+            &Lost {
+                seqs: vec![(0, 3), (11, 12)],
+                runs: [Arc::from("run_c")].into(),
+            },
+            &|_| false,
+        );
         assert_eq!(l.seqs, [(0, 3), (5, 9), (11, 12)]);
         assert_eq!(l.runs.sorted(), ["run_a", "run_b", "run_c"]);
         assert_eq!(l.count(), 4 + 5 + 2);
