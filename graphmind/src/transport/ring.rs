@@ -1195,6 +1195,13 @@ mod tests {
         );
     }
 
+    /// The `lostRuns` a frame announces.
+    fn lost_runs_of(text: &str) -> Vec<&str> {
+        let start = text.find(r#""lostRuns":"#).expect("lostRuns") + r#""lostRuns":"#.len();
+        let end = start + text[start..].find(']').expect("the list's end") + 1;
+        serde_json::from_str(&text[start..end]).expect("a list of ids")
+    }
+
     fn lost_of(text: &str) -> Vec<(u64, u64)> {
         serde_json::from_str::<Value>(text).unwrap()["lost"]
             .as_array()
@@ -1271,12 +1278,7 @@ mod tests {
         let v: Value = serde_json::from_str(&first).unwrap();
         assert_eq!(v["dropped"], lost, "every lost seq is still announced");
         assert_eq!(lost_of(&first), [(0, lost - 1)]);
-        let named: Vec<&str> = v["lostRuns"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|r| r.as_str().unwrap())
-            .collect();
+        let named = lost_runs_of(&first);
         assert_eq!(named.len(), MAX_LOST_RUNS);
         let newest = format!("run_{}", lost - 1);
         let forgotten = format!("run_{}", lost as usize - MAX_LOST_RUNS - 1);
@@ -1308,13 +1310,7 @@ mod tests {
             }
         }
         let first = texts(r.take_batch(1, usize::MAX).0).remove(0);
-        let v: Value = serde_json::from_str(&first).unwrap();
-        let named: Vec<&str> = v["lostRuns"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|r| r.as_str().unwrap())
-            .collect();
+        let named = lost_runs_of(&first);
         assert!(named.contains(&"sent"), "a run the hub may hold");
         assert!(
             named.contains(&"long"),
