@@ -63,6 +63,31 @@ pub use expect::{Expect, any_frame, assert_frames, first_divergence, frame, of_e
 
 const SCHEMA: &str = include_str!("../../graphmind-protocol/fixtures/wire-v1.schema.json");
 
+/// A loopback port that refuses connections while this is held: bound, so that no other
+/// test's server can be handed it, and never listening. (A port read from a listener that is
+/// then closed can go to the next server that binds port 0, in a test running beside.)
+pub struct RefusingPort {
+    _socket: tokio::net::TcpSocket,
+    /// The port.
+    pub port: u16,
+}
+
+impl RefusingPort {
+    /// Binds a socket on 127.0.0.1 without listening on it.
+    #[must_use]
+    pub fn bind() -> Self {
+        let socket = tokio::net::TcpSocket::new_v4().expect("a socket");
+        socket
+            .bind(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
+            .expect("bind");
+        let port = socket.local_addr().expect("addr").port();
+        Self {
+            _socket: socket,
+            port,
+        }
+    }
+}
+
 /// The compiled wire-v1 schema.
 pub fn schema() -> &'static jsonschema::Validator {
     static V: OnceLock<jsonschema::Validator> = OnceLock::new();

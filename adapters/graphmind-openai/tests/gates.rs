@@ -341,15 +341,12 @@ async fn error_abort_ends_the_run() {
 
 #[tokio::test]
 async fn a_connection_error_is_gated_and_continue_returns_it() {
-    // A port nothing listens on: bind, read the port, close.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .expect("bind")
-        .local_addr()
-        .expect("addr")
-        .port();
+    // A port that refuses connections, held for the whole test (a closed listener's port
+    // was once handed to another test's mock server, and the request succeeded).
+    let refusing = graphmind_tests::RefusingPort::bind();
     let client = async_openai::Client::with_config(
         async_openai::config::OpenAIConfig::new()
-            .with_api_base(format!("http://127.0.0.1:{port}/v1"))
+            .with_api_base(format!("http://127.0.0.1:{}/v1", refusing.port))
             .with_api_key("sk-mock"),
     )
     .graphmind();
