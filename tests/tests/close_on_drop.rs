@@ -76,14 +76,10 @@ async fn closing_with_events_the_attached_debugger_never_got_says_so_once() {
 
 #[tokio::test]
 async fn a_session_that_never_attached_closes_quietly() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .expect("bind")
-        .local_addr()
-        .expect("addr")
-        .port();
+    let refusing = graphmind_tests::RefusingPort::bind();
     let (config, seen) = warnings(
         graphmind::Config::new("nobody-there")
-            .url(format!("ws://127.0.0.1:{port}/ingest"))
+            .url(format!("ws://127.0.0.1:{}/ingest", refusing.port))
             .env_vars(std::iter::empty::<(String, String)>()),
     );
     let gm = graphmind::Session::new(config);

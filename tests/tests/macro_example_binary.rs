@@ -61,13 +61,9 @@ fn command(url: &str) -> tokio::process::Command {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn detached_it_answers_and_exits_zero_without_waiting() {
-    // A port that was just free: nothing listens there.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let mut cmd = command(&format!("ws://127.0.0.1:{port}/ingest"));
+    // A port that refuses connections while held: nothing listens there.
+    let refusing = graphmind_tests::RefusingPort::bind();
+    let mut cmd = command(&format!("ws://127.0.0.1:{}/ingest", refusing.port));
     let started = Instant::now();
     let out = tokio::time::timeout(20 * SECOND, cmd.output())
         .await
@@ -86,7 +82,8 @@ async fn detached_it_answers_and_exits_zero_without_waiting() {
     assert_eq!(
         stderr
             .matches(&format!(
-                "no debugger answered at ws://127.0.0.1:{port}/ingest"
+                "no debugger answered at ws://127.0.0.1:{}/ingest",
+                refusing.port
             ))
             .count(),
         1,

@@ -12,13 +12,12 @@ async fn double(n: i64) -> i64 {
     n * 2
 }
 
-fn nothing_listens() -> String {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .expect("bind")
-        .local_addr()
-        .expect("addr")
-        .port();
-    format!("ws://127.0.0.1:{port}/ingest")
+/// A URL whose port refuses connections while the returned port is held (see
+/// [`graphmind_tests::RefusingPort`]).
+fn nothing_listens() -> (graphmind_tests::RefusingPort, String) {
+    let port = graphmind_tests::RefusingPort::bind();
+    let url = format!("ws://127.0.0.1:{}/ingest", port.port);
+    (port, url)
 }
 
 fn collecting(config: graphmind::Config) -> (graphmind::Config, Arc<Mutex<Vec<String>>>) {
@@ -35,7 +34,7 @@ async fn settle() {
 
 #[tokio::test]
 async fn graphmind_url_naming_a_port_nobody_listens_on_is_said_once() {
-    let url = nothing_listens();
+    let (_refusing, url) = nothing_listens();
     let (config, seen) = collecting(
         graphmind::Config::new("wrong-port").env_vars([("GRAPHMIND_URL".to_owned(), url.clone())]),
     );
@@ -63,7 +62,7 @@ async fn graphmind_url_naming_a_port_nobody_listens_on_is_said_once() {
 
 #[tokio::test]
 async fn a_failed_ready_is_said_once() {
-    let url = nothing_listens();
+    let (_refusing, url) = nothing_listens();
     let (config, seen) = collecting(
         graphmind::Config::new("ready-fails")
             .url(url.clone())
@@ -84,9 +83,10 @@ async fn a_failed_ready_is_said_once() {
 
 #[tokio::test]
 async fn an_app_run_without_a_debugger_on_purpose_hears_nothing() {
+    let (_refusing, url) = nothing_listens();
     let (config, seen) = collecting(
         graphmind::Config::new("no-debugger")
-            .url(nothing_listens())
+            .url(url)
             .env_vars(std::iter::empty::<(String, String)>()),
     );
     let gm = graphmind::Session::new(config);
