@@ -9,7 +9,7 @@ use async_openai::types::chat::{
 
 use std::sync::Arc;
 
-use graphmind::node::{Node, Recording};
+use graphmind::node::Node;
 
 use crate::finish::Api;
 use crate::step::Step;
@@ -40,24 +40,7 @@ impl<'c, C: Config> Chat<'c, C> {
         &self,
         request: CreateChatCompletionRequest,
     ) -> Result<CreateChatCompletionResponse, OpenAIError> {
-        match Node::recording() {
-            Recording::Off => self.inner.create(request).await,
-            // Boxed: the instrumented call's state stays off the caller's future.
-            Recording::Detached => {
-                Box::pin(crate::step::call_detached(Api::Chat, request, |r| {
-                    self.inner.create(r)
-                }))
-                .await
-            }
-            Recording::Attached => {
-                let request = Arc::new(request);
-                match Step::begin(Api::Chat, &request) {
-                    None => self.inner.create(Arc::unwrap_or_clone(request)).await,
-                    // Boxed: the instrumented call's state stays off the caller's future.
-                    Some(step) => Box::pin(step.call(request, |r| self.inner.create(r))).await,
-                }
-            }
-        }
+        crate::step::create(Api::Chat, request, |r| self.inner.create(r)).await
     }
 
     /// `chat().create_stream(request)` as one execution of `llm:step`: gated before the

@@ -7,7 +7,7 @@ use async_openai::types::responses::{CreateResponse, Response, ResponseStream};
 
 use std::sync::Arc;
 
-use graphmind::node::{Node, Recording};
+use graphmind::node::Node;
 
 use crate::finish::Api;
 use crate::step::Step;
@@ -36,24 +36,7 @@ impl<'c, C: Config> Responses<'c, C> {
     /// [`Chat::create`](crate::Chat::create)); the built-in tools the response ran become
     /// observe-only `tool:<name>` nodes.
     pub async fn create(&self, request: CreateResponse) -> Result<Response, OpenAIError> {
-        match Node::recording() {
-            Recording::Off => self.inner.create(request).await,
-            // Boxed: the instrumented call's state stays off the caller's future.
-            Recording::Detached => {
-                Box::pin(crate::step::call_detached(Api::Responses, request, |r| {
-                    self.inner.create(r)
-                }))
-                .await
-            }
-            Recording::Attached => {
-                let request = Arc::new(request);
-                match Step::begin(Api::Responses, &request) {
-                    None => self.inner.create(Arc::unwrap_or_clone(request)).await,
-                    // Boxed: the instrumented call's state stays off the caller's future.
-                    Some(step) => Box::pin(step.call(request, |r| self.inner.create(r))).await,
-                }
-            }
-        }
+        crate::step::create(Api::Responses, request, |r| self.inner.create(r)).await
     }
 
     /// `responses().create_stream(request)` as one execution of `llm:step` (gates as

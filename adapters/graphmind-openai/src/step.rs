@@ -6,7 +6,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use async_openai::error::OpenAIError;
-use graphmind::node::{Extras, Moment, Node, Resume, poll_once_then};
+use graphmind::node::{Extras, Moment, Node, Recording, Resume, poll_once_then};
 use graphmind::protocol::{Extra, GraphHint, GraphNodeHint, NodeKind, PausePoint, Status};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -50,6 +50,34 @@ fn hint(tools: Vec<(String, bool)>) -> GraphHint {
             })
             .collect(),
         extra: Extra::new(),
+    }
+}
+
+/// One non-streaming `create` of `api`, `send` issuing the SDK's request: straight through
+/// while nothing records, the request first while detached ([`call_detached`]), else the
+/// node and its before gate first ([`Step::call`]). The instrumented call's state is boxed,
+/// off the caller's future.
+pub(crate) async fn create<Q, R, F, Fut>(
+    api: Api,
+    request: Q,
+    mut send: F,
+) -> Result<R, OpenAIError>
+where
+    Q: Request,
+    R: Reply,
+    F: FnMut(Q) -> Fut,
+    Fut: Future<Output = Result<R, OpenAIError>>,
+{
+    match Node::recording() {
+        Recording::Off => send(request).await,
+        Recording::Detached => Box::pin(call_detached(api, request, send)).await,
+        Recording::Attached => {
+            let request = Arc::new(request);
+            match Step::begin(api, &request) {
+                None => send(Arc::unwrap_or_clone(request)).await,
+                Some(step) => Box::pin(step.call(request, send)).await,
+            }
+        }
     }
 }
 
