@@ -219,6 +219,7 @@ impl LostRuns {
     }
 }
 
+#[cfg(test)]
 impl<const N: usize> From<[Arc<str>; N]> for LostRuns {
     fn from(runs: [Arc<str>; N]) -> Self {
         let mut out = Self::default();
