@@ -1,6 +1,6 @@
 // The inspector: every execution of the selected node, newest first.
 
-import { fmtMs } from './canvas.js';
+import { fmtMs, clockText } from './canvas.js';
 import { unfinishedStatus, callLabel, callsNamed } from './model.js';
 import { chatOf, replyOf, renderChat } from './chat.js';
 
@@ -247,7 +247,7 @@ export class Inspector {
       add('held', fmtMs(heldMs), 'exec-held');
     } else if (e.open && e.startedAt) {
       // a held, failed or never-finished execution is not running: say when it started
-      add(status === 'running' ? 'running since' : 'started', new Date(e.startedAt).toLocaleTimeString(), 'exec-started');
+      add(status === 'running' ? 'running since' : 'started', clockText(new Date(e.startedAt)), 'exec-started');
     }
     if (neverFinished) add('never finished', NEVER_FINISHED[status] ?? NEVER_FINISHED.unfinished, 'exec-never-finished');
     add('attempts', String(e.attempts), 'exec-attempts');

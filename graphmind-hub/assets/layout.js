@@ -72,7 +72,9 @@ function build(nodes, collapsed, factor) {
     const blocks = inner.map((c) => ({ node: c }));
     if (leaves.length >= GROUP_MIN) {
       // same kind and name next to each other: repeated calls of one tool read as a block
-      leaves.sort((a, b) => (a.kind + a.name).localeCompare(b.kind + b.name) || a.order - b.order);
+      // (compared as code points: the first `localeCompare` of a page loads the ICU
+      // collator, ~25 ms of the main thread)
+      leaves.sort(byKindName);
       const folded = collapsed.has(parentId);
       const count = folded ? 1 : leaves.length;
       const cols = folded ? 1 : Math.min(count, Math.max(2, Math.ceil(Math.sqrt((factor * count * (CARD_H + GAP_Y)) / (CARD_W + GAP_Y)))));
@@ -163,6 +165,13 @@ function build(nodes, collapsed, factor) {
     }
   }
   return { cards, groups, edges, width, height: Math.max(0, y - GAP_Y * 2) };
+}
+
+/** Orders leaves by kind, then name, then first-seen order. */
+function byKindName(a, b) {
+  if (a.kind !== b.kind) return a.kind < b.kind ? -1 : 1;
+  if (a.name !== b.name) return a.name < b.name ? -1 : 1;
+  return a.order - b.order;
 }
 
 function isAncestor(byId, id, start) {

@@ -4,7 +4,7 @@
 import { Feed } from './feed.js';
 import { readStored, pageUrl } from './stored.js';
 import { RunModel, deriveReason } from './model.js';
-import { Canvas, fmtMs } from './canvas.js';
+import { Canvas, fmtMs, clockText, two } from './canvas.js';
 import { Gates, outcomeText } from './gate.js';
 import { Inspector } from './inspector.js';
 
@@ -495,13 +495,30 @@ function drawWaitsForLoad() {
   return Boolean(load && !state.replayed && m && m.runId === load.runId && performance.now() - state.subscribedAt < REPLAY_FIRST_DRAW_MS);
 }
 
+/**
+ * Draws the run list on the next frame, or, while the run on screen is loading
+ * (`drawWaitsForLoad`), once its graph is drawn: a deep link asked for that run, and the
+ * list (200 items and more, ~60-90 ms of the main thread with its layout) would delay it.
+ */
 function scheduleRuns() {
   if (runsQueued) return;
   runsQueued = true;
+  if (drawWaitsForLoad()) {
+    // drawn with the graph (renderNow), at the latest when the load's wait is over
+    setTimeout(releaseRuns, Math.max(0, REPLAY_FIRST_DRAW_MS - (performance.now() - state.subscribedAt)) + 1);
+    return;
+  }
   requestAnimationFrame(() => {
     runsQueued = false;
     renderRuns();
   });
+}
+
+/** The run list, held back while the run on screen loaded, drawn now. */
+function releaseRuns() {
+  if (!runsQueued) return;
+  runsQueued = false;
+  scheduleRuns();
 }
 
 /** Open pauses of the run on screen (none for a deleted run: nothing is left to control). */
@@ -534,6 +551,7 @@ function renderNow() {
   const ended = state.selectedRemoved || (run ? run.status !== 'running' : model.status !== 'running');
   const ctx = { held: heldMap(), breakpoints: state.debug.breakpoints, selected: state.selectedNode, ended, runStatus: run?.status ?? model.status };
   canvas.render(model, ctx);
+  releaseRuns();
   renderFoldButton();
   empty.hidden = model.nodes.size > 0;
   empty.textContent = state.selectedRemoved
@@ -727,26 +745,29 @@ function runItem(r, c) {
   }
   app.append(c.app);
   bottom.append(app, el('span', 'run-dur', c.dur), Object.assign(el('span', 'run-events', `${c.events} ev`), { title: 'events' }));
-  if (r.startedAt) li.title = `${r.runId} · started ${FULL_FMT.format(r.startedAt)}`;
+  if (r.startedAt) li.title = `${r.runId} · started ${fullText(r.startedAt)}`;
   li.append(top, bottom);
   li.addEventListener('click', () => selectRun(r.runId, true));
   li.addEventListener('keydown', (ev) => ev.key === 'Enter' && selectRun(r.runId, true));
   return li;
 }
 
-// Made once: `toLocale*String` builds a formatter on every call, which for the run list
-// (200 runs and more, redrawn on every change) took longer than the list's DOM.
-const TIME_FMT = new Intl.DateTimeFormat([], { hour: '2-digit', minute: '2-digit', second: '2-digit' });
-const DAY_FMT = new Intl.DateTimeFormat([], { month: 'short', day: 'numeric' });
-/** As `Date#toLocaleString()`: the date and the time, numeric. */
-const FULL_FMT = new Intl.DateTimeFormat([], { year: 'numeric', month: 'numeric', day: 'numeric', hour: 'numeric', minute: 'numeric', second: 'numeric' });
+// Dates are written out by hand, as clock times are (canvas.js, `clockText`).
+const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
 
-/** A run's start: the clock time today, else the date too. */
+/** The date and the time, local: `2026-12-02 18:24:59`. */
+function fullText(ms) {
+  const d = new Date(ms);
+  return `${d.getFullYear()}-${two(d.getMonth() + 1)}-${two(d.getDate())} ${clockText(d)}`;
+}
+
+/** A run's start: the clock time today, else the date too (`Dec 2 18:24:59`). */
 function startedText(ms) {
   const d = new Date(ms);
-  const time = TIME_FMT.format(d);
-  if (d.toDateString() === new Date().toDateString()) return time;
-  return `${DAY_FMT.format(d)} ${time}`;
+  const time = clockText(d);
+  const now = new Date();
+  if (d.getFullYear() === now.getFullYear() && d.getMonth() === now.getMonth() && d.getDate() === now.getDate()) return time;
+  return `${MONTHS[d.getMonth()]} ${d.getDate()} ${time}`;
 }
 
 function renderDebug() {

@@ -34,12 +34,106 @@ function num(v) {
   return typeof v === 'number' && Number.isFinite(v) ? v : undefined;
 }
 
+/**
+ * One execution of a node. What most executions never change (errors, usage, streamed text,
+ * gates, extras…) is read from the prototype until first written, so a 100,000-event run
+ * allocates a small object per execution.
+ */
+class Exec {
+  constructor(instanceId, ts) {
+    this.instanceId = instanceId;
+    this.status = 'running';
+    this.open = true;
+    this.input = undefined;
+    this.output = undefined;
+    this.durationMs = null;
+    this.heldMs = null;
+    this.startedAt = ts;
+    this.endedAt = null;
+  }
+}
+Object.assign(Exec.prototype, {
+  error: null,
+  usage: null,
+  attempts: 1,
+  injected: false,
+  recoveredFromError: false,
+  ungated: false,
+  text: '',
+  reasoning: '',
+  toolArgs: '',
+  // tool calls by the names their deltas carry, made on the first tool-args delta
+  calls: null,
+  pauses: NO_PAUSES,
+  extras: NO_EXTRAS,
+});
+
+/**
+ * The seqs a model has applied, as sorted runs of consecutive seqs: a run's events arrive in
+ * seq order, so this stays a range or a few, where a Set held one entry per event.
+ */
+export class SeqSet {
+  constructor() {
+    /** [from, to] inclusive, sorted, not touching */
+    this.ranges = [];
+  }
+
+  /** Adds `seq`; false when it was there already. */
+  add(seq) {
+    const r = this.ranges;
+    const last = r[r.length - 1];
+    if (last === undefined || seq > last[1] + 1) {
+      r.push([seq, seq]);
+      return true;
+    }
+    if (seq === last[1] + 1) {
+      last[1] = seq;
+      return true;
+    }
+    // out of order: the range at or before seq
+    let lo = 0;
+    let hi = r.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (r[mid][0] <= seq) lo = mid;
+      else hi = mid - 1;
+    }
+    const at = r[lo];
+    if (at[0] <= seq && seq <= at[1]) return false;
+    if (seq < at[0]) {
+      // before the first range
+      if (seq === at[0] - 1) at[0] = seq;
+      else r.unshift([seq, seq]);
+      return true;
+    }
+    const next = r[lo + 1];
+    if (seq === at[1] + 1) {
+      at[1] = seq;
+      if (next && next[0] === seq + 1) {
+        at[1] = next[1];
+        r.splice(lo + 1, 1);
+      }
+    } else if (next && seq === next[0] - 1) {
+      next[0] = seq;
+    } else {
+      r.splice(lo + 1, 0, [seq, seq]);
+    }
+    return true;
+  }
+
+  /** Whether `seq` was added. */
+  has(seq) {
+    for (const [a, b] of this.ranges) if (a <= seq && seq <= b) return true;
+    return false;
+  }
+}
+
 export class RunModel {
   constructor(runId) {
     this.runId = runId;
     /** @type {Map<string, any>} nodeId -> node */
     this.nodes = new Map();
-    this.seqs = new Set();
+    this.seqs = new SeqSet();
     this.app = null;
     this.name = null;
     /** The run this one replays (`meta.replayOf`), and where its live part begins. */
@@ -112,30 +206,7 @@ export class RunModel {
 
   newExec(n, instanceId, ts) {
     const id = instanceId != null ? String(instanceId) : `${n.nodeId}#${n.execs.length + 1}`;
-    const e = {
-      instanceId: id,
-      status: 'running',
-      open: true,
-      input: undefined,
-      output: undefined,
-      error: null,
-      usage: null,
-      durationMs: null,
-      heldMs: null,
-      attempts: 1,
-      injected: false,
-      recoveredFromError: false,
-      ungated: false,
-      startedAt: ts,
-      endedAt: null,
-      text: '',
-      reasoning: '',
-      toolArgs: '',
-      // tool calls by the names their deltas carry, made on the first tool-args delta
-      calls: null,
-      pauses: NO_PAUSES,
-      extras: NO_EXTRAS,
-    };
+    const e = new Exec(id, ts);
     n.execs.push(e);
     n.byInstance.set(id, e);
     n.ghost = false;
@@ -150,8 +221,7 @@ export class RunModel {
     if (!isObj(env)) return false;
     const seq = env.seq;
     if (typeof seq === 'number') {
-      if (this.seqs.has(seq)) return false;
-      this.seqs.add(seq);
+      if (!this.seqs.add(seq)) return false;
     }
     this.eventCount++;
     const p = isObj(env.payload) ? env.payload : {};

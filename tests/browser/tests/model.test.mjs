@@ -187,3 +187,36 @@ test('tool-args deltas go to the call they name: by index, by id, by the payload
   assert.equal(list[64].overflow, true);
   assert.equal(list[64].args, 'xxxxxx');
 });
+
+test('the seqs a model applied: in order, out of order, gaps filled, duplicates refused', async () => {
+  const { SeqSet } = await import(path.join(assets, 'model.js'));
+  const s = new SeqSet();
+  for (let i = 1; i <= 1000; i++) assert.equal(s.add(i), true);
+  assert.deepEqual(s.ranges, [[1, 1000]], 'events in seq order stay one range');
+  assert.equal(s.add(500), false, 'a duplicate inside the range');
+  assert.equal(s.add(1000), false, 'a duplicate of the last');
+  assert.equal(s.add(1005), true, 'a gap opens a range');
+  assert.equal(s.add(1003), true, 'a late seq inside the gap');
+  assert.deepEqual(s.ranges, [[1, 1000], [1003, 1003], [1005, 1005]]);
+  assert.equal(s.add(1001), true);
+  assert.equal(s.add(1002), true, 'joins the first range to the next');
+  assert.equal(s.add(1004), true);
+  assert.deepEqual(s.ranges, [[1, 1005]], 'a filled gap merges the ranges');
+  assert.equal(s.add(0), true, 'before the first range');
+  assert.equal(s.add(-5), true);
+  assert.equal(s.add(-4), true);
+  assert.deepEqual(s.ranges, [[-5, -4], [0, 1005]]);
+  for (const seq of [-5, -4, 0, 77, 1005]) assert.equal(s.add(seq), false, `seq ${seq} again`);
+  for (const seq of [-3, -1, 1006]) assert.equal(s.has(seq), false, `seq ${seq} never added`);
+  // against a Set, in a shuffled order with duplicates
+  const t = new SeqSet();
+  const seen = new Set();
+  let x = 7;
+  for (let i = 0; i < 5000; i++) {
+    x = (x * 1103515245 + 12345) % 2147483648;
+    const seq = x % 700;
+    assert.equal(t.add(seq), !seen.has(seq), `seq ${seq}`);
+    seen.add(seq);
+  }
+  for (let seq = 0; seq < 700; seq++) assert.equal(t.has(seq), seen.has(seq));
+});
