@@ -11,7 +11,7 @@
     const token = hash.get('token') || sessionStorage.getItem('graphmind.viewerToken');
     if (!runId || !token) return;
     // as stored.js's pageUrl(runId, null): main.js uses the answer only if the two agree
-    const url = `/api/runs/${encodeURIComponent(runId)}/events?limit=10000`;
+    const url = `/api/runs/${encodeURIComponent(runId)}/events?limit=10000&lean=true`;
     const first = fetch(url, { headers: { Authorization: `Bearer ${token}` }, cache: 'no-store' });
     first.catch(() => {}); // main.js reads the failure, or falls back without it
     window.__graphmindEarly = { runId, token, url, first };

@@ -19,9 +19,13 @@ export class StoredError extends Error {
   }
 }
 
-/** The address of the page of `runId` after seq `after` (null: the first page). */
+/**
+ * The address of the page of `runId` after seq `after` (null: the first page). Lean pages: the
+ * envelopes come without `gm` and `runId` (the page names the run once; the model needs
+ * neither), a sixth fewer bytes to receive, decode and parse. An older hub ignores `lean`.
+ */
 export function pageUrl(runId, after) {
-  return `/api/runs/${encodeURIComponent(runId)}/events?limit=${PAGE_EVENTS}${after != null ? `&afterSeq=${after}` : ''}`;
+  return `/api/runs/${encodeURIComponent(runId)}/events?limit=${PAGE_EVENTS}&lean=true${after != null ? `&afterSeq=${after}` : ''}`;
 }
 
 /**

@@ -120,6 +120,9 @@ async fn run(State(hub): State<Arc<HubState>>, _: Reader, Path(run_id): Path<Str
 struct EventsQuery {
     after_seq: Option<u64>,
     limit: Option<usize>,
+    /// Envelopes without `gm` and `runId` (the page names the run once; [`crate::lean`]).
+    #[serde(default)]
+    lean: bool,
 }
 
 /// Bytes of event bodies in one events page at most (a single larger event still comes, alone):
@@ -160,6 +163,7 @@ async fn events(
     let reader = Arc::clone(&hub.reader);
     let rid = run_id;
     let after = q.after_seq;
+    let lean = q.lean;
     // The page is read straight into the body (no copy per event).
     let read = move || {
         let mut body = String::with_capacity(limit.saturating_mul(256).min(PAGE_BYTES) + 128);
@@ -167,7 +171,7 @@ async fn events(
         body.push_str(&Value::from(rid.as_str()).to_string());
         body.push_str(r#","events":["#);
         let (seqs, more) =
-            reader.append_events_within(&rid, after, limit, PAGE_BYTES, &mut body)?;
+            reader.append_events_within(&rid, after, limit, PAGE_BYTES, lean, &mut body)?;
         let next = if more { seqs.last().copied() } else { None };
         body.push_str(&format!(
             r#"],"more":{more},"nextAfterSeq":{}}}"#,

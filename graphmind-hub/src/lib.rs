@@ -20,6 +20,7 @@ mod config;
 mod error;
 pub mod files;
 mod ingest;
+mod lean;
 pub mod otlp;
 mod quick_parse;
 mod security;

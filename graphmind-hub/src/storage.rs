@@ -782,13 +782,15 @@ impl Reader {
 
     /// As [`Reader::events_within`], but the bodies are appended to `out`, comma separated,
     /// as they are read (no copy per event): the page of a replay frame. Returns the seqs of
-    /// the page and whether more events follow it.
+    /// the page and whether more events follow it. `lean`: each without its `gm` and `runId`
+    /// members ([`crate::lean::append_lean`]).
     pub fn append_events_within(
         &self,
         run_id: &str,
         after_seq: Option<u64>,
         limit: usize,
         max_bytes: usize,
+        lean: bool,
         out: &mut String,
     ) -> Result<(Vec<u64>, bool), String> {
         self.with(|c| {
@@ -808,7 +810,11 @@ impl Reader {
                 if !seqs.is_empty() {
                     out.push(',');
                 }
-                out.push_str(body);
+                if lean {
+                    crate::lean::append_lean(out, body, run_id);
+                } else {
+                    out.push_str(body);
+                }
                 seqs.push(u64_of(row.get(0)?).unwrap_or(0));
             }
             Ok((seqs, false))

@@ -328,7 +328,7 @@ fn read_page(
             frame.push_str(&Value::from(&*run).to_string());
             frame.push_str(r#","events":["#);
             let (seqs, more) = reader
-                .append_events_within(&run, after, REPLAY_PAGE, FRAME_BYTES, &mut frame)
+                .append_events_within(&run, after, REPLAY_PAGE, FRAME_BYTES, false, &mut frame)
                 .unwrap_or_default();
             frame.push_str(r#"],"replay":true}"#);
             Page {

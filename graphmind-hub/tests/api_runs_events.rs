@@ -114,3 +114,41 @@ fn events_page_names_the_next_page_in_a_header_before_its_body() {
         p2.head
     );
 }
+
+#[test]
+fn lean_events_page_leaves_out_gm_and_the_run_id_and_nothing_else() {
+    let h = hub(|_| {});
+    let run = "run_800000000023";
+    block_on(async {
+        let mut app = App::running(h.port, run, "lean").await;
+        for i in 0..4 {
+            app.emit(run, "x.step", json!({"i": i, "runId": run, "gm": 1}))
+                .await;
+        }
+    });
+    wait_for(10, "5 events", || (h.seqs(run).len() == 5).then_some(()));
+    let full = h.get_json(&format!("/api/runs/{run}/events?limit=10"));
+    let lean = h.get_json(&format!("/api/runs/{run}/events?limit=10&lean=true"));
+    assert_eq!(lean["runId"], json!(run), "the page names the run");
+    let (full, lean) = (
+        full["events"].as_array().unwrap(),
+        lean["events"].as_array().unwrap(),
+    );
+    assert_eq!(full.len(), 5);
+    assert_eq!(lean.len(), 5);
+    for (f, l) in full.iter().zip(lean) {
+        assert_eq!(f["runId"], json!(run));
+        assert_eq!(f["gm"], json!(1));
+        let mut expected = f.as_object().unwrap().clone();
+        expected.remove("gm");
+        expected.remove("runId");
+        assert_eq!(l.as_object().unwrap(), &expected, "only gm and runId go");
+    }
+    assert_eq!(
+        lean[4]["payload"],
+        json!({"i": 3, "runId": run, "gm": 1}),
+        "a payload's own members of those names stay"
+    );
+    let off = h.get_json(&format!("/api/runs/{run}/events?limit=10&lean=false"));
+    assert_eq!(off["events"][0]["runId"], json!(run));
+}
