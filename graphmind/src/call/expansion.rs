@@ -667,7 +667,9 @@ impl<T> ViaNoDecode<T> for &&ItemDecoder<T> {
 pub struct EditRepeat<F, C> {
     body: F,
     checks: C,
-    pending: Option<EditArgs>,
+    /// Boxed: dropping `None` is then a null check inline, not a call into the map's drop
+    /// (the disabled path drops an empty one on every call).
+    pending: Option<Box<EditArgs>>,
 }
 
 impl<F, C> EditRepeat<F, C> {
@@ -693,7 +695,7 @@ where
     const EDIT: bool = true;
     fn attempt(&mut self) -> Option<Fut> {
         let edit = self.pending.take();
-        Some((self.body)(edit.as_ref()))
+        Some((self.body)(edit.as_deref()))
     }
     fn edit_checks(&self) -> Option<ArgChecks> {
         Some((self.checks)())
@@ -709,7 +711,9 @@ where
 pub struct EditOnce<F, C> {
     body: Option<F>,
     checks: C,
-    pending: Option<EditArgs>,
+    /// Boxed: dropping `None` is then a null check inline, not a call into the map's drop
+    /// (the disabled path drops an empty one on every call).
+    pending: Option<Box<EditArgs>>,
 }
 
 impl<F, C> EditOnce<F, C> {
@@ -735,12 +739,12 @@ where
     const EDIT: bool = true;
     fn attempt(&mut self) -> Option<Fut> {
         let edit = self.pending.take();
-        self.body.take().map(|f| f(edit.as_ref()))
+        self.body.take().map(|f| f(edit.as_deref()))
     }
     fn edit_checks(&self) -> Option<ArgChecks> {
         Some((self.checks)())
     }
     fn edit(&mut self, changed: EditArgs) {
-        self.pending = Some(changed);
+        self.pending = Some(Box::new(changed));
     }
 }

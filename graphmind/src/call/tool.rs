@@ -154,6 +154,7 @@ async fn first<B: Body>(mut body: B) -> B::Output {
 ///
 /// A call that starts while its session is detached runs ungated to its end, even if a
 /// debugger attaches meanwhile (its events still land in the replay ring).
+#[inline]
 pub fn tool<B, R>(
     site: &'static ToolSite,
     input: Input,
@@ -206,6 +207,7 @@ fn result_error<T, E: ToolError>(r: &Result<T, E>) -> Option<ErrorInfo> {
 ///
 /// A call that starts while its session is detached runs ungated to its end, even if a
 /// debugger attaches meanwhile (its events still land in the replay ring).
+#[inline]
 pub fn tool_result<B, T, E>(
     site: &'static ToolSite,
     input: Input,
@@ -222,6 +224,7 @@ where
 /// [`tool_result`] for a `#[graphmind::tool(reject)]`: at its `before` gate a person may
 /// reject the call with a reason; it then does not run and returns
 /// `Err(E::from(Rejection))`.
+#[inline]
 pub fn tool_result_reject<B, T, E>(
     site: &'static ToolSite,
     input: Input,
@@ -241,6 +244,7 @@ where
 
 /// [`tool_result`] for a `#[graphmind::tool(replay_errors)]`: a replay answers a call whose
 /// recorded outcome is an error with `Err(E::from(RecordedError))`, without running it.
+#[inline]
 pub fn tool_result_replay<B, T, E>(
     site: &'static ToolSite,
     input: Input,
@@ -260,6 +264,7 @@ where
 
 /// [`tool_result_reject`] and [`tool_result_replay`] at once: `#[graphmind::tool(reject,
 /// replay_errors)]`.
+#[inline]
 pub fn tool_result_reject_replay<B, T, E>(
     site: &'static ToolSite,
     input: Input,
