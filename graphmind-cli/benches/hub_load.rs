@@ -7,9 +7,10 @@
 //!   which flushes the writer, then `count(*)` in the SQLite file), for 1 and 8 apps;
 //! - baselines in the same run: the same frames into a bare loopback WebSocket sink (no
 //!   parse, no storage), and the same rows into a bare SQLite table (same schema, one
-//!   transaction per 16,384 rows) — what transport and storage alone allow; the SQLite one
-//!   runs right before each hub repetition, and each hub case prints its persisted throughput
-//!   over that baseline's (the median of the interleaved pairs);
+//!   transaction per 16,384 rows; once with SQLite's default page size, once with the hub's
+//!   16 KiB) — what transport and storage alone allow; the SQLite ones run right before each
+//!   hub repetition, and each hub case prints its persisted throughput over both baselines'
+//!   (the median of the interleaved pairs);
 //! - OTLP export on vs off (`serve --otlp` to a loopback collector that answers at once), in
 //!   the same run and interleaved: 8 apps sending runs of 100 events, each finished, so the
 //!   exporter works all through ingest; the persisted throughput ratio on/off is printed;
@@ -158,21 +159,34 @@ async fn ingest_cases(sizes: &Sizes, dir: &TempDir, rows: &mut Vec<[String; 4]>)
     // The hub, each repetition right after a bare SQLite baseline (interleaved: the machine's
     // load moves both alike), so the ratio hub / bare SQLite of the same moment is printed.
     let mut bare_all = Vec::new();
+    let mut paged_all = Vec::new();
     let mut hub_rows = Vec::new();
     for apps in [1, 8] {
         let mut runs = Vec::new();
         let mut ratios = Vec::new();
+        let mut paged_ratios = Vec::new();
+        let mut page_sizes = Vec::new();
         for i in 0..reps {
-            let bare = sqlite_baseline(&dir.0.join(format!("bare-{apps}-{i}.db")), n);
+            let bare = sqlite_baseline(&dir.0.join(format!("bare-{apps}-{i}.db")), n, None);
             bare_all.push(bare);
+            let paged = sqlite_baseline(
+                &dir.0.join(format!("paged-{apps}-{i}.db")),
+                n,
+                Some(HUB_PAGE_SIZE),
+            );
+            paged_all.push(paged);
             let db = dir.0.join(format!("hub-{apps}-{i}.db"));
             let hub = Hub::start(&dir.0, &db, &["--pause-on-error", "off"]);
             let r = hub_ingest(&hub, &db, apps, n).await;
             drop(hub);
+            // Printed: another build (`HUB_LOAD_BIN`) may give its database another page size.
+            page_sizes.push(page_size_of(&db));
             ratios.push(bare.as_secs_f64() / r.persisted.as_secs_f64());
+            paged_ratios.push(paged.as_secs_f64() / r.persisted.as_secs_f64());
             runs.push(r);
         }
         ratios.sort_by(f64::total_cmp);
+        paged_ratios.sort_by(f64::total_cmp);
         let acc: Vec<Duration> = runs.iter().map(|r| r.accepted).collect();
         let per: Vec<Duration> = runs.iter().map(|r| r.persisted).collect();
         let mut cpu: Vec<f64> = runs.iter().map(|r| r.hub_cpu).collect();
@@ -190,15 +204,19 @@ async fn ingest_cases(sizes: &Sizes, dir: &TempDir, rows: &mut Vec<[String; 4]>)
             rate(n, median(&acc)),
             rate(n, median(&per)),
             format!(
-                "persisted / bare SQLite {:.2} (median of {} interleaved pairs; {:.2}..{:.2}); slowest {}/s persisted; hub CPU {:.0}% of one core, {:.1} CPU-µs/event; apps sent all in {:.0} ms",
+                "persisted / bare SQLite {:.2} (median of {} interleaved pairs; {:.2}..{:.2}), / bare SQLite with the hub's page size {:.2} ({:.2}..{:.2}); slowest {}/s persisted; hub CPU {:.0}% of one core, {:.1} CPU-µs/event; apps sent all in {:.0} ms; the hub's database has pages of {} bytes",
                 ratios[ratios.len() / 2],
                 ratios.len(),
                 ratios[0],
                 ratios[ratios.len() - 1],
+                paged_ratios[paged_ratios.len() / 2],
+                paged_ratios[0],
+                paged_ratios[paged_ratios.len() - 1],
                 rate(n, worst(&per)),
                 cpu[cpu.len() / 2] * 100.0,
                 us[us.len() / 2],
-                sent[sent.len() / 2].as_secs_f64() * 1e3
+                sent[sent.len() / 2].as_secs_f64() * 1e3,
+                page_sizes[0]
             ),
         ]);
     }
@@ -211,8 +229,27 @@ async fn ingest_cases(sizes: &Sizes, dir: &TempDir, rows: &mut Vec<[String; 4]>)
             rate(n, worst(&bare_all))
         ),
     ]);
+    rows.push([
+        "baseline: the same, with the hub's page size".into(),
+        "-".into(),
+        rate(n, median(&paged_all)),
+        format!(
+            "PRAGMA page_size = {HUB_PAGE_SIZE} (the hub's, for new databases); run before each hub repetition; slowest {}/s",
+            rate(n, worst(&paged_all))
+        ),
+    ]);
     rows.extend(hub_rows);
 }
+
+/// The page size of the database at `db`.
+fn page_size_of(db: &Path) -> i64 {
+    rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .and_then(|c| c.query_row("PRAGMA page_size", [], |r| r.get(0)))
+        .expect("the page size of the hub's database")
+}
+
+/// The page size the hub gives a new database (`graphmind-hub/src/storage.rs`, `pragmas`).
+const HUB_PAGE_SIZE: u32 = 16_384;
 
 /// OTLP export on vs off.
 async fn otlp_cases(sizes: &Sizes, dir: &TempDir, rows: &mut Vec<[String; 4]>) {
@@ -461,9 +498,14 @@ async fn ws_sink_baseline(apps: usize, n: usize) -> Duration {
 const SCHEMA: &str = "CREATE TABLE events (run_id TEXT NOT NULL, seq INTEGER NOT NULL, \
     ts INTEGER NOT NULL, type TEXT NOT NULL, body TEXT NOT NULL, PRIMARY KEY (run_id, seq)) WITHOUT ROWID;";
 
-fn sqlite_baseline(path: &Path, n: usize) -> Duration {
+/// The bare SQLite baseline: SQLite's default page size, or `page_size` (the hub's own, to
+/// show what the hub's setting alone gives).
+fn sqlite_baseline(path: &Path, n: usize, page_size: Option<u32>) -> Duration {
     let frames = run_frames("run_bare", n);
     let conn = rusqlite::Connection::open(path).expect("open");
+    if let Some(p) = page_size {
+        conn.pragma_update(None, "page_size", p).expect("page size");
+    }
     conn.pragma_update(None, "journal_mode", "WAL")
         .expect("wal");
     conn.pragma_update(None, "synchronous", "NORMAL")

@@ -239,6 +239,10 @@ pub struct Retention {
 
 fn pragmas(conn: &Connection) -> rusqlite::Result<()> {
     conn.busy_timeout(Duration::from_secs(5))?;
+    // Only a new database takes it (an existing one keeps its page size): 16 KiB pages hold
+    // ~60 events each, so a burst of inserts splits and rebalances a quarter as many pages and
+    // writes fewer, larger WAL frames.
+    conn.pragma_update(None, "page_size", 16_384)?;
     conn.pragma_update(None, "journal_mode", "WAL")?;
     conn.pragma_update(None, "synchronous", "NORMAL")?;
     conn.pragma_update(None, "temp_store", "MEMORY")?;
@@ -970,6 +974,71 @@ mod tests {
             .with(|c| c.query_row("SELECT count(*) FROM events", [], |r| r.get(0)))
             .expect("count");
         u64::try_from(stored).expect("a count")
+    }
+
+    fn page_size(path: &Path) -> i64 {
+        let conn = Connection::open(path).expect("open");
+        conn.query_row("PRAGMA page_size", [], |r| r.get(0))
+            .expect("page size")
+    }
+
+    /// Stores `n` events of run `run` through the writer and waits until they are committed.
+    fn store_events(st: &Storage, run: &str, n: u64) {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let run: Arc<str> = Arc::from(run);
+        rt.block_on(async {
+            for seq in 1..=n {
+                st.writer
+                    .event(EventRow {
+                        run_id: Arc::clone(&run),
+                        seq,
+                        ts: seq,
+                        kind: "node.started".into(),
+                        body: Arc::from(format!("{{\"gm\":1,\"seq\":{seq}}}")),
+                    })
+                    .await;
+            }
+            st.writer.barrier().await;
+        });
+    }
+
+    #[test]
+    fn a_new_database_has_16_kib_pages_and_an_older_one_keeps_its_own() {
+        let dir = std::env::temp_dir().join(format!("gm-pages-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("dir");
+        let retention = Retention {
+            keep: 100,
+            max_age_days: 30,
+        };
+        let new = dir.join("new.db");
+        let st = Storage::open(&new, retention, 1000, 1).expect("open");
+        store_events(&st, "run_new", 500);
+        assert_eq!(stored_events(&st), 500);
+        assert_eq!(page_size(&new), 16_384);
+        // A database of an earlier version: 4 KiB pages, WAL, events already in it.
+        let old = dir.join("old.db");
+        {
+            let conn = Connection::open(&old).expect("open");
+            conn.pragma_update(None, "page_size", 4096)
+                .expect("page size");
+            conn.pragma_update(None, "journal_mode", "WAL")
+                .expect("wal");
+            conn.execute_batch(SCHEMA).expect("schema");
+            conn.execute(
+                "INSERT INTO events (run_id, seq, ts, type, body) VALUES ('run_old', 1, 1, 'x', '{}')",
+                [],
+            )
+            .expect("insert");
+        }
+        let st = Storage::open(&old, retention, 1000, 1).expect("open the older database");
+        store_events(&st, "run_more", 500);
+        assert_eq!(stored_events(&st), 501);
+        assert_eq!(page_size(&old), 4096);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
