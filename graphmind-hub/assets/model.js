@@ -91,13 +91,7 @@ export class SeqSet {
       return true;
     }
     // out of order: the range at or before seq
-    let lo = 0;
-    let hi = r.length - 1;
-    while (lo < hi) {
-      const mid = (lo + hi + 1) >> 1;
-      if (r[mid][0] <= seq) lo = mid;
-      else hi = mid - 1;
-    }
+    const lo = this.#at(seq);
     const at = r[lo];
     if (at[0] <= seq && seq <= at[1]) return false;
     if (seq < at[0]) {
@@ -123,8 +117,21 @@ export class SeqSet {
 
   /** Whether `seq` was added. */
   has(seq) {
-    for (const [a, b] of this.ranges) if (a <= seq && seq <= b) return true;
-    return false;
+    const at = this.ranges[this.#at(seq)];
+    return at !== undefined && at[0] <= seq && seq <= at[1];
+  }
+
+  /** The index of the last range starting at or before `seq` (0 when none does). */
+  #at(seq) {
+    const r = this.ranges;
+    let lo = 0;
+    let hi = r.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (r[mid][0] <= seq) lo = mid;
+      else hi = mid - 1;
+    }
+    return lo;
   }
 }
 

@@ -207,7 +207,8 @@ test('the seqs a model applied: in order, out of order, gaps filled, duplicates 
   assert.equal(s.add(-4), true);
   assert.deepEqual(s.ranges, [[-5, -4], [0, 1005]]);
   for (const seq of [-5, -4, 0, 77, 1005]) assert.equal(s.add(seq), false, `seq ${seq} again`);
-  for (const seq of [-3, -1, 1006]) assert.equal(s.has(seq), false, `seq ${seq} never added`);
+  for (const seq of [-6, -3, -1, 1006]) assert.equal(s.has(seq), false, `seq ${seq} never added`);
+  assert.equal(new SeqSet().has(1), false, 'an empty set has nothing');
   // against a Set, in a shuffled order with duplicates
   const t = new SeqSet();
   const seen = new Set();
