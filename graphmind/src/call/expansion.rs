@@ -411,8 +411,14 @@ impl<D: Future, F> CallFuture<D, F> {
         let Some(fut) = body.attempt() else {
             unreachable!("a body always runs at least once")
         };
+        // Allocated first, so the recording is written in place rather than built on the
+        // stack and copied.
+        let slot = Box::new_uninit();
         Self::Detached {
-            fut: Box::pin(crate::call::detached::Recording::new(fut, node, done)),
+            fut: Box::into_pin(Box::write(
+                slot,
+                crate::call::detached::Recording::new(fut, node, done),
+            )),
         }
     }
 
