@@ -149,14 +149,19 @@ impl DetachedNode {
 
     /// Records the waiting `node.started`, if any.
     fn record_started(&mut self) {
-        if let Phase::Waiting(started) = &self.phase {
-            let id = started.instance_id.clone();
-            if let Phase::Waiting(started) = std::mem::replace(&mut self.phase, Phase::Open(id)) {
-                self.run
-                    .host()
-                    .record(self.run.run_id(), Record::Started(started), self.started);
-            }
-        }
+        self.phase = match std::mem::replace(&mut self.phase, Phase::Done) {
+            Phase::Waiting(started) => Phase::Open(self.record(started)),
+            other => other,
+        };
+    }
+
+    /// Records `started` (stamped at the call's start) and returns the call's id.
+    fn record(&self, started: Started) -> InstanceId {
+        let id = started.instance_id.clone();
+        self.run
+            .host()
+            .record(self.run.run_id(), Record::Started(started), self.started);
+        id
     }
 
     /// Records the end: `node.error` first for an error, then `node.finished` (with a
@@ -185,11 +190,7 @@ impl DetachedNode {
                     );
                     return;
                 }
-                let id = started.instance_id.clone();
-                self.run
-                    .host()
-                    .record(self.run.run_id(), Record::Started(started), self.started);
-                id
+                self.record(started)
             }
         };
         let (host, run_id) = (self.run.host(), self.run.run_id());
