@@ -9,6 +9,8 @@
 //! `GM_SOAK_RUNS` runs, 10 × 20 000 by default; without `--bench`, as `cargo test
 //! --all-targets` runs it, 3 × 500 as a smoke test).
 
+mod support;
+
 use std::time::Instant;
 
 #[graphmind::tool]
@@ -56,13 +58,7 @@ fn main() {
         .enable_all()
         .build()
         .expect("runtime");
-    // Nothing listens on port 9 (discard): the session stays detached.
-    let gm = graphmind::init(
-        graphmind::Config::new("soak")
-            .url("ws://127.0.0.1:9/ingest")
-            .env_vars(std::iter::empty::<(String, String)>()),
-    );
-    assert!(gm.is_enabled());
+    let gm = support::detached_session("soak");
     let mut per_run = Vec::new();
     rt.block_on(async {
         for batch in 0..batches {

@@ -12,12 +12,13 @@
 //!
 //! Run: `cargo bench -p graphmind --bench overhead`.
 
+mod support;
+
 use std::hint::black_box;
-use std::pin::pin;
-use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use support::{detached_session, ready, sink_dispatch, traced};
 
 async fn plain(a: u64, b: u64) -> u64 {
     a.wrapping_add(b)
@@ -46,11 +47,6 @@ async fn gated_attached(a: u64, b: u64) -> u64 {
 
 #[graphmind::tool]
 async fn gated_shared(a: u64, b: u64) -> u64 {
-    a.wrapping_add(b)
-}
-
-#[tracing::instrument]
-async fn traced(a: u64, b: u64) -> u64 {
     a.wrapping_add(b)
 }
 
@@ -101,19 +97,6 @@ fn sink_debugger() -> u16 {
         });
     });
     port
-}
-
-/// Polls a future that completes without waiting (all of these do) to its output. Inlined so
-/// every case is measured the same way, in the benchmark loop itself.
-#[inline(always)]
-fn ready<F: Future>(fut: F) -> F::Output {
-    let mut fut = pin!(fut);
-    let mut cx = Context::from_waker(Waker::noop());
-    loop {
-        if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
-            return v;
-        }
-    }
 }
 
 /// Behind a call the optimizer may not inline: the cost when an instrumented fn's future is
@@ -173,11 +156,7 @@ fn print_ratio(label: &str, dispatch: &tracing::Dispatch, mut case: impl FnMut()
 }
 
 fn overhead(c: &mut Criterion) {
-    let dispatch = tracing::Dispatch::new(
-        tracing_subscriber::fmt()
-            .with_writer(std::io::sink)
-            .finish(),
-    );
+    let dispatch = sink_dispatch();
     let mut g = c.benchmark_group("call");
     g.measurement_time(Duration::from_secs(3));
     g.warm_up_time(Duration::from_secs(1));
@@ -186,13 +165,7 @@ fn overhead(c: &mut Criterion) {
         b.iter(|| ready(plain(black_box(1), black_box(2))));
     });
 
-    // Nothing listens on port 9 (discard): the session stays detached.
-    let detached = graphmind::init(
-        graphmind::Config::new("bench")
-            .url("ws://127.0.0.1:9/ingest")
-            .env_vars(std::iter::empty::<(String, String)>()),
-    );
-    assert!(detached.is_enabled());
+    let detached = detached_session("bench");
     assert_eq!(ready(gated(1, 2)), 3);
     assert!(
         detached.stats().buffered > 0,

@@ -10,6 +10,8 @@
 //! Run: `cargo bench -p graphmind --bench step_capture` (rounds: `GM_BENCH_ROUNDS`, 20 000
 //! by default; without `--bench`, as `cargo test --all-targets` runs it, 50 rounds).
 
+mod support;
+
 use std::hint::black_box;
 use std::time::Instant;
 
@@ -141,13 +143,7 @@ fn main() {
         .enable_all()
         .build()
         .expect("runtime");
-    // Nothing listens on port 9 (discard): the session stays detached.
-    let session = graphmind::init(
-        graphmind::Config::new("bench")
-            .url("ws://127.0.0.1:9/ingest")
-            .env_vars(std::iter::empty::<(String, String)>()),
-    );
-    assert!(session.is_enabled());
+    let session = support::detached_session("bench");
     let (req, resp) = (request(history), response());
     let bytes = serde_json::to_string(&req).expect("json").len();
     rt.block_on(async {
