@@ -1,14 +1,16 @@
-//! The hub proves itself to apps: its run file holds a per-start `hubSecret`, and it answers
-//! the `hubNonce` of a `hello` with `hubProof` = HMAC-SHA256(secret, nonce). The real Rust
-//! client, reading that run file, trusts the hub and holds at its breakpoints; a client that
-//! cannot read it only reports.
+//! The hub proves itself to apps: its run file holds a per-start `hubSecret`; it answers the
+//! `hubNonce` of a `hello` with a nonce of its own and signs the `hello.ack` and every later
+//! frame under a key derived from the secret and both nonces. The real Rust client, reading
+//! that run file, trusts the hub and holds at its breakpoints; a client that cannot read it
+//! only reports.
 
 mod support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use graphmind_protocol::hub_auth::hub_proof;
+use futures_util::StreamExt;
+use graphmind_protocol::hub_auth::{ChannelCheck, ChannelKey};
 use serde_json::{Value, json};
 use support::*;
 
@@ -22,14 +24,34 @@ fn hello_with_nonce(nonce: &str) -> Value {
     h
 }
 
-async fn ack_for(port: u16, hello: &Value) -> Value {
+/// The text of the hub's `hello.ack` to `hello`, and the frames after it within `ms`.
+async fn ack_and_more(port: u16, hello: &Value, ms: u64) -> (String, Vec<String>) {
     let mut peer = Peer::connect(port, "/ingest").await;
     peer.send(hello).await;
-    peer.until(5000, |v| v["type"] == "hello.ack").await
+    let mut ack = None;
+    let mut more = Vec::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(ms);
+    while let Ok(Some(Ok(frame))) = tokio::time::timeout_at(deadline, peer.ws.next()).await {
+        let Ok(text) = frame.into_text() else {
+            continue;
+        };
+        let text = text.as_str().to_owned();
+        if ack.is_none() && text.contains(r#""type":"hello.ack""#) {
+            ack = Some(text);
+        } else if ack.is_some() && !text.is_empty() {
+            more.push(text);
+        }
+    }
+    (ack.expect("a hello.ack"), more)
+}
+
+async fn ack_for(port: u16, hello: &Value) -> Value {
+    let (ack, _) = ack_and_more(port, hello, 300).await;
+    serde_json::from_str(&ack).expect("JSON")
 }
 
 #[test]
-fn the_hub_answers_a_hello_nonce_with_the_hmac_of_its_run_file_secret() {
+fn the_hub_signs_its_channel_under_a_key_of_its_run_file_secret_and_both_nonces() {
     let h = hub(|_| {});
     let secret = run_doc(&h)["hubSecret"]
         .as_str()
@@ -38,24 +60,81 @@ fn the_hub_answers_a_hello_nonce_with_the_hmac_of_its_run_file_secret() {
     assert_eq!(secret.len(), 32);
     assert_ne!(secret, h.agent_token);
     assert_ne!(secret, h.viewer_token);
+    assert_eq!(
+        run_doc(&h)["url"],
+        json!(format!("http://127.0.0.1:{}", h.port)),
+        "the one address the secret may be used for"
+    );
     let nonce = "9f".repeat(32);
     block_on(async {
-        let ack = ack_for(h.port, &hello_with_nonce(&nonce)).await;
-        assert_eq!(
-            ack["payload"]["hubProof"],
-            json!(hub_proof(&secret, &nonce)),
-            "{ack}"
+        // An app that opens a run gets `hub.ack` frames after the ack: signed too.
+        let mut peer = Peer::connect(h.port, "/ingest").await;
+        let mut greeting = hello_with_nonce(&nonce);
+        greeting["payload"]["capabilities"] = json!(["hub-ack"]);
+        peer.send(&greeting).await;
+        let ack = next_text(&mut peer).await;
+        let parsed: Value = serde_json::from_str(&ack).expect("JSON");
+        assert_eq!(parsed["type"], "hello.ack", "{parsed}");
+        let hub_nonce = parsed["payload"]["hubNonce"]
+            .as_str()
+            .expect("the hub's nonce");
+        assert!(hub_nonce.len() >= 32, "{parsed}");
+        let mut check = ChannelCheck::new(ChannelKey::derive(&secret, &nonce, hub_nonce));
+        let body = check
+            .accept(&ack)
+            .expect("the ack is signed under the channel key");
+        assert!(!body.contains("hubMac"), "{body}");
+        // Another app nonce, another key.
+        assert!(
+            ChannelCheck::new(ChannelKey::derive(&secret, &"00".repeat(32), hub_nonce))
+                .accept(&ack)
+                .is_err()
         );
+        peer.send(&env(
+            2,
+            "run_signed",
+            "run.started",
+            json!({"app": "a", "sdk": {"name": "t", "version": "0"}}),
+        ))
+        .await;
+        let hub_ack = next_text(&mut peer).await;
+        let body = check
+            .accept(&hub_ack)
+            .unwrap_or_else(|e| panic!("{e}: {hub_ack}"));
+        assert!(body.contains(r#""type":"hub.ack""#), "{body}");
         // A peer that sends no nonce (Python, TypeScript) gets the ack it always got.
         let ack = ack_for(h.port, &hello(1, None)).await;
-        assert!(ack["payload"].get("hubProof").is_none(), "{ack}");
+        assert!(ack["payload"].get("hubNonce").is_none(), "{ack}");
+        assert!(ack.get("hubMac").is_none(), "{ack}");
         // A nonce far longer than any client sends is not answered.
         let ack = ack_for(h.port, &hello_with_nonce(&"a".repeat(300))).await;
-        assert!(ack["payload"].get("hubProof").is_none(), "{ack}");
+        assert!(ack["payload"].get("hubNonce").is_none(), "{ack}");
+        // Two connections with the same app nonce still get keys of their own.
+        let (a, b) = (
+            ack_for(h.port, &hello_with_nonce(&nonce)).await,
+            ack_for(h.port, &hello_with_nonce(&nonce)).await,
+        );
+        assert_ne!(a["payload"]["hubNonce"], b["payload"]["hubNonce"]);
     });
     // Every start has its own secret.
     let other = hub(|_| {});
     assert_ne!(run_doc(&other)["hubSecret"], json!(secret));
+}
+
+/// The next text frame from the hub, within 5 s.
+async fn next_text(peer: &mut Peer) -> String {
+    loop {
+        let frame = tokio::time::timeout(Duration::from_secs(5), peer.ws.next())
+            .await
+            .expect("a frame within 5 s")
+            .expect("open")
+            .expect("no error");
+        if let Ok(text) = frame.into_text()
+            && !text.is_empty()
+        {
+            return text.as_str().to_owned();
+        }
+    }
 }
 
 static HELD_BODY: AtomicUsize = AtomicUsize::new(0);

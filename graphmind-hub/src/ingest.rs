@@ -9,21 +9,21 @@
 use std::sync::atomic::AtomicU64;
 use tokio::sync::Notify;
 
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, OnceLock};
 
 use axum::extract::State;
 use axum::extract::ws::{CloseFrame, Message as WsMessage, Utf8Bytes, WebSocket, WebSocketUpgrade};
 use axum::response::Response;
 use futures_util::{FutureExt, SinkExt, StreamExt};
-use graphmind_protocol::{
-    Envelope, Message, PAYLOAD_BUDGET, Parsed, hub_auth, parse, shrink_payload,
-};
+use graphmind_protocol::hub_auth::{self, ChannelKey};
+use graphmind_protocol::{Envelope, Message, PAYLOAD_BUDGET, Parsed, parse, shrink_payload};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::quick_parse::Spans;
 use super::state::{AppOut, HubState, Incoming, Load, MAX_RUN_ID_CHARS, Pending};
+use super::tokens::{Token, random_id};
 
 /// Largest frame an app may send (close 1009 above it).
 pub const MAX_FRAME: usize = 16 * 1024 * 1024;
@@ -58,10 +58,19 @@ pub fn is_capacity_error(e: &axum::Error) -> bool {
 async fn serve_app(hub: Arc<HubState>, socket: WebSocket) {
     let (mut sink, mut stream) = socket.split();
     let (tx, mut rx) = mpsc::unbounded_channel::<AppOut>();
+    // Set by the handshake of an app that sent a `hubNonce`, before its `hello.ack` is queued:
+    // from then on every frame to it is signed (see `graphmind_protocol::hub_auth`).
+    let channel: Arc<OnceLock<ChannelKey>> = Arc::default();
+    let signing = Arc::clone(&channel);
     let writer = tokio::spawn(async move {
+        let mut counter = 0_u64;
         while let Some(out) = rx.recv().await {
             match out {
-                AppOut::Text(s) => {
+                AppOut::Text(mut s) => {
+                    if let Some(key) = signing.get() {
+                        counter += 1;
+                        key.sign_in_place(counter, &mut s);
+                    }
                     if sink.send(WsMessage::Text(s.into())).await.is_err() {
                         break;
                     }
@@ -135,7 +144,7 @@ async fn serve_app(hub: Arc<HubState>, socket: WebSocket) {
                             .fetch_add(1, Ordering::Relaxed);
                         true
                     }
-                    None => match handshake(&hub, text, &tx).await {
+                    None => match handshake(&hub, text, &tx, &channel).await {
                         Handshake::Done(c, wants_acks) => {
                             conn = Some(c);
                             if wants_acks {
@@ -267,7 +276,8 @@ struct HelloInfo {
     app: Option<String>,
     capabilities: Vec<String>,
     resume_token: Option<String>,
-    /// The app's `hubNonce`, to answer with a `hubProof`.
+    /// The app's `hubNonce`, to which the hub answers with a nonce of its own and a signed
+    /// channel.
     hub_nonce: Option<String>,
 }
 
@@ -308,7 +318,12 @@ fn loose_hello(text: &str) -> Option<HelloInfo> {
     })
 }
 
-async fn handshake(hub: &HubState, text: &str, tx: &mpsc::UnboundedSender<AppOut>) -> Handshake {
+async fn handshake(
+    hub: &HubState,
+    text: &str,
+    tx: &mpsc::UnboundedSender<AppOut>,
+    channel: &OnceLock<ChannelKey>,
+) -> Handshake {
     let info = match parse(text) {
         Parsed::Ok(Envelope {
             message: Message::Hello(h),
@@ -340,13 +355,24 @@ async fn handshake(hub: &HubState, text: &str, tx: &mpsc::UnboundedSender<AppOut
         }
     };
     let wants_acks = info.capabilities.iter().any(|c| c == HUB_ACK);
+    // The app's nonce gets one of the hub's, and the channel is keyed from both before
+    // anything (the ack first) is queued to the app.
+    let hub_nonce = info.hub_nonce.map(|app_nonce| {
+        let hub_nonce =
+            Token::generate().map_or_else(|_| random_id("n"), |t| t.as_str().to_owned());
+        let _ = channel.set(ChannelKey::derive(
+            hub.cfg.hub_secret.as_str(),
+            &app_nonce,
+            &hub_nonce,
+        ));
+        hub_nonce
+    });
     let (conn, _identity, ack, reclaimed) = hub.app_hello(
         tx.clone(),
         info.app,
         info.capabilities,
         info.resume_token.as_deref().filter(|t| !t.is_empty()),
-        info.hub_nonce
-            .map(|n| hub_auth::hub_proof(hub.cfg.hub_secret.as_str(), &n)),
+        hub_nonce,
     );
     let _ = tx.send(AppOut::Text(ack));
     for row in reclaimed {

@@ -13,10 +13,12 @@
 //!   token set beforehand, never ack, ack with another protocol version, a raw payload) and
 //!   can send junk before the ack ([`FakeDebugger::set_before_ack`]);
 //! - it proves itself the way `graphmind serve` does: at start it writes a run file with a
-//!   random `hubSecret` into a private temporary home ([`FakeDebugger::home`], which
-//!   [`FakeDebugger::config`] points the client at) and answers each `hello`'s `hubNonce`
-//!   with the matching `hubProof`; [`FakeDebugger::set_proof`] makes it a squatter that sends
-//!   no proof or a wrong one;
+//!   random `hubSecret` and its address into a private temporary home ([`FakeDebugger::home`],
+//!   which [`FakeDebugger::config`] points the client at), answers each `hello`'s `hubNonce`
+//!   with one of its own and signs every later frame on that connection
+//!   (`graphmind_protocol::hub_auth`); [`FakeDebugger::set_proof`] makes it a squatter that
+//!   signs nothing or signs under a wrong secret, and [`FakeDebugger::send_forged`] sends a
+//!   frame unsigned, as a process relaying the connection would add one;
 //! - it pushes controls to the newest connection: [`FakeDebugger::resume`],
 //!   [`FakeDebugger::breakpoint_set`], [`FakeDebugger::breakpoint_clear`],
 //!   [`FakeDebugger::mode_set`], or anything with [`FakeDebugger::send`] /
@@ -124,18 +126,20 @@ pub enum Handshake {
     Protocol(u64),
     /// A `hello.ack` envelope whose `gm` is this number.
     Gm(u64),
-    /// A `hello.ack` with this payload (plus the `hubProof` the [`Proof`] setting calls for).
+    /// A `hello.ack` with this payload (plus the `hubNonce` the [`Proof`] setting calls for).
     Payload(Value),
 }
 
-/// What the fake puts in `hello.ack` as `hubProof` for the `hello`'s `hubNonce`.
+/// How the fake answers the `hello`'s `hubNonce` and signs its frames.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Proof {
-    /// The right proof under the secret of its run file (the default).
+    /// A nonce of its own, and every frame signed under the secret of its run file (the
+    /// default).
     Right,
-    /// No `hubProof` at all (another GraphMind hub, or a squatter that knows nothing of it).
+    /// No `hubNonce` and nothing signed (another GraphMind hub, or a squatter that knows
+    /// nothing of it).
     Missing,
-    /// A well-formed proof under another secret (a squatter guessing).
+    /// Well-formed signatures under another secret (a squatter guessing).
     Wrong,
 }
 
@@ -190,8 +194,14 @@ struct Script {
     hub_capabilities: Vec<String>,
 }
 
+/// A frame for a connection to send: signed on a proven channel, or not (forged).
+struct Out {
+    text: String,
+    sign: bool,
+}
+
 struct Conn {
-    tx: mpsc::UnboundedSender<String>,
+    tx: mpsc::UnboundedSender<Out>,
     task: JoinHandle<()>,
 }
 
@@ -525,14 +535,31 @@ impl FakeDebugger {
         self.send_raw(&frame.to_string())
     }
 
-    /// Sends a raw text frame to the newest open connection. False if none is open.
+    /// Sends a raw text frame to the newest open connection (signed there, as the hub signs
+    /// every frame on a proven connection). False if none is open.
     pub fn send_raw(&self, text: &str) -> bool {
+        self.send_out(text, true)
+    }
+
+    /// Sends a raw text frame to the newest open connection without signing it, as a process
+    /// relaying the connection would add one. False if none is open.
+    pub fn send_forged(&self, text: &str) -> bool {
+        self.send_out(text, false)
+    }
+
+    fn send_out(&self, text: &str, sign: bool) -> bool {
         let conns = lock(&self.shared.conns);
         conns
             .iter()
             .rev()
             .find(|c| !c.task.is_finished())
-            .is_some_and(|c| c.tx.send(text.to_owned()).is_ok())
+            .is_some_and(|c| {
+                c.tx.send(Out {
+                    text: text.to_owned(),
+                    sign,
+                })
+                .is_ok()
+            })
     }
 
     /// Sends `exec.resume {pauseId, action}` on `run_id`.
@@ -710,7 +737,11 @@ fn write_run_file(port: u16, secret: &str) -> std::path::PathBuf {
     std::fs::create_dir_all(&run).expect("fake hub home");
     std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o700)).expect("chmod");
     let file = run.join(format!("serve-{port}.json"));
-    let doc = json!({ "port": port, graphmind_protocol::hub_auth::SECRET_KEY: secret });
+    let doc = json!({
+        "port": port,
+        "url": format!("http://127.0.0.1:{port}"),
+        graphmind_protocol::hub_auth::SECRET_KEY: secret,
+    });
     std::fs::write(&file, format!("{doc}\n")).expect("fake run file");
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).expect("chmod");
     home
@@ -748,7 +779,7 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
     }
 }
 
-async fn serve(tcp: TcpStream, shared: Arc<Shared>, mut out: mpsc::UnboundedReceiver<String>) {
+async fn serve(tcp: TcpStream, shared: Arc<Shared>, mut out: mpsc::UnboundedReceiver<Out>) {
     let _ = tcp.set_nodelay(true);
     let Ok(mut ws) = tokio_tungstenite::accept_async(tcp).await else {
         return;
@@ -756,6 +787,8 @@ async fn serve(tcp: TcpStream, shared: Arc<Shared>, mut out: mpsc::UnboundedRece
     let conn = shared.ws_accepts.fetch_add(1, Ordering::SeqCst) + 1;
     let mut frozen = shared.frozen.subscribe();
     let mut acked = false;
+    // The proven channel's key and the last counter used.
+    let mut channel: Option<(graphmind_protocol::hub_auth::ChannelKey, u64)> = None;
     loop {
         let is_frozen = *frozen.borrow_and_update();
         tokio::select! {
@@ -775,8 +808,17 @@ async fn serve(tcp: TcpStream, shared: Arc<Shared>, mut out: mpsc::UnboundedRece
                     lock(&shared.frames).push(Frame { conn, at: Instant::now(), text, json });
                     if is_hello && !acked {
                         acked = true;
-                        for reply in handshake_replies(&shared, conn, caps, nonce.as_deref()) {
+                        let (before, ack, key) =
+                            handshake_replies(&shared, conn, caps, nonce.as_deref());
+                        for reply in before {
                             if ws.send(Ws::text(reply)).await.is_err() {
+                                return;
+                            }
+                        }
+                        channel = key.map(|k| (k, 0));
+                        if let Some(ack) = ack {
+                            let ack = sign(&mut channel, ack);
+                            if ws.send(Ws::text(ack)).await.is_err() {
                                 return;
                             }
                         }
@@ -794,7 +836,8 @@ async fn serve(tcp: TcpStream, shared: Arc<Shared>, mut out: mpsc::UnboundedRece
                 Some(Ok(_)) => {}
             },
             text = out.recv() => match text {
-                Some(text) => {
+                Some(Out { text, sign: signed }) => {
+                    let text = if signed { sign(&mut channel, text) } else { text };
                     if ws.send(Ws::text(text)).await.is_err() {
                         return;
                     }
@@ -806,20 +849,41 @@ async fn serve(tcp: TcpStream, shared: Arc<Shared>, mut out: mpsc::UnboundedRece
     }
 }
 
+/// `text` signed as the next frame of a proven channel, or as it is without one.
+fn sign(
+    channel: &mut Option<(graphmind_protocol::hub_auth::ChannelKey, u64)>,
+    text: String,
+) -> String {
+    match channel {
+        Some((key, counter)) => {
+            *counter += 1;
+            key.sign(*counter, &text)
+        }
+        None => text,
+    }
+}
+
+/// What the fake sends after a `hello`: the frames before the ack (unsigned), the ack (signed
+/// by the caller), and the channel key the ack and every later frame are signed with.
 fn handshake_replies(
     shared: &Shared,
     conn: usize,
     caps: Value,
     nonce: Option<&str>,
-) -> Vec<String> {
-    use graphmind_protocol::hub_auth::{PROOF_FIELD, hub_proof};
+) -> (
+    Vec<String>,
+    Option<String>,
+    Option<graphmind_protocol::hub_auth::ChannelKey>,
+) {
+    use graphmind_protocol::hub_auth::{ChannelKey, NONCE_FIELD};
     let script = lock(&shared.script);
-    let proof = match (script.proof, nonce) {
-        (Proof::Right, Some(n)) => Some(hub_proof(&shared.secret, n)),
-        (Proof::Wrong, Some(n)) => Some(hub_proof("not-the-secret", n)),
+    let hub_nonce = random_hex();
+    let key = match (script.proof, nonce) {
+        (Proof::Right, Some(n)) => Some(ChannelKey::derive(&shared.secret, n, &hub_nonce)),
+        (Proof::Wrong, Some(n)) => Some(ChannelKey::derive("not-the-secret", n, &hub_nonce)),
         _ => None,
     };
-    let mut replies = script.before_ack.clone();
+    let replies = script.before_ack.clone();
     let caps = if caps.is_array() { caps } else { json!([]) };
     let full = |protocol: u64| {
         let mut payload = json!({
@@ -833,8 +897,8 @@ fn handshake_replies(
             Some("") => payload["sessionToken"] = json!(format!("tok-{conn}")),
             Some(t) => payload["sessionToken"] = json!(t),
         }
-        if let Some(p) = &proof {
-            payload[PROOF_FIELD] = json!(p);
+        if key.is_some() {
+            payload[NONCE_FIELD] = json!(hub_nonce);
         }
         if !script.hub_capabilities.is_empty() {
             payload["hubCapabilities"] = json!(script.hub_capabilities);
@@ -842,7 +906,7 @@ fn handshake_replies(
         payload
     };
     let ack = match &script.handshake {
-        Handshake::Never => return replies,
+        Handshake::Never => return (replies, None, None),
         Handshake::Ack => envelope(shared, "hello.ack", "*", full(1)),
         Handshake::Protocol(p) => envelope(shared, "hello.ack", "*", full(*p)),
         Handshake::Gm(gm) => {
@@ -852,12 +916,11 @@ fn handshake_replies(
         }
         Handshake::Payload(p) => {
             let mut p = p.clone();
-            if let (Some(proof), Some(obj)) = (&proof, p.as_object_mut()) {
-                obj.entry(PROOF_FIELD).or_insert_with(|| json!(proof));
+            if let (Some(_), Some(obj)) = (&key, p.as_object_mut()) {
+                obj.entry(NONCE_FIELD).or_insert_with(|| json!(hub_nonce));
             }
             envelope(shared, "hello.ack", "*", p)
         }
     };
-    replies.push(ack.to_string());
-    replies
+    (replies, Some(ack.to_string()), key)
 }

@@ -135,3 +135,40 @@ async fn ready_a_second_time_after_a_refusal_attaches_to_a_debugger_that_came_up
     );
     gm.dispose().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oversized_hello_ack_is_named_as_such_not_as_no_debugger() {
+    // Breakpoints whose names add up past the client's 16 MiB frame limit.
+    let hub = FakeDebugger::start().await;
+    let name = "n".repeat(2 * 1024 * 1024);
+    hub.set_breakpoints(
+        (0..9)
+            .map(|_| serde_json::json!({"kind": "tool", "name": name}))
+            .collect(),
+    );
+    let warnings = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let sink = std::sync::Arc::clone(&warnings);
+    let gm = graphmind::Session::new(
+        hub.config("oversized-ack")
+            // Building an 18 MB ack takes the fake (a debug build) longer than the 1 s default.
+            .handshake_timeout(10 * SECOND)
+            .on_warning(move |m| sink.lock().expect("lock").push(m.to_owned())),
+    );
+    assert!(
+        !gm.ready(2 * SECOND).await,
+        "an ack over the limit cannot attach"
+    );
+    let warned = warnings.lock().expect("lock").clone();
+    assert_eq!(
+        warned.len(),
+        1,
+        "one warning, not also 'no debugger answered': {warned:?}"
+    );
+    assert!(
+        warned[0].contains("hello.ack over this client's 16 MiB frame limit")
+            && warned[0].contains("graphmind break list"),
+        "{}",
+        warned[0]
+    );
+    gm.dispose().await;
+}

@@ -1,5 +1,6 @@
 //! Hub authentication: a process that answers on the debugger's port without proving it is
-//! this user's `graphmind serve` (no `hubProof`, a wrong one, no run file to check it against)
+//! this user's `graphmind serve` (no signed channel, one signed under a wrong secret, no run
+//! file to check it against)
 //! is only reported to. Its breakpoints and step mode are not applied, no gate holds, its
 //! inject / retry / abort frames change nothing, the tool bodies run exactly once with their
 //! real results, and the app warns once, naming the switches that trust a hub explicitly.
@@ -167,7 +168,7 @@ async fn a_squatter_without_a_proof_gets_no_hold_inject_retry_or_abort() {
     let (config, warnings) = with_warnings(hub.config("squatted-no-proof"));
     let gm = graphmind::Session::new(config);
     squatted(&hub, &gm, &warnings).await;
-    assert!(warnings.lock().expect("lock")[0].contains("no hubProof"));
+    assert!(warnings.lock().expect("lock")[0].contains("no hubNonce"));
     // Reconnecting to the same squatter does not warn again.
     hub.drop_connections();
     graphmind_tests::eventually("detached", 5 * SECOND, || !gm.is_attached()).await;
@@ -303,5 +304,65 @@ async fn an_explicit_secret_trusts_a_hub_whose_run_file_is_elsewhere() {
             .trust_hub(TrustHub::Secret(hub.secret().to_owned())),
     );
     controls(&hub, &gm).await;
+    gm.dispose().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frame_the_hub_did_not_sign_is_ignored_on_a_proven_channel() {
+    let hub = FakeDebugger::start().await;
+    hub.set_breakpoints(vec![json!({"name": "held_lookup", "point": "before"})]);
+    let (config, warnings) = with_warnings(hub.config("forged"));
+    let gm = graphmind::Session::new(config);
+    assert!(gm.ready(2 * SECOND).await);
+    assert!(gm.stats().trusted, "{:?}", gm.stats());
+    let before = hub.frames_of("exec.paused").len();
+    let held = HELD.load(Ordering::SeqCst);
+    let task = tokio::spawn({
+        let gm = gm.clone();
+        async move { gm.run("held", held_lookup(1)).await }
+    });
+    let paused = hub.wait_count("exec.paused", before + 1, 5 * SECOND).await;
+    let p = paused.last().expect("present");
+    let id = p.payload()["pauseId"].as_str().expect("pauseId");
+    // Frames added to the channel unsigned (as a relay would): an inject, a breakpoint, step
+    // mode. And one the hub signed, sent again (a replay).
+    let inject = hub.control(
+        "exec.resume",
+        p.run_id(),
+        json!({"pauseId": id, "action": "inject", "output": 666}),
+    );
+    assert!(hub.send_forged(&inject.to_string()));
+    assert!(
+        hub.send_forged(
+            &hub.control("breakpoint.set", "*", json!({"matcher": {"kind": "tool"}}))
+                .to_string()
+        )
+    );
+    assert!(
+        hub.send_forged(
+            &hub.control("mode.set", "*", json!({"mode": "step"}))
+                .to_string()
+        )
+    );
+    graphmind_tests::eventually("forged frames counted", 5 * SECOND, || {
+        gm.stats().ignored_controls >= 3
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(!task.is_finished(), "a forged inject released the gate");
+    assert_eq!(gm.breakpoints().len(), 1);
+    assert_eq!(gm.mode(), graphmind::protocol::Mode::Run);
+    // The hub's own signed inject is obeyed.
+    assert!(hub.inject(p.run_id(), id, json!(41)));
+    let out = tokio::time::timeout(5 * SECOND, task)
+        .await
+        .expect("resumed")
+        .expect("joined")
+        .expect("not aborted");
+    assert_eq!(out, 41);
+    assert_eq!(HELD.load(Ordering::SeqCst), held, "the body did not run");
+    let warned = warnings.lock().expect("lock").clone();
+    assert_eq!(warned.len(), 1, "{warned:?}");
+    assert!(warned[0].contains("no hubMac"), "{}", warned[0]);
     gm.dispose().await;
 }

@@ -29,14 +29,15 @@ pub const REJECT: &str = "reject";
 impl HubState {
     /// Registers an app connection after its hello and builds the `hello.ack`. Returns the
     /// connection id, its identity, the ack frame and the run rows to store again (runs the
-    /// identity reclaimed from `abandoned`). `hub_proof` answers the app's `hubNonce`.
+    /// identity reclaimed from `abandoned`). `hub_nonce` is the hub's answer to the app's
+    /// `hubNonce` (the connection is signed from the ack on).
     pub fn app_hello(
         &self,
         tx: mpsc::UnboundedSender<AppOut>,
         app: Option<String>,
         capabilities: Vec<String>,
         resume_token: Option<&str>,
-        hub_proof: Option<String>,
+        hub_nonce: Option<String>,
     ) -> (u64, u64, String, Vec<RunRow>) {
         let conn = self.next_id();
         let session_token = random_id("sess");
@@ -99,13 +100,13 @@ impl HubState {
                 .map(String::from)
                 .collect(),
             ),
-            // The answer to the app's `hubNonce`: other hubs send none, so the app cannot
-            // mistake them for this one.
-            extra: hub_proof
-                .map(|p| {
+            // The hub's half of the channel key: other hubs send none and sign nothing, so
+            // the app cannot mistake them for this one.
+            extra: hub_nonce
+                .map(|n| {
                     Extra::from_iter([(
-                        graphmind_protocol::hub_auth::PROOF_FIELD.to_owned(),
-                        p.into(),
+                        graphmind_protocol::hub_auth::NONCE_FIELD.to_owned(),
+                        n.into(),
                     )])
                 })
                 .unwrap_or_default(),

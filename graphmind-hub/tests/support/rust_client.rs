@@ -84,6 +84,8 @@ pub struct Relay {
     pub frames: Recorded,
     open: Arc<std::sync::atomic::AtomicBool>,
     conns: Arc<Mutex<Vec<tokio::task::AbortHandle>>>,
+    /// Where frames of the relay's own go, one sender per relayed connection.
+    forged: Arc<Mutex<Vec<tokio::sync::mpsc::UnboundedSender<String>>>>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -93,20 +95,40 @@ impl Relay {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind");
+        let relay = Self::serve(listener, hub_port);
+        ports().insert(relay.port, Behind::Relay(hub_port));
+        relay
+    }
+
+    /// Listens on `addr` (for example another loopback address at the hub's own port) and
+    /// relays every connection to `/ingest` on `hub_port`, as a process of another user could.
+    pub async fn start_at(addr: std::net::SocketAddr, hub_port: u16) -> std::io::Result<Self> {
+        let listener = tokio::net::TcpListener::bind(addr).await?;
+        Ok(Self::serve(listener, hub_port))
+    }
+
+    fn serve(listener: tokio::net::TcpListener, hub_port: u16) -> Self {
         let port = listener.local_addr().expect("addr").port();
-        ports().insert(port, Behind::Relay(hub_port));
         let frames: Recorded = Arc::default();
         let open = Arc::new(std::sync::atomic::AtomicBool::new(true));
         let conns: Arc<Mutex<Vec<tokio::task::AbortHandle>>> = Arc::default();
+        let forged: Arc<Mutex<Vec<tokio::sync::mpsc::UnboundedSender<String>>>> = Arc::default();
         let task = tokio::spawn({
-            let (rec, open, conns) = (Arc::clone(&frames), Arc::clone(&open), Arc::clone(&conns));
+            let (rec, open, conns, forged) = (
+                Arc::clone(&frames),
+                Arc::clone(&open),
+                Arc::clone(&conns),
+                Arc::clone(&forged),
+            );
             async move {
                 while let Ok((tcp, _)) = listener.accept().await {
                     if !open.load(std::sync::atomic::Ordering::SeqCst) {
                         continue; // refused: the socket is dropped at once
                     }
                     let rec = Arc::clone(&rec);
-                    let conn = tokio::spawn(relay_one(tcp, hub_port, rec));
+                    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+                    forged.lock().expect("lock").push(tx);
+                    let conn = tokio::spawn(relay_one(tcp, hub_port, rec, rx));
                     conns.lock().expect("lock").push(conn.abort_handle());
                 }
             }
@@ -116,8 +138,21 @@ impl Relay {
             frames,
             open,
             conns,
+            forged,
             task,
         }
+    }
+
+    /// Sends `frame` to every relayed app as if the hub had sent it (between the hub's frames,
+    /// which pass unchanged). Returns how many connections took it.
+    pub fn forge(&self, frame: &Value) -> usize {
+        let text = frame.to_string();
+        self.forged
+            .lock()
+            .expect("lock")
+            .iter()
+            .filter(|tx| tx.send(text.clone()).is_ok())
+            .count()
     }
 
     /// Cuts every relayed connection (both sockets dropped, no close frame) and refuses new
@@ -155,7 +190,12 @@ impl Drop for Relay {
     }
 }
 
-async fn relay_one(tcp: tokio::net::TcpStream, hub_port: u16, rec: Recorded) {
+async fn relay_one(
+    tcp: tokio::net::TcpStream,
+    hub_port: u16,
+    rec: Recorded,
+    mut forged: tokio::sync::mpsc::UnboundedReceiver<String>,
+) {
     let _ = tcp.set_nodelay(true);
     let Ok(app) = tokio_tungstenite::accept_async(tcp).await else {
         return;
@@ -181,7 +221,14 @@ async fn relay_one(tcp: tokio::net::TcpStream, hub_port: u16, rec: Recorded) {
         }
     };
     let down = async {
-        while let Some(Ok(m)) = hub_rx.next().await {
+        loop {
+            let m = tokio::select! {
+                m = hub_rx.next() => match m {
+                    Some(Ok(m)) => m,
+                    _ => break,
+                },
+                Some(text) = forged.recv() => Message::text(text),
+            };
             let close = m.is_close();
             if app_tx.send(m).await.is_err() || close {
                 break;

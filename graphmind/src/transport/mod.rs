@@ -16,11 +16,14 @@
 //! warned about once and the client stays detached until the next regular retry.
 //!
 //! Hub authentication (see `graphmind_protocol::hub_auth`): every `hello` carries a fresh
-//! random `hubNonce`; the ack's `hubProof` is checked against the secret of the hub's run
-//! file for the URL's port (or the secret given in the config). A hub that proves nothing is
-//! attached to in observe mode: events flow as usual, but its breakpoints and mode are not
-//! adopted, gates never hold and its control frames are ignored and counted. A warning says
-//! so once per session, with the switches that trust the hub explicitly.
+//! random `hubNonce`; the hub answers with a nonce of its own and signs every frame it sends
+//! from the ack on under a key derived from its secret and both nonces. The secret comes from
+//! the hub's run file for the URL's port — used only when the socket's peer is the very
+//! address that run file names — or from the config. A hub that proves nothing is attached to
+//! in observe mode: events flow as usual, but its breakpoints and mode are not adopted, gates
+//! never hold and its control frames are ignored and counted. On a proven connection a frame
+//! whose signature does not check out (a relay between the app and its hub adding or changing
+//! frames) is ignored and counted the same way. A warning says so once per session.
 //!
 //! Events lost from the ring before they were confirmed are announced with extra envelope
 //! fields `"dropped": n, "lost": [[from, to], …]` on the next new frame sent (the hub keeps
@@ -38,9 +41,10 @@ use std::time::Duration;
 
 use futures_util::future::{Either, select};
 use futures_util::{SinkExt, StreamExt};
+use graphmind_protocol::hub_auth::{self, ChannelCheck, ChannelError, ChannelKey};
 use graphmind_protocol::{
     BreakpointMatcher, ClientVersions, Envelope, Extra, Hello, Message, Mode, PROTOCOL_VERSION,
-    Parsed, RUN_ANY, SdkInfo, hub_auth,
+    Parsed, RUN_ANY, SdkInfo,
 };
 use serde_json::Value;
 use tokio::net::TcpStream;
@@ -225,7 +229,8 @@ pub(crate) fn start(owner: Arc<dyn AsRef<Shared> + Send + Sync>) -> Option<Handl
 }
 
 enum Attempt {
-    Attached(Box<Socket>),
+    /// The socket, and the check the hub's frames must pass (on a signed channel).
+    Attached(Box<(Socket, Option<ChannelCheck>)>),
     Failed,
     VersionMismatch,
 }
@@ -273,12 +278,13 @@ async fn run(shared: &Shared, link: &watch::Sender<Link>, failures: &watch::Send
             failures.send_modify(|n| *n += 1);
         }
         match outcome {
-            Attempt::Attached(ws) => {
+            Attempt::Attached(attached) => {
+                let (ws, check) = *attached;
                 if !shared.is_shutdown() {
                     // Attached only to flush on the way out is not attached for `ready`.
                     link.send_replace(Link::Attached);
                 }
-                let end = connected(shared, *ws).await;
+                let end = connected(shared, ws, check).await;
                 // Detach first so no new gate is registered behind release_all.
                 shared.set_attached(false);
                 link.send_replace(Link::Detached);
@@ -382,7 +388,7 @@ async fn attempt(shared: &Shared, token: &mut Option<String>) -> Attempt {
         return Attempt::Failed;
     }
     let connect = tokio_tungstenite::connect_async_with_config(shared.url(), Some(ws_config), true);
-    let mut ws = match timeout(cfg.connect_timeout, connect).await {
+    let mut ws: Socket = match timeout(cfg.connect_timeout, connect).await {
         Ok(Ok((ws, _))) => ws,
         Ok(Err(tokio_tungstenite::tungstenite::Error::Url(e))) => {
             shared.warn_once("bad-url", &bad_url_message(shared.url(), &e.to_string()));
@@ -408,6 +414,11 @@ async fn attempt(shared: &Shared, token: &mut Option<String>) -> Attempt {
         }
     };
     let deadline = Instant::now() + cfg.handshake_timeout;
+    // The address actually dialled (a name such as `localhost` may resolve to several).
+    let peer = match ws.get_ref() {
+        MaybeTlsStream::Plain(tcp) => tcp.peer_addr().ok(),
+        _ => None,
+    };
     // Fresh for every attempt, so an old proof cannot be replayed.
     let nonce = fresh_nonce();
     let hello = hello_frame(shared, token.as_ref(), nonce.as_deref());
@@ -420,6 +431,13 @@ async fn attempt(shared: &Shared, token: &mut Option<String>) -> Attempt {
     loop {
         let frame = match timeout_at(deadline, ws.next()).await {
             Ok(Some(Ok(frame))) => frame,
+            Ok(Some(Err(tokio_tungstenite::tungstenite::Error::Capacity(_)))) => {
+                shared.warn_once(
+                    "frame-too-large",
+                    &frame_too_large(shared.url(), "hello.ack"),
+                );
+                return Attempt::Failed;
+            }
             // Timed out, closed or broken: give up this attempt.
             _ => {
                 let _ = timeout(Duration::from_millis(50), ws.close(None)).await;
@@ -453,8 +471,16 @@ async fn attempt(shared: &Shared, token: &mut Option<String>) -> Attempt {
                 if let Some(t) = ack.session_token {
                     *token = Some(t);
                 }
-                match trust_verdict(shared, nonce.as_deref(), ack.hub_proof.as_deref()) {
-                    Ok(()) => {
+                let hub = Proof {
+                    app_nonce: nonce.as_deref(),
+                    hub_nonce: ack.hub_nonce.as_deref(),
+                    ack: text.as_str(),
+                    peer,
+                };
+                let mut check = None;
+                match trust_verdict(shared, &hub) {
+                    Ok(channel) => {
+                        check = channel;
                         shared.set_trusted(true);
                         shared.set_debug_state(DebugState {
                             breakpoints: Breakpoints::from_list(ack.breakpoints),
@@ -477,7 +503,7 @@ async fn attempt(shared: &Shared, token: &mut Option<String>) -> Attempt {
                 shared.set_attached(true);
                 // Any pending `ready()` kick is satisfied by this attach.
                 shared.clear_kick();
-                return Attempt::Attached(Box::new(ws));
+                return Attempt::Attached(Box::new((ws, check)));
             }
         }
     }
@@ -494,48 +520,96 @@ fn fresh_nonce() -> Option<String> {
     }))
 }
 
-/// Whether the debugger that sent `proof` for `nonce` may control the app; the error says
+/// What a hub shows of itself in its handshake.
+struct Proof<'a> {
+    /// The nonce this app sent (`None` without system randomness).
+    app_nonce: Option<&'a str>,
+    /// The nonce the hub answered with.
+    hub_nonce: Option<&'a str>,
+    /// The `hello.ack` as received, signed by a hub that holds the secret.
+    ack: &'a str,
+    /// The address the socket is connected to.
+    peer: Option<std::net::SocketAddr>,
+}
+
+/// Whether the debugger that answered the handshake may control the app, and the check its
+/// later frames must pass (`None`: trusted without one, by `TrustHub::Any`); the error says
 /// why not.
-fn trust_verdict(shared: &Shared, nonce: Option<&str>, proof: Option<&str>) -> Result<(), String> {
+fn trust_verdict(shared: &Shared, hub: &Proof<'_>) -> Result<Option<ChannelCheck>, String> {
     let secret = match shared.config().resolved_trust() {
-        TrustHub::Any => return Ok(()),
+        TrustHub::Any => return Ok(None),
         TrustHub::Secret(secret) => secret,
-        TrustHub::SameUser => {
-            let Some(port) = loopback_port(shared.url()) else {
-                return Err("it is not on a loopback address".to_owned());
-            };
-            let Some(home) = shared.config().resolved_hub_home() else {
-                return Err(
-                    "no home to find its run file in (GRAPHMIND_HOME and HOME are unset)"
-                        .to_owned(),
-                );
-            };
-            let file = home.join("run").join(format!("serve-{port}.json"));
-            run_file_secret(&file).ok_or_else(|| {
-                format!(
-                    "no graphmind serve of this user wrote {} (no such file, unreadable, or \
-                     without {})",
-                    file.display(),
-                    hub_auth::SECRET_KEY
-                )
-            })?
-        }
+        TrustHub::SameUser => same_user_secret(shared, hub.peer)?,
     };
-    let Some(nonce) = nonce else {
+    let Some(app_nonce) = hub.app_nonce else {
         return Err("no system randomness for a handshake nonce".to_owned());
     };
-    match proof {
-        None => Err(format!(
+    let Some(hub_nonce) = hub.hub_nonce else {
+        return Err(format!(
             "its hello.ack carries no {} (another GraphMind hub, or a process squatting on the \
              port?)",
-            hub_auth::PROOF_FIELD
+            hub_auth::NONCE_FIELD
+        ));
+    };
+    let mut check = ChannelCheck::new(ChannelKey::derive(&secret, app_nonce, hub_nonce));
+    match check.accept(hub.ack) {
+        Ok(_) => Ok(Some(check)),
+        Err(ChannelError::Unsigned) => Err(format!(
+            "its hello.ack carries no {} (another GraphMind hub, or a process squatting on the \
+             port?)",
+            hub_auth::MAC_FIELD
         )),
-        Some(proof) if hub_auth::proof_matches(&secret, nonce, proof) => Ok(()),
-        Some(_) => Err(format!(
+        Err(_) => Err(format!(
             "its {} does not match the hub's secret (another process squatting on the port?)",
-            hub_auth::PROOF_FIELD
+            hub_auth::MAC_FIELD
         )),
     }
+}
+
+/// The secret of this user's `graphmind serve` at the URL's port, if the socket is connected
+/// to the very address its run file names (a process on another loopback address — a relay
+/// on `127.0.0.2` or `[::1]` at the same port — gets nothing).
+fn same_user_secret(shared: &Shared, peer: Option<std::net::SocketAddr>) -> Result<String, String> {
+    let Some(port) = loopback_port(shared.url()) else {
+        return Err("it is not on a loopback address".to_owned());
+    };
+    let Some(home) = shared.config().resolved_hub_home() else {
+        return Err(
+            "no home to find its run file in (GRAPHMIND_HOME and HOME are unset)".to_owned(),
+        );
+    };
+    let file = home.join("run").join(format!("serve-{port}.json"));
+    let run = read_run_file(&file).ok_or_else(|| {
+        format!(
+            "no graphmind serve of this user wrote {} (no such file, unreadable, or without {})",
+            file.display(),
+            hub_auth::SECRET_KEY
+        )
+    })?;
+    match (run.address, peer) {
+        (Some(hub), Some(peer)) if hub == peer => Ok(run.secret),
+        (Some(hub), Some(peer)) => Err(format!(
+            "it answered at {peer}, while this user's graphmind serve listens at {hub} \
+             ({}): another process on a loopback address, perhaps relaying",
+            file.display()
+        )),
+        (None, _) => Err(format!(
+            "{} names no address to check the connection against",
+            file.display()
+        )),
+        (_, None) => Err("the address it answered at is unknown".to_owned()),
+    }
+}
+
+/// The warning for a frame from the debugger over the client's limit (`what`: the frame).
+fn frame_too_large(url: &str, what: &str) -> String {
+    format!(
+        "the debugger at {url} sent a {what} over this client's {} MiB frame limit, so the \
+         connection was dropped (with graphmind serve, its breakpoints are the likely cause: \
+         list them with `graphmind break list`, remove them with `graphmind break clear`); the app runs \
+         detached meanwhile",
+        MAX_FRAME / (1024 * 1024)
+    )
 }
 
 /// The warning for a debugger that is only reported to.
@@ -567,8 +641,16 @@ fn loopback_port(url: &str) -> Option<u16> {
     })
 }
 
-/// The `hubSecret` of a hub's run file (read at most 64 KiB of it).
-fn run_file_secret(file: &std::path::Path) -> Option<String> {
+/// What the app takes from a hub's run file.
+struct RunFile {
+    /// `hubSecret`.
+    secret: String,
+    /// The address in its `url` (`http://127.0.0.1:<port>`), the one the hub listens at.
+    address: Option<std::net::SocketAddr>,
+}
+
+/// The `hubSecret` and address of a hub's run file (read at most 64 KiB of it).
+fn read_run_file(file: &std::path::Path) -> Option<RunFile> {
     use std::io::Read;
     let mut text = String::new();
     std::fs::File::open(file)
@@ -577,10 +659,21 @@ fn run_file_secret(file: &std::path::Path) -> Option<String> {
         .read_to_string(&mut text)
         .ok()?;
     let doc: Value = serde_json::from_str(&text).ok()?;
-    doc.get(hub_auth::SECRET_KEY)?
+    let secret = doc
+        .get(hub_auth::SECRET_KEY)?
         .as_str()
         .filter(|s| !s.is_empty())
-        .map(str::to_owned)
+        .map(str::to_owned)?;
+    let address = doc.get("url").and_then(Value::as_str).and_then(url_address);
+    Some(RunFile { secret, address })
+}
+
+/// The IP address and port an `http://` or `ws://` URL with a literal IP host names.
+fn url_address(url: &str) -> Option<std::net::SocketAddr> {
+    let uri: tokio_tungstenite::tungstenite::http::Uri = url.parse().ok()?;
+    let host = uri.host()?.trim_start_matches('[').trim_end_matches(']');
+    let ip: std::net::IpAddr = host.parse().ok()?;
+    Some(std::net::SocketAddr::new(ip, uri.port_u16()?))
 }
 
 /// Whether `url` has a WebSocket scheme (any case).
@@ -611,7 +704,8 @@ struct Ack {
     acking: bool,
     /// The hub announced `edit-input`.
     edit_input: bool,
-    hub_proof: Option<String>,
+    /// The hub's half of the channel key (`hubNonce`).
+    hub_nonce: Option<String>,
 }
 
 enum AckRead {
@@ -672,9 +766,10 @@ fn read_ack(text: &str) -> AckRead {
         |cap: &str| hub_caps.is_some_and(|caps| caps.iter().any(|c| c.as_str() == Some(cap)));
     let acking = announces(HUB_ACK);
     let edit_input = announces(EDIT_INPUT);
-    let hub_proof = payload
-        .get(hub_auth::PROOF_FIELD)
+    let hub_nonce = payload
+        .get(hub_auth::NONCE_FIELD)
         .and_then(Value::as_str)
+        .filter(|n| !n.is_empty() && n.len() <= hub_auth::MAX_NONCE_LEN)
         .map(str::to_owned);
     AckRead::Ack(Ack {
         breakpoints,
@@ -682,11 +777,11 @@ fn read_ack(text: &str) -> AckRead {
         session_token,
         acking,
         edit_input,
-        hub_proof,
+        hub_nonce,
     })
 }
 
-async fn connected(shared: &Shared, ws: Socket) -> End {
+async fn connected(shared: &Shared, ws: Socket, mut check: Option<ChannelCheck>) -> End {
     let cfg = shared.config();
     let (mut sink, mut stream) = ws.split();
     let mut ping = tokio::time::interval_at(Instant::now() + cfg.ping_interval, cfg.ping_interval);
@@ -730,10 +825,14 @@ async fn connected(shared: &Shared, ws: Socket) -> End {
                 Some(Ok(frame)) => {
                     last_heard = Instant::now();
                     match frame {
-                        Ws::Text(text) => handle_control(shared, text.as_str()),
+                        Ws::Text(text) => handle_control(shared, text.as_str(), check.as_mut()),
                         Ws::Close(_) => return End::Lost,
                         _ => {}
                     }
+                }
+                Some(Err(tokio_tungstenite::tungstenite::Error::Capacity(_))) => {
+                    shared.warn_once("frame-too-large", &frame_too_large(shared.url(), "frame"));
+                    return End::Lost;
                 }
                 None | Some(Err(_)) => return End::Lost,
             },
@@ -778,8 +877,31 @@ where
     }
 }
 
-/// Applies one frame from the debugger. Anything unknown, invalid or unexpected is ignored.
-fn handle_control(shared: &Shared, text: &str) {
+/// Applies one frame from the debugger. Anything unknown, invalid or unexpected is ignored;
+/// on a signed channel, so is (counted, warned about once) a frame whose signature does not
+/// check out.
+fn handle_control(shared: &Shared, text: &str, check: Option<&mut ChannelCheck>) {
+    let body;
+    let text = match check.map(|c| c.accept(text)) {
+        None => text,
+        Some(Ok(accepted)) => {
+            body = accepted;
+            &body
+        }
+        Some(Err(why)) => {
+            shared.ignored_control();
+            shared.warn_once(
+                "unsigned-control",
+                &format!(
+                    "ignored a frame from the debugger at {} because {why}: something between \
+                     this app and its graphmind serve (a relaying process?) sent or changed it; \
+                     such frames are ignored and counted in Stats::ignored_controls",
+                    shared.url()
+                ),
+            );
+            return;
+        }
+    };
     let apply = || {
         let env = match graphmind_protocol::parse(text) {
             Parsed::Ok(env) => env,
@@ -830,11 +952,11 @@ mod tests {
 
     #[test]
     fn minimal_ack_is_accepted() {
-        let ack = r#"{"gm":1,"seq":0,"ts":0,"runId":"*","type":"hello.ack","payload":{"versions":{"protocol":1},"hubProof":"ab"}}"#;
+        let ack = r#"{"gm":1,"seq":0,"ts":0,"runId":"*","type":"hello.ack","payload":{"versions":{"protocol":1},"hubNonce":"ab"}}"#;
         let AckRead::Ack(a) = read_ack(ack) else {
             panic!("not an ack")
         };
-        assert_eq!(a.hub_proof.as_deref(), Some("ab"));
+        assert_eq!(a.hub_nonce.as_deref(), Some("ab"));
         assert!(a.breakpoints.is_empty());
         assert_eq!(a.mode, Mode::Run);
         assert_eq!(a.session_token, None);
@@ -865,7 +987,7 @@ mod tests {
         assert_eq!(a.breakpoints.len(), 1);
         assert_eq!(a.mode, Mode::Step);
         assert_eq!(a.session_token.as_deref(), Some("t"));
-        assert_eq!(a.hub_proof, None);
+        assert_eq!(a.hub_nonce, None);
     }
 
     #[test]
@@ -883,20 +1005,82 @@ mod tests {
     }
 
     #[test]
-    fn the_secret_is_read_from_the_run_file_only() {
+    fn the_secret_and_address_are_read_from_the_run_file_only() {
         let dir = std::env::temp_dir().join(format!("gm-run-file-unit-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("dir");
         let file = dir.join("serve-1.json");
+        std::fs::write(
+            &file,
+            r#"{"port":1,"url":"http://127.0.0.1:1","hubSecret":"s3cret"}"#,
+        )
+        .expect("write");
+        let run = read_run_file(&file).expect("read");
+        assert_eq!(run.secret, "s3cret");
+        assert_eq!(run.address, Some(([127, 0, 0, 1], 1).into()));
         std::fs::write(&file, r#"{"port":1,"hubSecret":"s3cret"}"#).expect("write");
-        assert_eq!(run_file_secret(&file).as_deref(), Some("s3cret"));
+        assert_eq!(read_run_file(&file).expect("read").address, None);
         std::fs::write(&file, r#"{"port":1,"hubSecret":""}"#).expect("write");
-        assert_eq!(run_file_secret(&file), None);
+        assert!(read_run_file(&file).is_none());
         std::fs::write(&file, r#"{"port":1}"#).expect("write");
-        assert_eq!(run_file_secret(&file), None);
+        assert!(read_run_file(&file).is_none());
         std::fs::write(&file, "not json").expect("write");
-        assert_eq!(run_file_secret(&file), None);
-        assert_eq!(run_file_secret(&dir.join("missing.json")), None);
+        assert!(read_run_file(&file).is_none());
+        assert!(read_run_file(&dir.join("missing.json")).is_none());
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_run_file_names_one_exact_address() {
+        assert_eq!(
+            url_address("http://127.0.0.1:4747"),
+            Some(([127, 0, 0, 1], 4747).into())
+        );
+        assert_eq!(
+            url_address("ws://[::1]:9/ingest"),
+            Some("[::1]:9".parse().expect("addr"))
+        );
+        // A name is not an address: it could resolve anywhere.
+        assert_eq!(url_address("http://localhost:4747"), None);
+        assert_eq!(url_address("http://127.0.0.1"), None);
+        assert_eq!(url_address("nonsense"), None);
+    }
+
+    /// A session whose run files live in `home` and whose URL is `url`.
+    fn session_at(url: &str, home: &std::path::Path) -> crate::Session {
+        crate::Session::new(
+            crate::Config::new("unit")
+                .url(url)
+                .hub_home(home)
+                .env_vars(std::iter::empty::<(String, String)>()),
+        )
+    }
+
+    #[test]
+    fn a_run_file_secret_is_used_only_at_the_address_it_names() {
+        let home = std::env::temp_dir().join(format!("gm-run-addr-unit-{}", std::process::id()));
+        std::fs::create_dir_all(home.join("run")).expect("dir");
+        std::fs::write(
+            home.join("run").join("serve-4799.json"),
+            r#"{"port":4799,"url":"http://127.0.0.1:4799","hubSecret":"s3cret"}"#,
+        )
+        .expect("write");
+        let ok = session_at("ws://localhost:4799/ingest", &home);
+        let hub: std::net::SocketAddr = ([127, 0, 0, 1], 4799).into();
+        assert_eq!(
+            same_user_secret(&ok.inner().shared, Some(hub)).as_deref(),
+            Ok("s3cret"),
+            "a name that resolved to the run file's address"
+        );
+        for relay in ["127.0.0.2:4799", "[::1]:4799", "127.0.0.1:4800"] {
+            let relay: std::net::SocketAddr = relay.parse().expect("addr");
+            let err = same_user_secret(&ok.inner().shared, Some(relay)).expect_err("refused");
+            assert!(
+                err.contains(&relay.to_string()) && err.contains("127.0.0.1:4799"),
+                "{err}"
+            );
+        }
+        assert!(same_user_secret(&ok.inner().shared, None).is_err());
+        let _ = std::fs::remove_dir_all(&home);
     }
 
     #[test]
@@ -907,14 +1091,59 @@ mod tests {
                 .env_vars(std::iter::empty::<(String, String)>()),
         );
         let shared = &session.inner().shared;
-        let proof = hub_auth::hub_proof("s", "n");
-        let err = trust_verdict(shared, Some("n"), Some(&proof)).expect_err("untrusted");
+        let ack = ChannelKey::derive("s", "n", "h").sign(1, r#"{"type":"hello.ack"}"#);
+        let hub = Proof {
+            app_nonce: Some("n"),
+            hub_nonce: Some("h"),
+            ack: &ack,
+            peer: Some(([10, 0, 0, 5], 4747).into()),
+        };
+        let err = trust_verdict(shared, &hub).expect_err("untrusted");
         assert!(err.contains("loopback"), "{err}");
         let trusting = crate::Session::new(
             crate::Config::new("remote")
                 .url("ws://10.0.0.5:4747/ingest")
                 .env_vars([("GRAPHMIND_TRUST_HUB", "true")]),
         );
-        assert!(trust_verdict(&trusting.inner().shared, Some("n"), None).is_ok());
+        let unsigned = Proof {
+            app_nonce: Some("n"),
+            hub_nonce: None,
+            ack: r#"{"type":"hello.ack"}"#,
+            peer: None,
+        };
+        assert!(matches!(
+            trust_verdict(&trusting.inner().shared, &unsigned),
+            Ok(None)
+        ));
+    }
+
+    #[test]
+    fn an_explicit_secret_checks_the_signed_ack() {
+        let session = crate::Session::new(
+            crate::Config::new("secret")
+                .url("ws://127.0.0.1:1/ingest")
+                .trust_hub(TrustHub::Secret("s".into()))
+                .env_vars(std::iter::empty::<(String, String)>()),
+        );
+        let shared = &session.inner().shared;
+        let ack = ChannelKey::derive("s", "n", "h").sign(1, r#"{"type":"hello.ack"}"#);
+        let proof = |hub_nonce, ack| Proof {
+            app_nonce: Some("n"),
+            hub_nonce,
+            ack,
+            peer: None,
+        };
+        let mut check = trust_verdict(shared, &proof(Some("h"), &ack))
+            .expect("proven")
+            .expect("a check for later frames");
+        // Later frames must continue the count.
+        assert!(check.accept(&ack).is_err(), "the ack again is a replay");
+        let err = trust_verdict(shared, &proof(Some("other"), &ack)).expect_err("wrong nonce");
+        assert!(err.contains("does not match"), "{err}");
+        let err = trust_verdict(shared, &proof(None, &ack)).expect_err("no nonce");
+        assert!(err.contains("no hubNonce"), "{err}");
+        let err = trust_verdict(shared, &proof(Some("h"), r#"{"type":"hello.ack"}"#))
+            .expect_err("unsigned");
+        assert!(err.contains("no hubMac"), "{err}");
     }
 }

@@ -294,11 +294,12 @@ impl Shared {
     /// Only when it matters: `GRAPHMIND_URL` named the debugger, or `ready()` failed; an app
     /// run without a debugger on purpose hears nothing.
     pub(crate) fn warn_no_debugger(&self, context: &str) {
-        const SAID: [&str; 4] = [
+        const SAID: [&str; 5] = [
             "bad-url",
             "not-websocket",
             "version-mismatch",
             "no-debugger",
+            "frame-too-large",
         ];
         let said = self
             .warned

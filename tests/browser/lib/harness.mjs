@@ -201,7 +201,7 @@ export async function shot(page, name) {
 
 function spawnApp(cmd, args, hub, env) {
   // The hub's home too: a Rust app reads the hub's run file there to check that the hub is the
-  // user's own (hubProof); without it the app would only report, and no gate would hold.
+  // user's own (its signed channel); without it the app would only report, and no gate would hold.
   const proc = spawn(cmd, args, {
     env: { ...process.env, GRAPHMIND_URL: hub.ingestUrl, GRAPHMIND_HOME: hub.home, NO_PROXY: '127.0.0.1,localhost', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
