@@ -42,6 +42,7 @@ use serde_json::json;
 
 pub use config::{AllowControl, HubConfig};
 pub use error::HubError;
+pub use state::MAX_RESUME_DEPTH;
 use state::{Config, HubState};
 use storage::{Retention, Storage};
 use tokens::Token;

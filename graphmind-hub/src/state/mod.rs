@@ -72,6 +72,10 @@ pub const READ_PERMITS: usize = 4;
 pub const MAX_REMEMBERED: usize = 256;
 /// Largest `exec.resume` frame sent to an app (the Python client closes on frames > 1 MiB).
 pub const MAX_CONTROL_FRAME: usize = 1024 * 1024;
+/// Deepest nesting (objects and arrays) of a resume's `output` or `input`: an app drops a frame
+/// nested deeper than [`graphmind_protocol::MAX_DEPTH`] without answering, and `exec.resume`
+/// puts the value two levels down (the envelope, its payload). A deeper one is refused (`422`).
+pub const MAX_RESUME_DEPTH: usize = graphmind_protocol::MAX_DEPTH - 2;
 
 /// Fixed settings of one hub start.
 #[derive(Debug)]
