@@ -23,6 +23,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
 use super::security::{bearer, is_json};
+use super::state::breakpoint_bounds::Refusal;
 use super::state::{HubState, MAX_BREAKPOINTS, Need, Outcome};
 
 /// The API routes (and `/health`).
@@ -407,27 +408,32 @@ async fn debug_replace(State(hub): State<Arc<HubState>>, Debugging(body): Debugg
     };
     match hub.replace_debug(bps, mode) {
         Ok(d) => axum::Json(d).into_response(),
-        Err(e) => too_many_breakpoints(e),
+        Err(e) => breakpoint_refused(e),
     }
 }
 
-/// `409 Conflict`: the breakpoint list is full; the answer names the cap.
-fn too_many_breakpoints(msg: String) -> Response {
-    (
-        StatusCode::CONFLICT,
-        axum::Json(ApiError {
-            max_breakpoints: Some(MAX_BREAKPOINTS),
-            ..ApiError::new(msg)
-        }),
-    )
-        .into_response()
+/// A refused breakpoint: `409 Conflict` when the list is full (the answer names the cap in
+/// `maxBreakpoints`), `413 Payload Too Large` when a matcher or the list is over its byte
+/// limit (the message names it).
+fn breakpoint_refused(r: Refusal) -> Response {
+    match r {
+        Refusal::TooMany => (
+            StatusCode::CONFLICT,
+            axum::Json(ApiError {
+                max_breakpoints: Some(MAX_BREAKPOINTS),
+                ..ApiError::new(r.message())
+            }),
+        )
+            .into_response(),
+        Refusal::TooLarge(m) => error(StatusCode::PAYLOAD_TOO_LARGE, m),
+    }
 }
 
 async fn breakpoint_set(State(hub): State<Arc<HubState>>, Debugging(body): Debugging) -> Response {
     match matcher_of(body.get("matcher")) {
         Ok(m) => match hub.set_breakpoint(m) {
             Ok(d) => axum::Json(d).into_response(),
-            Err(e) => too_many_breakpoints(e),
+            Err(e) => breakpoint_refused(e),
         },
         Err(r) => r,
     }

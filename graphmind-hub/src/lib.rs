@@ -43,6 +43,9 @@ use serde_json::json;
 pub use config::{AllowControl, HubConfig};
 pub use error::HubError;
 pub use state::MAX_RESUME_DEPTH;
+pub use state::breakpoint_bounds::{
+    MAX_BREAKPOINTS, MAX_BREAKPOINTS_BYTES, MAX_MATCHER_BYTES, MAX_MATCHER_NAME_BYTES,
+};
 use state::{Config, HubState};
 use storage::{Retention, Storage};
 use tokens::Token;
@@ -180,6 +183,10 @@ pub async fn start(config: HubConfig) -> Result<Running, HubError> {
         keep: config.keep,
         max_age_days: 30,
     };
+    // The list every app is sent in its `hello.ack`: within the API's bounds too.
+    let initial: Vec<&graphmind_protocol::BreakpointMatcher> = config.breakpoints.iter().collect();
+    state::breakpoint_bounds::check_list(&initial)
+        .map_err(|r| HubError::Breakpoints(r.message()))?;
     // Listen first: a second hub on a busy port must not touch the first one's database.
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", config.port))
         .await

@@ -12,12 +12,14 @@
 //! - `pauses`: the pause registry, resume routing and its outcomes.
 //! - `remember`: decisions remembered for a run, applied by the hub to further holds.
 //! - `debug`: breakpoints and mode.
+//! - `breakpoint_bounds`: what the breakpoint list may hold, in count and in bytes.
 //! - `viewers`: viewer connections, subscriptions, broadcasts and `removed` frames.
 //! - `views`: the JSON of runs, pauses and the debug state (no topic imports another's
 //!   views: they all read them from here).
 
 mod access;
 mod apps;
+pub mod breakpoint_bounds;
 mod debug;
 mod intake;
 mod pauses;
@@ -59,8 +61,7 @@ pub const MAX_SESSION_TOKENS: usize = 16_384;
 pub const VIEWER_QUEUE: usize = 65_536;
 /// Longest run id taken in, in characters (a longer one is dropped and counted).
 pub const MAX_RUN_ID_CHARS: usize = 128;
-/// Most breakpoint matchers the hub holds (each is pushed to every app and copied there).
-pub const MAX_BREAKPOINTS: usize = 256;
+pub use breakpoint_bounds::MAX_BREAKPOINTS;
 /// Bytes a viewer's outgoing queue may hold; a viewer past it is closed, socket and all (it
 /// reconnects and replays). Event bodies are shared with storage and other viewers, so this
 /// over-counts: a viewer's own share of the hub's memory is at most this.
@@ -149,7 +150,8 @@ pub struct Stats {
     pub run_ids_invalid: AtomicU64,
     /// Frames whose run id is longer than [`MAX_RUN_ID_CHARS`] (dropped).
     pub run_ids_too_long: AtomicU64,
-    /// Breakpoints refused because the hub holds [`MAX_BREAKPOINTS`] already.
+    /// Breakpoints refused: the hub holds [`MAX_BREAKPOINTS`] already, or a matcher or the
+    /// whole list is over its byte limit ([`breakpoint_bounds`]).
     pub breakpoints_refused: AtomicU64,
     /// Viewers closed for falling behind: past their queue's byte budget or message count,
     /// or not taking a frame within the send timeout.
