@@ -15,8 +15,10 @@
 //! # }
 //! ```
 
+mod accept;
 mod api;
 mod config;
+pub mod connections;
 mod error;
 pub mod files;
 mod ingest;
@@ -50,41 +52,13 @@ use state::{Config, HubState};
 use storage::{Retention, Storage};
 use tokens::Token;
 
+/// Largest request body the hub reads (a resume's injected output, a breakpoint list); a
+/// request that declares a larger `Content-Length` is answered `413` before any of it is read.
+pub const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
+
 /// The run file of a hub listening on `port`, in `run_dir`.
 pub fn run_file_in(run_dir: &std::path::Path, port: u16) -> PathBuf {
     run_dir.join(format!("serve-{port}.json"))
-}
-
-/// Serves HTTP/1.1 (with WebSocket upgrades) on every accepted connection. Unlike
-/// `axum::serve` it bounds the time a client may take to send a request's headers, so a local
-/// process cannot hold connections open by sending nothing (or a byte at a time), and it turns
-/// Nagle off: gate controls are small, latency-bound frames.
-async fn accept_loop(listener: tokio::net::TcpListener, app: Router, header_timeout: Duration) {
-    use hyper_util::rt::{TokioIo, TokioTimer};
-    use hyper_util::service::TowerToHyperService;
-    loop {
-        let tcp = match listener.accept().await {
-            Ok((tcp, _)) => tcp,
-            Err(e) => {
-                // Out of file descriptors and the like: wait instead of spinning.
-                eprintln!("graphmind: accept failed: {e}");
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                continue;
-            }
-        };
-        let _ = tcp.set_nodelay(true);
-        let service = TowerToHyperService::new(app.clone());
-        tokio::spawn(async move {
-            let mut http = hyper::server::conn::http1::Builder::new();
-            http.timer(TokioTimer::new())
-                .header_read_timeout(header_timeout);
-            // Errors are the client's (a reset, a timeout, bad HTTP): nothing to report.
-            let _ = http
-                .serve_connection(TokioIo::new(tcp), service)
-                .with_upgrades()
-                .await;
-        });
-    }
 }
 
 /// Epoch milliseconds.
@@ -168,7 +142,7 @@ fn router(hub: &Arc<HubState>) -> Router {
         .route("/ws/ui", get(ui_feed::handler))
         .merge(api::routes())
         .merge(viewer::routes())
-        .layer(DefaultBodyLimit::max(2 * 1024 * 1024))
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(axum::middleware::from_fn_with_state(
             Arc::clone(hub),
             security::guard,
@@ -232,6 +206,7 @@ pub async fn start(config: HubConfig) -> Result<Running, HubError> {
         hello_timeout: config.hello_timeout,
         memory_runs: config.memory_runs,
         ui_auth_timeout: config.ui_auth_timeout,
+        body_timeout: config.body_timeout,
     };
     let url = format!("http://127.0.0.1:{port}");
     let viewer_url = format!("{url}/#token={}", cfg.viewer_token.as_str());
@@ -283,7 +258,18 @@ pub async fn start(config: HubConfig) -> Result<Running, HubError> {
         }
         None => None,
     };
-    let server = tokio::spawn(accept_loop(listener, app.clone(), config.header_timeout));
+    let conns = connections::Connections::new(
+        config
+            .max_connections
+            .unwrap_or_else(|| connections::budget_for(connections::descriptor_limit())),
+    );
+    let _ = hub.connections.set(Arc::clone(&conns));
+    let server = tokio::spawn(accept::accept_loop(
+        listener,
+        app.clone(),
+        config.header_timeout,
+        conns,
+    ));
     {
         // Runs an earlier start left running get the same grace as any app that went away.
         let hub = Arc::clone(&hub);

@@ -104,6 +104,8 @@ pub struct Config {
     pub memory_runs: usize,
     /// How long a `/ws/ui` socket may take to send its auth frame (5 s).
     pub ui_auth_timeout: Duration,
+    /// How long a request's body may take to arrive once its headers did (10 s).
+    pub body_timeout: Duration,
     /// Whether held calls may run with an edited input (`hubCapabilities` `edit-input`).
     pub edit_input: bool,
     /// Who decided, when a resume request names nobody: the user the hub runs as.
@@ -620,6 +622,8 @@ pub struct HubState {
     pub reads: Arc<Semaphore>,
     /// The OTLP exporter, when the hub exports (`HubConfig::otlp`): offered each finished run.
     pub otlp: std::sync::OnceLock<crate::otlp::Exporter>,
+    /// The open connections and their budget (set once listening).
+    pub connections: std::sync::OnceLock<Arc<crate::connections::Connections>>,
 }
 
 impl HubState {
@@ -664,6 +668,7 @@ impl HubState {
             pauses_version: watch::channel(0).0,
             reads: Arc::new(Semaphore::new(READ_PERMITS)),
             otlp: std::sync::OnceLock::new(),
+            connections: std::sync::OnceLock::new(),
         })
     }
 
@@ -709,6 +714,7 @@ impl HubState {
             "pauses": st.pauses.len(),
             "stats": self.stats.to_json(),
             "otlp": self.otlp.get().map(crate::otlp::Exporter::health),
+            "connections": self.connections.get().map(|c| c.health()),
         })
     }
 }
