@@ -318,16 +318,41 @@ impl Running {
         self.router.clone()
     }
 
-    /// Stops listening, closes app connections, flushes storage and removes the run file.
-    pub async fn shutdown(self) {
+    /// Stops listening, closes app connections, flushes storage, gives the OTLP export queue
+    /// up to [`otlp::DRAIN`] to send what waits in it, and removes the run file. Runs the
+    /// export could not send are reported on stderr and in the answer.
+    pub async fn shutdown(self) -> Stopped {
         self.server.abort();
-        for t in self.tasks.iter().chain(&self.exporter) {
+        for t in &self.tasks {
             t.abort();
         }
         self.hub.close_apps();
         let _ = tokio::time::timeout(Duration::from_secs(5), self.hub.writer.barrier()).await;
+        let mut stopped = Stopped::default();
+        if let Some(exporter) = self.hub.otlp.get() {
+            let unsent = exporter.drain(otlp::DRAIN).await;
+            if unsent > 0 {
+                eprintln!(
+                    "graphmind: OTLP: {unsent} finished run(s) were not exported before the \
+                     hub stopped (the collector did not take them within {} s)",
+                    otlp::DRAIN.as_secs()
+                );
+            }
+            stopped.otlp_unsent = Some(unsent);
+        }
+        if let Some(t) = &self.exporter {
+            t.abort();
+        }
         if let Some(f) = &self.run_file {
             let _ = std::fs::remove_file(f);
         }
+        stopped
     }
+}
+
+/// What a hub's [`Running::shutdown`] left undone.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Stopped {
+    /// Finished runs the OTLP export had not sent when its drain ended (`None`: no export).
+    pub otlp_unsent: Option<u64>,
 }
