@@ -217,11 +217,17 @@ fn a_trickle_of_slow_connections_under_a_low_descriptor_limit_leaves_the_hub_rea
                 matches!(got, Ok((200, _))),
                 "/health during the trickle ({i}): {got:?}"
             );
+            eprintln!(
+                "figure: /health during the trickle answered in {:?}",
+                got.map(|g| g.1)
+            );
             tokio::time::sleep(Duration::from_millis(300)).await;
         }
 
         // A new app connects and completes its handshake.
+        let hello = Instant::now();
         let app = tokio::time::timeout(Duration::from_secs(15), App::connect(port)).await;
+        eprintln!("figure: a new app completed hello in {:?}", hello.elapsed());
         let app = app.expect("a new app completed hello within 15 s during the trickle");
         assert_eq!(app.ack["type"], json!("hello.ack"));
 
@@ -234,6 +240,7 @@ fn a_trickle_of_slow_connections_under_a_low_descriptor_limit_leaves_the_hub_rea
         )
         .await;
         assert!(matches!(got, Ok((401, _))), "tokenless resume: {got:?}");
+        eprintln!("figure: tokenless resume with a body: {got:?}");
 
         // A body over the cap is refused before any of it comes, token or not.
         for t in [Some(token.as_str()), None] {
@@ -248,6 +255,7 @@ fn a_trickle_of_slow_connections_under_a_low_descriptor_limit_leaves_the_hub_rea
                 matches!(got, Ok((413, _))),
                 "Content-Length 99999999999: {got:?}"
             );
+            eprintln!("figure: Content-Length 99999999999: {got:?}");
         }
 
         // Still answering after all that, and it did shed the trickle.
@@ -260,6 +268,7 @@ fn a_trickle_of_slow_connections_under_a_low_descriptor_limit_leaves_the_hub_rea
         drop(app);
         let doc = support::http(port, "GET", "/health", &[], None).json();
         let conns = &doc["connections"];
+        eprintln!("figure: connections after the trickle: {conns}");
         assert_eq!(
             conns["budget"],
             json!(NOFILE - graphmind_hub::connections::FD_RESERVE)
