@@ -92,7 +92,8 @@ impl ServeArgs {
     /// The hub's settings: the flags, `$GRAPHMIND_HOME` (created 0700) for the database and
     /// the run files, the `GRAPHMIND_*_MS` environment for the timings (`GRAPHMIND_ABANDON_GRACE_MS`,
     /// `GRAPHMIND_RESUME_WAIT_MS`, `GRAPHMIND_HELLO_TIMEOUT_MS`, `GRAPHMIND_UI_AUTH_TIMEOUT_MS`,
-    /// `GRAPHMIND_HEADER_TIMEOUT_MS`, `GRAPHMIND_RETENTION_INTERVAL_MS`: milliseconds).
+    /// `GRAPHMIND_HEADER_TIMEOUT_MS`, `GRAPHMIND_BODY_TIMEOUT_MS`,
+    /// `GRAPHMIND_RETENTION_INTERVAL_MS`: milliseconds).
     pub fn config(&self) -> Result<HubConfig, String> {
         let breakpoints = initial_breakpoints(&self.pause_on_error)?;
         let otlp = self.otlp.config()?;
@@ -120,6 +121,7 @@ impl ServeArgs {
         c.hello_timeout = ms("GRAPHMIND_HELLO_TIMEOUT_MS", c.hello_timeout);
         c.ui_auth_timeout = ms("GRAPHMIND_UI_AUTH_TIMEOUT_MS", c.ui_auth_timeout);
         c.header_timeout = ms("GRAPHMIND_HEADER_TIMEOUT_MS", c.header_timeout);
+        c.body_timeout = ms("GRAPHMIND_BODY_TIMEOUT_MS", c.body_timeout);
         c.retention_interval = ms("GRAPHMIND_RETENTION_INTERVAL_MS", c.retention_interval);
         Ok(c)
     }

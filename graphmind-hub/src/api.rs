@@ -23,6 +23,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
 use super::security::{bearer, is_json};
+use super::state::breakpoint_bounds::Refusal;
 use super::state::{HubState, MAX_BREAKPOINTS, Need, Outcome};
 
 /// The API routes (and `/health`).
@@ -74,13 +75,35 @@ impl<T: DeserializeOwned> FromRequest<Arc<HubState>> for Debugging<T> {
 
     async fn from_request(req: Request, hub: &Arc<HubState>) -> Result<Self, Self::Rejection> {
         gate(hub, req.headers(), Need::Debug)?;
-        let body = Bytes::from_request(req, hub)
-            .await
-            .map_err(IntoResponse::into_response)?;
+        let body = read_body(req, hub).await?;
         let object = body_json(&body)?;
         serde_json::from_value(Value::Object(object))
             .map(Debugging)
             .map_err(|e| error(StatusCode::BAD_REQUEST, format!("bad request: {e}")))
+    }
+}
+
+/// Reads a request's body (the token was checked from the headers first): at most
+/// [`crate::MAX_BODY_BYTES`] (`413`), within the hub's body timeout (`408`), so a client that
+/// trickles its body cannot hold a connection.
+async fn read_body(req: Request, hub: &Arc<HubState>) -> Result<Bytes, Response> {
+    let limit = hub.cfg.body_timeout;
+    match tokio::time::timeout(limit, Bytes::from_request(req, hub)).await {
+        Ok(read) => read.map_err(IntoResponse::into_response),
+        Err(_) => {
+            let mut r = error(
+                StatusCode::REQUEST_TIMEOUT,
+                format!(
+                    "the request body did not arrive within {} ms",
+                    limit.as_millis()
+                ),
+            );
+            r.headers_mut().insert(
+                header::CONNECTION,
+                header::HeaderValue::from_static("close"),
+            );
+            Err(r)
+        }
     }
 }
 
@@ -316,10 +339,10 @@ fn body_json(body: &Bytes) -> Result<Map<String, Value>, Response> {
 async fn resume(
     State(hub): State<Arc<HubState>>,
     Path((run_id, pause_id)): Path<(String, String)>,
-    headers: HeaderMap,
-    body: Bytes,
+    req: Request,
 ) -> Response {
     let fail = |o: Outcome| outcome_response(&run_id, &pause_id, &o, None);
+    let headers = req.headers().clone();
     if !is_json(&headers) {
         let mut r = fail(Outcome::Invalid(
             "mutations take Content-Type: application/json".into(),
@@ -327,10 +350,15 @@ async fn resume(
         *r.status_mut() = StatusCode::UNSUPPORTED_MEDIA_TYPE;
         return r;
     }
-    // Token validity first, so a caller without a token learns nothing else.
+    // Token validity first, from the headers: a caller without a token learns nothing else,
+    // and none of its body is read.
     if let Err(o) = hub.authorize_agent(bearer(&headers), Need::Debug) {
         return fail(o);
     }
+    let body = match read_body(req, &hub).await {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
     let req = match serde_json::from_slice::<Value>(&body) {
         Ok(v @ Value::Object(_)) => match serde_json::from_value::<ResumeRequest>(v) {
             Ok(r) => r,
@@ -407,27 +435,32 @@ async fn debug_replace(State(hub): State<Arc<HubState>>, Debugging(body): Debugg
     };
     match hub.replace_debug(bps, mode) {
         Ok(d) => axum::Json(d).into_response(),
-        Err(e) => too_many_breakpoints(e),
+        Err(e) => breakpoint_refused(e),
     }
 }
 
-/// `409 Conflict`: the breakpoint list is full; the answer names the cap.
-fn too_many_breakpoints(msg: String) -> Response {
-    (
-        StatusCode::CONFLICT,
-        axum::Json(ApiError {
-            max_breakpoints: Some(MAX_BREAKPOINTS),
-            ..ApiError::new(msg)
-        }),
-    )
-        .into_response()
+/// A refused breakpoint: `409 Conflict` when the list is full (the answer names the cap in
+/// `maxBreakpoints`), `413 Payload Too Large` when a matcher or the list is over its byte
+/// limit (the message names it).
+fn breakpoint_refused(r: Refusal) -> Response {
+    match r {
+        Refusal::TooMany => (
+            StatusCode::CONFLICT,
+            axum::Json(ApiError {
+                max_breakpoints: Some(MAX_BREAKPOINTS),
+                ..ApiError::new(r.message())
+            }),
+        )
+            .into_response(),
+        Refusal::TooLarge(m) => error(StatusCode::PAYLOAD_TOO_LARGE, m),
+    }
 }
 
 async fn breakpoint_set(State(hub): State<Arc<HubState>>, Debugging(body): Debugging) -> Response {
     match matcher_of(body.get("matcher")) {
         Ok(m) => match hub.set_breakpoint(m) {
             Ok(d) => axum::Json(d).into_response(),
-            Err(e) => too_many_breakpoints(e),
+            Err(e) => breakpoint_refused(e),
         },
         Err(r) => r,
     }

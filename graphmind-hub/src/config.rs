@@ -60,6 +60,13 @@ pub struct HubConfig {
     /// How long a connection may take to send a request's headers, also the most an idle
     /// keep-alive connection is kept (10 s).
     pub header_timeout: Duration,
+    /// How long a request's body may take to arrive once its headers did (10 s); a slower one
+    /// is answered `408`. Bodies are read only after the token was checked.
+    pub body_timeout: Duration,
+    /// Most connections open at once (apps, viewers, HTTP clients). `None` (the default): the
+    /// process's descriptor limit less [`crate::connections::FD_RESERVE`]. Past it, the
+    /// connection that has waited longest for a request is closed first.
+    pub max_connections: Option<usize>,
     /// Time between retention passes while the hub runs (1 h; at least 10 ms).
     pub retention_interval: Duration,
     /// Export every finished run to an OpenTelemetry collector (`serve --otlp`); `None`: off.
@@ -88,6 +95,8 @@ impl HubConfig {
             hello_timeout: Duration::from_millis(10_000),
             ui_auth_timeout: Duration::from_millis(5_000),
             header_timeout: Duration::from_millis(10_000),
+            body_timeout: Duration::from_millis(10_000),
+            max_connections: None,
             retention_interval: Duration::from_millis(3_600_000),
             otlp: None,
             edit_input: true,

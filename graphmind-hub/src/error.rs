@@ -38,6 +38,8 @@ pub enum HubError {
     Tokens(String),
     /// A start task did not complete (the runtime is shutting down).
     Runtime(String),
+    /// The breakpoints to start with are over a limit (count or bytes); the text names it.
+    Breakpoints(String),
 }
 
 impl std::fmt::Display for HubError {
@@ -51,6 +53,7 @@ impl std::fmt::Display for HubError {
                 write!(f, "cannot listen on 127.0.0.1:{port}: {source}")
             }
             Self::Storage(e) | Self::Tokens(e) | Self::Runtime(e) => f.write_str(e),
+            Self::Breakpoints(e) => write!(f, "the breakpoints to start with: {e}"),
             Self::RunDir { path, source } => {
                 write!(f, "cannot create {}: {source}", path.display())
             }

@@ -15,8 +15,10 @@
 //! # }
 //! ```
 
+mod accept;
 mod api;
 mod config;
+pub mod connections;
 mod error;
 pub mod files;
 mod ingest;
@@ -42,45 +44,21 @@ use serde_json::json;
 
 pub use config::{AllowControl, HubConfig};
 pub use error::HubError;
+pub use state::MAX_RESUME_DEPTH;
+pub use state::breakpoint_bounds::{
+    MAX_BREAKPOINTS, MAX_BREAKPOINTS_BYTES, MAX_MATCHER_BYTES, MAX_MATCHER_NAME_BYTES,
+};
 use state::{Config, HubState};
 use storage::{Retention, Storage};
 use tokens::Token;
 
+/// Largest request body the hub reads (a resume's injected output, a breakpoint list); a
+/// request that declares a larger `Content-Length` is answered `413` before any of it is read.
+pub const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
+
 /// The run file of a hub listening on `port`, in `run_dir`.
 pub fn run_file_in(run_dir: &std::path::Path, port: u16) -> PathBuf {
     run_dir.join(format!("serve-{port}.json"))
-}
-
-/// Serves HTTP/1.1 (with WebSocket upgrades) on every accepted connection. Unlike
-/// `axum::serve` it bounds the time a client may take to send a request's headers, so a local
-/// process cannot hold connections open by sending nothing (or a byte at a time), and it turns
-/// Nagle off: gate controls are small, latency-bound frames.
-async fn accept_loop(listener: tokio::net::TcpListener, app: Router, header_timeout: Duration) {
-    use hyper_util::rt::{TokioIo, TokioTimer};
-    use hyper_util::service::TowerToHyperService;
-    loop {
-        let tcp = match listener.accept().await {
-            Ok((tcp, _)) => tcp,
-            Err(e) => {
-                // Out of file descriptors and the like: wait instead of spinning.
-                eprintln!("graphmind: accept failed: {e}");
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                continue;
-            }
-        };
-        let _ = tcp.set_nodelay(true);
-        let service = TowerToHyperService::new(app.clone());
-        tokio::spawn(async move {
-            let mut http = hyper::server::conn::http1::Builder::new();
-            http.timer(TokioTimer::new())
-                .header_read_timeout(header_timeout);
-            // Errors are the client's (a reset, a timeout, bad HTTP): nothing to report.
-            let _ = http
-                .serve_connection(TokioIo::new(tcp), service)
-                .with_upgrades()
-                .await;
-        });
-    }
 }
 
 /// Epoch milliseconds.
@@ -164,7 +142,7 @@ fn router(hub: &Arc<HubState>) -> Router {
         .route("/ws/ui", get(ui_feed::handler))
         .merge(api::routes())
         .merge(viewer::routes())
-        .layer(DefaultBodyLimit::max(2 * 1024 * 1024))
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(axum::middleware::from_fn_with_state(
             Arc::clone(hub),
             security::guard,
@@ -179,6 +157,10 @@ pub async fn start(config: HubConfig) -> Result<Running, HubError> {
         keep: config.keep,
         max_age_days: 30,
     };
+    // The list every app is sent in its `hello.ack`: within the API's bounds too.
+    let initial: Vec<&graphmind_protocol::BreakpointMatcher> = config.breakpoints.iter().collect();
+    state::breakpoint_bounds::check_list(&initial)
+        .map_err(|r| HubError::Breakpoints(r.message()))?;
     // Listen first: a second hub on a busy port must not touch the first one's database.
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", config.port))
         .await
@@ -224,6 +206,7 @@ pub async fn start(config: HubConfig) -> Result<Running, HubError> {
         hello_timeout: config.hello_timeout,
         memory_runs: config.memory_runs,
         ui_auth_timeout: config.ui_auth_timeout,
+        body_timeout: config.body_timeout,
     };
     let url = format!("http://127.0.0.1:{port}");
     let viewer_url = format!("{url}/#token={}", cfg.viewer_token.as_str());
@@ -275,7 +258,18 @@ pub async fn start(config: HubConfig) -> Result<Running, HubError> {
         }
         None => None,
     };
-    let server = tokio::spawn(accept_loop(listener, app.clone(), config.header_timeout));
+    let conns = connections::Connections::new(
+        config
+            .max_connections
+            .unwrap_or_else(|| connections::budget_for(connections::descriptor_limit())),
+    );
+    let _ = hub.connections.set(Arc::clone(&conns));
+    let server = tokio::spawn(accept::accept_loop(
+        listener,
+        app.clone(),
+        config.header_timeout,
+        conns,
+    ));
     {
         // Runs an earlier start left running get the same grace as any app that went away.
         let hub = Arc::clone(&hub);
@@ -324,16 +318,41 @@ impl Running {
         self.router.clone()
     }
 
-    /// Stops listening, closes app connections, flushes storage and removes the run file.
-    pub async fn shutdown(self) {
+    /// Stops listening, closes app connections, flushes storage, gives the OTLP export queue
+    /// up to [`otlp::DRAIN`] to send what waits in it, and removes the run file. Runs the
+    /// export could not send are reported on stderr and in the answer.
+    pub async fn shutdown(self) -> Stopped {
         self.server.abort();
-        for t in self.tasks.iter().chain(&self.exporter) {
+        for t in &self.tasks {
             t.abort();
         }
         self.hub.close_apps();
         let _ = tokio::time::timeout(Duration::from_secs(5), self.hub.writer.barrier()).await;
+        let mut stopped = Stopped::default();
+        if let Some(exporter) = self.hub.otlp.get() {
+            let unsent = exporter.drain(otlp::DRAIN).await;
+            if unsent > 0 {
+                eprintln!(
+                    "graphmind: OTLP: {unsent} finished run(s) were not exported before the \
+                     hub stopped (the collector did not take them within {} s)",
+                    otlp::DRAIN.as_secs()
+                );
+            }
+            stopped.otlp_unsent = Some(unsent);
+        }
+        if let Some(t) = &self.exporter {
+            t.abort();
+        }
         if let Some(f) = &self.run_file {
             let _ = std::fs::remove_file(f);
         }
+        stopped
     }
+}
+
+/// What a hub's [`Running::shutdown`] left undone.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Stopped {
+    /// Finished runs the OTLP export had not sent when its drain ended (`None`: no export).
+    pub otlp_unsent: Option<u64>,
 }

@@ -88,11 +88,35 @@ fn harden(headers: &mut HeaderMap, api: bool) {
     }
 }
 
+/// A declared body over [`crate::MAX_BODY_BYTES`]: `413` before any of it is read (reading
+/// nothing, hyper then closes the connection).
+fn oversized(headers: &HeaderMap) -> Option<Response> {
+    let declared = headers.get(header::CONTENT_LENGTH)?.to_str().ok()?;
+    let len: u128 = declared.trim().parse().ok()?;
+    (len > crate::MAX_BODY_BYTES as u128).then(|| {
+        (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            [
+                (header::CONTENT_TYPE, "application/json"),
+                (header::CONNECTION, "close"),
+            ],
+            axum::Json(graphmind_protocol::control::ApiError::new(format!(
+                "a request body holds at most {} bytes; this one declares {len}",
+                crate::MAX_BODY_BYTES
+            ))),
+        )
+            .into_response()
+    })
+}
+
 /// The middleware.
 pub async fn guard(State(hub): State<Arc<HubState>>, req: Request, next: Next) -> Response {
     let api = req.uri().path().starts_with("/api/") || req.uri().path() == "/health";
     let mut resp = match check(hub.cfg.port, req.headers()) {
-        Ok(()) => next.run(req).await,
+        Ok(()) => match oversized(req.headers()) {
+            Some(r) => r,
+            None => next.run(req).await,
+        },
         Err(why) => (
             StatusCode::FORBIDDEN,
             [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],

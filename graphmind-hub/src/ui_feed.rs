@@ -580,7 +580,7 @@ async fn control(
                         }
                         ("breakpoint.set", Some(Ok(m))) => match hub.set_breakpoint(m) {
                             Ok(d) => ok_result(&request_id, d),
-                            Err(e) => result(&request_id, &Outcome::Invalid(e)),
+                            Err(e) => result(&request_id, &Outcome::Invalid(e.message())),
                         },
                         ("breakpoint.clear", Some(Ok(m))) => {
                             ok_result(&request_id, hub.clear_breakpoints(Some(m)))

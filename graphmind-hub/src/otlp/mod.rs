@@ -183,7 +183,17 @@ pub struct OtlpStats {
     /// Runs taken off the queue and not yet exported, failed or given up (at most
     /// [`BATCH_RUNS`]): with the queue's, all the runs the exporter holds.
     pub runs_in_flight: AtomicU64,
+    /// Runs still queued or in flight when the hub stopped and the drain ([`DRAIN`]) ended:
+    /// never sent.
+    pub runs_unsent: AtomicU64,
+    /// Runs offered to the queue and not yet settled (sent, failed or given up): what a
+    /// stopping hub waits for.
+    pub runs_outstanding: AtomicU64,
 }
+
+/// How long a stopping hub waits for the export queue to drain (runs queued and in flight
+/// sent or given up); what is left is counted ([`OtlpStats::runs_unsent`]) and reported.
+pub const DRAIN: Duration = Duration::from_secs(3);
 
 /// A finished run offered for export.
 #[derive(Debug)]
@@ -374,12 +384,29 @@ impl Exporter {
             }
             None => Job::Stored(run_id.to_owned()),
         };
+        // Counted before it can be taken off the queue; taken back if it never got on.
+        self.stats.runs_outstanding.fetch_add(1, Ordering::Relaxed);
         if let Err(e) = self.tx.try_send(job) {
+            self.stats.runs_outstanding.fetch_sub(1, Ordering::Relaxed);
             if let Job::Kept { bytes, .. } = e.into_inner() {
                 self.queued_bytes.fetch_sub(bytes, Ordering::Relaxed);
             }
             self.stats.runs_dropped.fetch_add(1, Ordering::Relaxed);
         }
+    }
+
+    /// Waits (at most `within`) until every run offered so far is sent or given up, for a
+    /// hub that stops; returns how many were not, counted in [`OtlpStats::runs_unsent`].
+    pub async fn drain(&self, within: Duration) -> u64 {
+        let deadline = tokio::time::Instant::now() + within;
+        while self.stats.runs_outstanding.load(Ordering::Relaxed) > 0
+            && tokio::time::Instant::now() < deadline
+        {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let left = self.stats.runs_outstanding.load(Ordering::Relaxed);
+        self.stats.runs_unsent.fetch_add(left, Ordering::Relaxed);
+        left
     }
 
     /// Runs whose events are kept now, and their bytes.
@@ -408,6 +435,7 @@ impl Exporter {
             "readErrors": g(&s.read_errors),
             "runsCut": g(&s.runs_cut),
             "runsInFlight": g(&s.runs_in_flight),
+            "runsUnsent": g(&s.runs_unsent),
             "keptRuns": kept_runs,
             "keptBytes": kept_bytes,
             "queuedBytes": self.queued_bytes.load(Ordering::Relaxed),
@@ -579,6 +607,7 @@ async fn worker(
         }
         let mut jobs: std::collections::VecDeque<Job> = got.drain(..).collect();
         while !jobs.is_empty() {
+            let before = jobs.len() as u64;
             let taken_before = taken.load(Ordering::Relaxed);
             let started = std::time::Instant::now();
             // One blocking task per request, not per run.
@@ -594,12 +623,14 @@ async fn worker(
             let Ok((batch, used, rest)) = built else {
                 // The build panicked: the runs it held are lost, counted.
                 stats.read_errors.fetch_add(1, Ordering::Relaxed);
+                stats.runs_outstanding.fetch_sub(before, Ordering::Relaxed);
                 break;
             };
             jobs = rest;
             let build = started.elapsed();
             deliver(&sender, batch, &stats).await;
             stats.runs_in_flight.fetch_sub(used, Ordering::Relaxed);
+            stats.runs_outstanding.fetch_sub(used, Ordering::Relaxed);
             let busy = taken.load(Ordering::Relaxed) != taken_before;
             if let Some(pause) = busy_pause(busy, build, rx.len(), rx.max_capacity()) {
                 tokio::time::sleep(pause).await;

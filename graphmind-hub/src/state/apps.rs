@@ -333,6 +333,7 @@ mod tests {
             hello_timeout: Duration::from_secs(10),
             memory_runs: 10,
             ui_auth_timeout: Duration::from_secs(5),
+            body_timeout: Duration::from_secs(10),
             edit_input: true,
             operator: None,
         };

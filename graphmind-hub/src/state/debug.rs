@@ -11,6 +11,7 @@ use serde_json::Value;
 use super::viewers::broadcast;
 use graphmind_protocol::feed::FeedFrame;
 
+use super::breakpoint_bounds::{Refusal, check_list, check_matcher, check_total};
 use super::views::{debug_json, debug_state};
 use super::{AppOut, HubState, MAX_BREAKPOINTS, State};
 
@@ -32,21 +33,22 @@ impl HubState {
     }
 
     /// Adds a breakpoint unless an equal one exists. Refused (with the reason) when the hub
-    /// holds [`MAX_BREAKPOINTS`] already: every app copies and matches the whole list.
-    pub fn set_breakpoint(&self, m: BreakpointMatcher) -> Result<Value, String> {
+    /// holds [`MAX_BREAKPOINTS`] already, or when the matcher or the list would be over its
+    /// byte limit ([`super::breakpoint_bounds`]): every app copies and matches the whole list.
+    pub fn set_breakpoint(&self, m: BreakpointMatcher) -> Result<Value, Refusal> {
         let m = BreakpointMatcher {
             extra: Extra::new(),
             ..m
         };
+        let len = check_matcher(&m).inspect_err(|_| self.refused())?;
         let mut st = self.lock();
         // An absent point is `before`: the same breakpoint however it is spelled.
         if !st.breakpoints.iter().any(|b| b.same_gates(&m)) {
             if st.breakpoints.len() >= MAX_BREAKPOINTS {
-                self.stats
-                    .breakpoints_refused
-                    .fetch_add(1, Ordering::Relaxed);
-                return Err(too_many());
+                self.refused();
+                return Err(Refusal::TooMany);
             }
+            check_total(&st.breakpoints, &[len]).inspect_err(|_| self.refused())?;
             st.breakpoints.push(m.clone());
             let f = self.frame(
                 RUN_ANY,
@@ -58,6 +60,13 @@ impl HubState {
             self.push_debug(&st, &[f]);
         }
         Ok(debug_json(&st))
+    }
+
+    /// Counts a refused breakpoint (`breakpointsRefused`).
+    fn refused(&self) {
+        self.stats
+            .breakpoints_refused
+            .fetch_add(1, Ordering::Relaxed);
     }
 
     /// Removes the breakpoints that hold the same gates as `m` (an absent point is
@@ -106,25 +115,32 @@ impl HubState {
     }
 
     /// Replaces the breakpoints (when given) and the mode (when given). Refused, changing
-    /// nothing, when the list holds more than [`MAX_BREAKPOINTS`] distinct matchers.
+    /// nothing, when the list holds more than [`MAX_BREAKPOINTS`] distinct matchers or is
+    /// over a byte limit ([`super::breakpoint_bounds`]).
     pub fn replace_debug(
         &self,
         bps: Option<Vec<BreakpointMatcher>>,
         mode: Option<Mode>,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, Refusal> {
         if let Some(bps) = &bps {
             let mut distinct: Vec<&BreakpointMatcher> = Vec::new();
             for b in bps {
                 if !distinct.iter().any(|d| d.same_rule(b)) {
                     distinct.push(b);
                     if distinct.len() > MAX_BREAKPOINTS {
-                        self.stats
-                            .breakpoints_refused
-                            .fetch_add(1, Ordering::Relaxed);
-                        return Err(too_many());
+                        break;
                     }
                 }
             }
+            // Stored without their unknown fields, as `set_breakpoint` keeps them.
+            let bare: Vec<BreakpointMatcher> = distinct
+                .iter()
+                .map(|b| BreakpointMatcher {
+                    extra: Extra::new(),
+                    ..(*b).clone()
+                })
+                .collect();
+            check_list(&bare.iter().collect::<Vec<_>>()).inspect_err(|_| self.refused())?;
         }
         if let Some(bps) = bps {
             let current: Vec<BreakpointMatcher> = self.lock().breakpoints.clone();
@@ -135,7 +151,7 @@ impl HubState {
                 self.clear_breakpoints(Some(c.clone()));
             }
             for b in bps {
-                // Within the cap (checked above): the old ones not kept were cleared first.
+                // Within the bounds (checked above): the old ones not kept were cleared first.
                 let _ = self.set_breakpoint(b);
             }
         }
@@ -144,11 +160,4 @@ impl HubState {
         }
         Ok(self.debug_json())
     }
-}
-
-fn too_many() -> String {
-    format!(
-        "the hub holds at most {MAX_BREAKPOINTS} breakpoints; clear some (or use a broader \
-         matcher) first"
-    )
 }

@@ -12,12 +12,14 @@
 //! - `pauses`: the pause registry, resume routing and its outcomes.
 //! - `remember`: decisions remembered for a run, applied by the hub to further holds.
 //! - `debug`: breakpoints and mode.
+//! - `breakpoint_bounds`: what the breakpoint list may hold, in count and in bytes.
 //! - `viewers`: viewer connections, subscriptions, broadcasts and `removed` frames.
 //! - `views`: the JSON of runs, pauses and the debug state (no topic imports another's
 //!   views: they all read them from here).
 
 mod access;
 mod apps;
+pub mod breakpoint_bounds;
 mod debug;
 mod intake;
 mod pauses;
@@ -59,8 +61,7 @@ pub const MAX_SESSION_TOKENS: usize = 16_384;
 pub const VIEWER_QUEUE: usize = 65_536;
 /// Longest run id taken in, in characters (a longer one is dropped and counted).
 pub const MAX_RUN_ID_CHARS: usize = 128;
-/// Most breakpoint matchers the hub holds (each is pushed to every app and copied there).
-pub const MAX_BREAKPOINTS: usize = 256;
+pub use breakpoint_bounds::MAX_BREAKPOINTS;
 /// Bytes a viewer's outgoing queue may hold; a viewer past it is closed, socket and all (it
 /// reconnects and replays). Event bodies are shared with storage and other viewers, so this
 /// over-counts: a viewer's own share of the hub's memory is at most this.
@@ -72,6 +73,10 @@ pub const READ_PERMITS: usize = 4;
 pub const MAX_REMEMBERED: usize = 256;
 /// Largest `exec.resume` frame sent to an app (the Python client closes on frames > 1 MiB).
 pub const MAX_CONTROL_FRAME: usize = 1024 * 1024;
+/// Deepest nesting (objects and arrays) of a resume's `output` or `input`: an app drops a frame
+/// nested deeper than [`graphmind_protocol::MAX_DEPTH`] without answering, and `exec.resume`
+/// puts the value two levels down (the envelope, its payload). A deeper one is refused (`422`).
+pub const MAX_RESUME_DEPTH: usize = graphmind_protocol::MAX_DEPTH - 2;
 
 /// Fixed settings of one hub start.
 #[derive(Debug)]
@@ -99,6 +104,8 @@ pub struct Config {
     pub memory_runs: usize,
     /// How long a `/ws/ui` socket may take to send its auth frame (5 s).
     pub ui_auth_timeout: Duration,
+    /// How long a request's body may take to arrive once its headers did (10 s).
+    pub body_timeout: Duration,
     /// Whether held calls may run with an edited input (`hubCapabilities` `edit-input`).
     pub edit_input: bool,
     /// Who decided, when a resume request names nobody: the user the hub runs as.
@@ -145,7 +152,8 @@ pub struct Stats {
     pub run_ids_invalid: AtomicU64,
     /// Frames whose run id is longer than [`MAX_RUN_ID_CHARS`] (dropped).
     pub run_ids_too_long: AtomicU64,
-    /// Breakpoints refused because the hub holds [`MAX_BREAKPOINTS`] already.
+    /// Breakpoints refused: the hub holds [`MAX_BREAKPOINTS`] already, or a matcher or the
+    /// whole list is over its byte limit ([`breakpoint_bounds`]).
     pub breakpoints_refused: AtomicU64,
     /// Viewers closed for falling behind: past their queue's byte budget or message count,
     /// or not taking a frame within the send timeout.
@@ -614,6 +622,8 @@ pub struct HubState {
     pub reads: Arc<Semaphore>,
     /// The OTLP exporter, when the hub exports (`HubConfig::otlp`): offered each finished run.
     pub otlp: std::sync::OnceLock<crate::otlp::Exporter>,
+    /// The open connections and their budget (set once listening).
+    pub connections: std::sync::OnceLock<Arc<crate::connections::Connections>>,
 }
 
 impl HubState {
@@ -658,6 +668,7 @@ impl HubState {
             pauses_version: watch::channel(0).0,
             reads: Arc::new(Semaphore::new(READ_PERMITS)),
             otlp: std::sync::OnceLock::new(),
+            connections: std::sync::OnceLock::new(),
         })
     }
 
@@ -703,6 +714,7 @@ impl HubState {
             "pauses": st.pauses.len(),
             "stats": self.stats.to_json(),
             "otlp": self.otlp.get().map(crate::otlp::Exporter::health),
+            "connections": self.connections.get().map(|c| c.health()),
         })
     }
 }

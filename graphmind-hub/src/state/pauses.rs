@@ -15,7 +15,8 @@ use graphmind_protocol::feed::FeedFrame;
 
 use super::views::{pause_infos, to_json};
 use super::{
-    AppOut, CLOSED_MEMORY, HubState, InFlight, MAX_CONTROL_FRAME, MAX_REMEMBERED, Outcome,
+    AppOut, CLOSED_MEMORY, HubState, InFlight, MAX_CONTROL_FRAME, MAX_REMEMBERED, MAX_RESUME_DEPTH,
+    Outcome,
 };
 use crate::now_ms;
 use crate::tokens::random_id;
@@ -67,6 +68,10 @@ impl HubState {
                 )),
                 None,
             );
+        }
+        // An app drops a frame nested past `MAX_DEPTH` unanswered: refuse it here instead.
+        if !graphmind_protocol::within_depth(&frame) {
+            return (too_deep(req.input.is_some()), None);
         }
         let rx = {
             let mut guard = self.lock();
@@ -329,6 +334,20 @@ fn check(req: &ResumeRequest, edit_input: bool) -> Result<ResumeAction, Outcome>
 }
 
 /// The `exec.resume` payload of a decision.
+/// The refusal of a resume whose value an app would drop for its nesting.
+fn too_deep(input: bool) -> Outcome {
+    let what = if input { "input" } else { "output" };
+    Outcome::Refused {
+        code: "too_deep".into(),
+        message: Some(format!(
+            "the {what} nests deeper than {MAX_RESUME_DEPTH} levels of objects and arrays; an \
+             app takes at most {MAX_RESUME_DEPTH} (frames at most {} deep)",
+            graphmind_protocol::MAX_DEPTH
+        )),
+        by_hub: true,
+    }
+}
+
 pub(super) fn resume_payload(
     pause_id: &str,
     action: ResumeAction,

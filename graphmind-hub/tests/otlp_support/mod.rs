@@ -21,6 +21,8 @@ struct Inner {
     fail_first: AtomicUsize,
     hits: AtomicUsize,
     hit_times: Mutex<Vec<Instant>>,
+    /// Milliseconds each request waits before it is answered.
+    delay_ms: AtomicUsize,
 }
 
 /// A receiver listening on 127.0.0.1.
@@ -37,6 +39,8 @@ async fn traces(
 ) -> StatusCode {
     inner.hits.fetch_add(1, Ordering::SeqCst);
     inner.hit_times.lock().unwrap().push(Instant::now());
+    let delay = inner.delay_ms.load(Ordering::SeqCst) as u64;
+    tokio::time::sleep(Duration::from_millis(delay)).await;
     if inner
         .fail_first
         .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
@@ -78,6 +82,13 @@ impl Receiver {
     /// `http://127.0.0.1:<port>` (the exporter adds `/v1/traces`).
     pub fn endpoint(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Makes each request wait `d` before it is answered (a slow collector).
+    pub fn set_delay(&self, d: Duration) {
+        self.inner
+            .delay_ms
+            .store(d.as_millis() as usize, Ordering::SeqCst);
     }
 
     /// Requests received (failed ones too).
