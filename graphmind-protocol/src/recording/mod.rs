@@ -5,5 +5,5 @@
 mod json_path;
 mod steps;
 
-pub use json_path::{FirstDiff, first_diff};
+pub use json_path::{FirstDiff, SHOWN_JSON_BYTES, ShownJson, first_diff, shown_json};
 pub use steps::{BadRecording, CHUNKS_KEY, Recording, Step};
