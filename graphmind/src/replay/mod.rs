@@ -89,6 +89,10 @@ struct State {
     /// The step the live part began at (fork point or divergence).
     forked: Option<usize>,
     outcomes: Vec<Outcome>,
+    /// Per node id: how many of its recorded calls (in order) are all taken, so a pick
+    /// starts past them (scanning them again made replaying many calls of one node
+    /// quadratic).
+    taken_prefix: HashMap<String, usize>,
 }
 
 /// A recording read and indexed.
@@ -105,10 +109,7 @@ impl Loaded {
         for (i, s) in recording.steps.iter().enumerate() {
             by_node.entry(s.node_id.clone()).or_default().push(i);
         }
-        Self {
-            recording,
-            by_node,
-        }
+        Self { recording, by_node }
     }
 }
 
@@ -172,8 +173,7 @@ impl Load {
             let text = std::fs::read_to_string(path)
                 .map_err(|e| format!("GRAPHMIND_REPLAY: cannot read {path}: {e}"))?;
             let _ = self.run_id.set(first_run_id(&text));
-            Recording::parse(&text, None)
-                .map_err(|e| format!("GRAPHMIND_REPLAY: {path}: {}", e.0))
+            Recording::parse(&text, None).map_err(|e| format!("GRAPHMIND_REPLAY: {path}: {}", e.0))
         }))
         .unwrap_or_else(|_| Err(format!("GRAPHMIND_REPLAY: {path}: reading it failed")));
         match read {
@@ -206,7 +206,12 @@ fn first_run_id(text: &str) -> Option<String> {
         let p = v.get("payload")?;
         (v.get("type")?.as_str()? == "node.started"
             && p.get("kind").and_then(Value::as_str) != Some("agent"))
-        .then(|| v.get("runId").and_then(Value::as_str).unwrap_or("").to_owned())
+        .then(|| {
+            v.get("runId")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned()
+        })
     })
 }
 
@@ -290,7 +295,7 @@ impl Replayer {
         if st.taken.len() != loaded.recording.steps.len() {
             st.taken = vec![false; loaded.recording.steps.len()];
         }
-        let at = Self::pick(loaded, &st, node_id, name, input);
+        let at = Self::pick(loaded, &mut st, node_id, name, input);
         if let Some(i) = at {
             st.taken[i] = true;
         }
@@ -365,21 +370,28 @@ impl Replayer {
     /// taken whose input equals `input` (before the fork point), else the first not yet taken.
     fn pick(
         loaded: &Loaded,
-        st: &State,
+        st: &mut State,
         node_id: &str,
         name: &str,
         input: Option<&Value>,
     ) -> Option<usize> {
-        let mut free = loaded
-            .by_node
-            .get(node_id)
-            .into_iter()
-            .flatten()
-            .copied()
-            .filter(|&i| !st.taken[i]);
+        let list = loaded.by_node.get(node_id)?;
+        let State {
+            taken,
+            taken_prefix,
+            forked,
+            ..
+        } = st;
+        let skip = match taken_prefix.get_mut(node_id) {
+            Some(n) => n,
+            None => taken_prefix.entry(node_id.to_owned()).or_insert(0),
+        };
+        while list.get(*skip).is_some_and(|&i| taken[i]) {
+            *skip += 1;
+        }
+        let mut free = list[*skip..].iter().copied().filter(|&i| !taken[i]);
         let first = free.next()?;
-        if st.forked.is_some() || divergence(&loaded.recording.steps[first], name, input).is_none()
-        {
+        if forked.is_some() || divergence(&loaded.recording.steps[first], name, input).is_none() {
             return Some(first);
         }
         Some(
