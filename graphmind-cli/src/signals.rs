@@ -1,6 +1,7 @@
 //! The signals that stop a long-running command cleanly: SIGINT (Ctrl-C), SIGTERM (`kill`,
 //! service managers) and SIGHUP (the terminal went away). A command that owns a hub must
-//! shut it down on any of them, so its run file does not outlive it.
+//! shut it down on any of them, so its run file does not outlive it; `graphmind replay`
+//! removes the recording it handed its app.
 
 #[cfg(unix)]
 use tokio::signal::unix::{Signal, SignalKind, signal};
@@ -16,8 +17,7 @@ pub enum Stop {
     Hangup,
 }
 
-// Only `graphmind demo` reports the signal it stopped on.
-#[cfg_attr(not(feature = "demo"), allow(dead_code))]
+// `graphmind demo` and `graphmind replay` report the signal they stopped on.
 impl Stop {
     /// The shell's exit status for a process ended by this signal (128 + its number).
     pub fn exit_code(self) -> u8 {

@@ -37,16 +37,52 @@ pub const MAX_OPERATOR_CHARS: usize = 64;
 /// The longest reject `reason` taken.
 pub const MAX_REASON_CHARS: usize = 2000;
 
-/// An `operator` label as the hub stamps it: control characters dropped, cut to
+/// An `operator` label as the hub stamps it (stores, sends and shows): control characters
+/// and invisible format characters dropped — the bidirectional overrides, embeddings and
+/// isolates (U+202A–U+202E, U+2066–U+2069), the direction marks (U+200E, U+200F, U+061C),
+/// zero-width and other format characters (see [`is_invisible_format`]) — so a label cannot
+/// display as another one (`U+202E` turning `ops\u{202E}nimda` into `opsadmin`) — then cut to
 /// [`MAX_OPERATOR_CHARS`] characters.
 #[must_use]
 pub fn operator_label(s: &str) -> String {
     s.chars()
-        .filter(|c| !c.is_control())
+        .filter(|&c| !c.is_control() && !is_invisible_format(c))
         .take(MAX_OPERATOR_CHARS)
         .collect::<String>()
         .trim()
         .to_owned()
+}
+
+/// Whether `c` is a Unicode format character (general category `Cf`: bidirectional controls,
+/// direction marks, zero-width characters, the byte-order mark, interlinear annotation and
+/// tag characters, invisible operators) or a line or paragraph separator (U+2028, U+2029):
+/// characters that change how the text around them is shown, or are not shown at all.
+#[must_use]
+pub fn is_invisible_format(c: char) -> bool {
+    matches!(
+        c,
+        '\u{00AD}'
+            | '\u{0600}'..='\u{0605}'
+            | '\u{061C}'
+            | '\u{06DD}'
+            | '\u{070F}'
+            | '\u{0890}'..='\u{0891}'
+            | '\u{08E2}'
+            | '\u{180E}'
+            | '\u{200B}'..='\u{200F}'
+            | '\u{2028}'..='\u{202E}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{2066}'..='\u{206F}'
+            | '\u{FEFF}'
+            | '\u{FFF9}'..='\u{FFFB}'
+            | '\u{110BD}'
+            | '\u{110CD}'
+            | '\u{13430}'..='\u{1343F}'
+            | '\u{1BCA0}'..='\u{1BCA3}'
+            | '\u{1D173}'..='\u{1D17A}'
+            | '\u{E0001}'
+            | '\u{E0020}'..='\u{E007F}'
+    )
 }
 
 /// A resume request, as the HTTP API and the viewer's `resume` frame take it.
@@ -240,6 +276,52 @@ mod tests {
     fn an_operator_label_is_cut_and_has_no_control_characters() {
         assert_eq!(operator_label(" ops\n\u{7}bot "), "opsbot");
         assert_eq!(operator_label(&"x".repeat(100)).len(), MAX_OPERATOR_CHARS);
+    }
+
+    #[test]
+    fn an_operator_label_has_no_bidi_controls_or_invisible_format_characters() {
+        // U+202E would show `ops\u{202E}nimda` as `opsadmin`.
+        assert_eq!(operator_label("ops\u{202E}nimda"), "opsnimda");
+        let every_bidi_control = [
+            '\u{202A}', '\u{202B}', '\u{202C}', '\u{202D}', '\u{202E}', '\u{2066}', '\u{2067}',
+            '\u{2068}', '\u{2069}', '\u{200E}', '\u{200F}', '\u{061C}',
+        ];
+        for c in every_bidi_control {
+            assert_eq!(
+                operator_label(&format!("a{c}b")),
+                "ab",
+                "U+{:04X}",
+                c as u32
+            );
+        }
+        // Zero-width, byte-order mark, soft hyphen, word joiner, tags, line separators.
+        let others = [
+            '\u{200B}',
+            '\u{200C}',
+            '\u{200D}',
+            '\u{FEFF}',
+            '\u{00AD}',
+            '\u{2060}',
+            '\u{E0041}',
+            '\u{2028}',
+            '\u{2029}',
+            '\u{0085}',
+            '\u{009B}',
+        ];
+        for c in others {
+            assert_eq!(
+                operator_label(&format!("a{c}b")),
+                "ab",
+                "U+{:04X}",
+                c as u32
+            );
+        }
+        // Dropped before the cut: 64 visible characters survive a padding of controls.
+        let padded: String = "\u{202E}x".repeat(100);
+        assert_eq!(operator_label(&padded), "x".repeat(MAX_OPERATOR_CHARS));
+        // Letters of right-to-left scripts and ordinary punctuation stay.
+        assert_eq!(operator_label("עברית ops-bot (ana)"), "עברית ops-bot (ana)");
+        assert_eq!(operator_label("\u{2067}\u{2069}"), "");
     }
 
     #[test]

@@ -150,7 +150,9 @@ impl Replay {
         };
         let mut meta = Extra::new();
         if let Some(r) = &replayer {
-            meta.insert("replayOf".into(), r.source_run().into());
+            if let Some(source) = r.source_run() {
+                meta.insert("replayOf".into(), source.into());
+            }
             if let Some(u) = r.until().to_meta() {
                 meta.insert("replayUntil".into(), u);
             }

@@ -28,7 +28,7 @@ use serde_json::{Value, json};
 use crate::hub_http::Answer;
 use debug::{breakpoints, print_debug};
 use pauses::{Decision, pauses, resume, wait};
-use runs::{record, runs};
+use runs::{record, record_into, runs};
 use target::{DEFAULT_PORT, TargetHub};
 
 /// Which hub to talk to.

@@ -5,67 +5,109 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use graphmind_protocol::recording::{Recording, Step, first_diff};
+use graphmind_protocol::recording::{
+    Recording, SHOWN_JSON_BYTES, ShownJson, Step, first_diff, shown_json,
+};
 
 use super::*;
+use crate::signals::StopSignals;
 
-/// A recording on disk: a file the user named, or a run fetched from the hub into a
-/// temporary file (removed on drop).
-struct Source {
-    path: PathBuf,
-    temporary: bool,
-    /// The hub it was fetched from.
-    port: Option<u16>,
-}
-
-impl Drop for Source {
-    fn drop(&mut self) {
-        if self.temporary {
-            let _ = std::fs::remove_file(&self.path);
-        }
-    }
+/// A recording: a file the user named, or a run fetched from the hub (kept in memory).
+enum Source {
+    /// `graphmind record`'s file, as it is.
+    File(PathBuf),
+    /// A run fetched from the hub on `port`, as `graphmind record` writes it.
+    Fetched { text: Vec<u8>, port: u16 },
 }
 
 /// `run.ndjson` as it is, or the run `run_…` fetched from the hub as `graphmind record` does.
 fn fetch(port: Option<u16>, source: &str) -> Result<Source, Fail> {
     let as_file = Path::new(source);
     if as_file.is_file() {
-        return Ok(Source {
-            path: as_file.to_owned(),
-            temporary: false,
-            port: None,
-        });
+        return Ok(Source::File(as_file.to_owned()));
     }
     let h = TargetHub::locate(port)?;
-    let safe: String = source
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-        .collect();
-    let path = std::env::temp_dir().join(format!(
-        "graphmind-replay-{safe}-{}-{}.ndjson",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos())
-    ));
-    let src = Source {
-        path,
-        temporary: true,
-        port: Some(h.port),
-    };
-    record(&h, source, Some(&src.path))?;
-    Ok(src)
+    let mut text = Vec::new();
+    record_into(&h, source, &mut text)?;
+    Ok(Source::Fetched { text, port: h.port })
 }
 
 fn load(src: &Source) -> Result<Recording, Fail> {
-    let text = std::fs::read_to_string(&src.path).map_err(|e| {
-        Fail::new(
-            Exit::Usage,
-            format!("cannot read {}: {e}", src.path.display()),
-        )
-    })?;
-    Recording::parse(&text, None)
-        .map_err(|e| Fail::new(Exit::Usage, format!("{}: {e}", src.path.display())))
+    match src {
+        Source::File(path) => {
+            let text = std::fs::read_to_string(path).map_err(|e| {
+                Fail::new(Exit::Usage, format!("cannot read {}: {e}", path.display()))
+            })?;
+            Recording::parse(&text, None)
+                .map_err(|e| Fail::new(Exit::Usage, format!("{}: {e}", path.display())))
+        }
+        Source::Fetched { text, .. } => {
+            let text = std::str::from_utf8(text)
+                .map_err(|e| Fail::new(Exit::Unreachable, format!("the run is not UTF-8: {e}")))?;
+            Recording::parse(text, None).map_err(|e| Fail::new(Exit::Usage, e.to_string()))
+        }
+    }
+}
+
+/// A fetched recording handed to the replayed app: a file only this user may read (0600) in
+/// a new directory only this user may enter (0700) — it holds every recorded input and output,
+/// API keys included — removed, with its directory, when this is dropped (the command ends,
+/// fails, or is stopped by a signal).
+struct PrivateCopy {
+    dir: PathBuf,
+    file: PathBuf,
+}
+
+impl PrivateCopy {
+    /// Writes `text` into a new private directory under the temporary directory. The
+    /// directory is created, never reused: a name someone else took (a directory or a
+    /// symlink planted in `/tmp`) is skipped.
+    fn write(text: &[u8]) -> Result<Self, Fail> {
+        let fail = |what: &str, p: &Path, e: std::io::Error| {
+            Fail::new(Exit::Usage, format!("cannot {what} {}: {e}", p.display()))
+        };
+        let base = std::env::temp_dir();
+        let stamp = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let mut attempt = 0u32;
+        let dir = loop {
+            let dir = base.join(format!(
+                "graphmind-replay-{}-{stamp:x}-{attempt}",
+                std::process::id()
+            ));
+            let mut b = std::fs::DirBuilder::new();
+            #[cfg(unix)]
+            std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
+            match b.create(&dir) {
+                Ok(()) => break dir,
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && attempt < 100 => {
+                    attempt += 1;
+                }
+                Err(e) => return Err(fail("create the directory", &dir, e)),
+            }
+        };
+        let file = dir.join("recording.ndjson");
+        let copy = Self { dir, file };
+        let mut o = std::fs::OpenOptions::new();
+        o.write(true).create_new(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut o, 0o600);
+        let mut f = o
+            .open(&copy.file)
+            .map_err(|e| fail("create", &copy.file, e))?;
+        f.write_all(text)
+            .and_then(|()| f.flush())
+            .map_err(|e| fail("write", &copy.file, e))?;
+        Ok(copy)
+    }
+}
+
+impl Drop for PrivateCopy {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.file);
+        let _ = std::fs::remove_dir(&self.dir);
+    }
 }
 
 /// What `graphmind replay` was asked.
@@ -78,7 +120,60 @@ pub(super) struct ReplayArgs<'a> {
     pub(super) command: &'a [String],
 }
 
+/// The most node names an error lists.
+const NAMES_LISTED: usize = 20;
+
+/// Refuses a fork point the recording does not have (the app would silently replay every
+/// step): a step number outside 1..=steps, a negative or malformed step, a node no step has.
+fn check_until(rec: &Recording, until: &str) -> Result<(), Fail> {
+    let t = until.trim();
+    let steps = rec.steps.len();
+    let num = t.strip_prefix("step").map_or(t, str::trim);
+    let step = num.parse::<usize>().ok();
+    if step.is_some_and(|n| (1..=steps).contains(&n))
+        || (step.is_none() && !t.is_empty())
+            && rec.steps.iter().any(|s| s.node_id == t || s.name == t)
+    {
+        return Ok(());
+    }
+    let mut nodes: Vec<String> = Vec::new();
+    for s in &rec.steps {
+        let shown = if s.name.is_empty() || s.name == s.node_id {
+            s.node_id.clone()
+        } else {
+            format!("{} ({})", s.node_id, s.name)
+        };
+        if !nodes.contains(&shown) {
+            nodes.push(shown);
+        }
+    }
+    let more = nodes.len().saturating_sub(NAMES_LISTED);
+    nodes.truncate(NAMES_LISTED);
+    let mut listed = nodes.join(", ");
+    if more > 0 {
+        let _ = write!(listed, " and {more} more");
+    }
+    let run = &rec.run_id;
+    let what = match step {
+        Some(n) => format!("{run} has no step {n}"),
+        None if num.parse::<i64>().is_ok() || t.starts_with("step") || t.is_empty() => {
+            "is not a step number".to_owned()
+        }
+        None => "names no node of the recording".to_owned(),
+    };
+    Err(Fail::new(
+        Exit::Usage,
+        format!(
+            "--until {t:?}: {what}: give a step from 1 to {steps} or a node of {run}: {listed}"
+        ),
+    ))
+}
+
 /// Runs the app command with the replay environment set; its exit code is the command's.
+/// A stop signal (SIGINT, SIGTERM, SIGHUP) removes the fetched recording at once, reaches the
+/// app too (forwarded after a second, when the app has not ended by itself: from a terminal it
+/// got the signal already), and replay exits with the shell's status for that signal once the
+/// app has ended.
 pub(super) fn replay(args: &ReplayArgs<'_>) -> Result<ExitCode, Fail> {
     let Some((program, rest)) = args.command.split_first() else {
         return Err(Fail::new(
@@ -88,9 +183,11 @@ pub(super) fn replay(args: &ReplayArgs<'_>) -> Result<ExitCode, Fail> {
     };
     let src = fetch(args.port, args.source)?;
     let rec = load(&src)?;
+    if let Some(u) = args.until {
+        check_until(&rec, u)?;
+    }
     let mut cmd = std::process::Command::new(program);
     cmd.args(rest)
-        .env("GRAPHMIND_REPLAY", &src.path)
         .env("GRAPHMIND_REPLAY_ON_DIVERGE", args.on_diverge);
     if let Some(u) = args.until {
         cmd.env("GRAPHMIND_REPLAY_UNTIL", u);
@@ -99,27 +196,105 @@ pub(super) fn replay(args: &ReplayArgs<'_>) -> Result<ExitCode, Fail> {
         cmd.env("GRAPHMIND_REPLAY_HOLD", "1");
     }
     // The replayed run reports to the hub the recording came from.
-    if let Some(port) = src.port
+    if let Source::Fetched { port, .. } = &src
         && std::env::var_os("GRAPHMIND_URL").is_none()
     {
         cmd.env("GRAPHMIND_URL", format!("ws://127.0.0.1:{port}/ingest"));
     }
-    eprintln!(
-        "graphmind: replaying {} ({} steps{}) with {}",
-        rec.run_id,
-        rec.steps.len(),
-        args.until
-            .map_or_else(String::new, |u| format!(", live from {u}")),
-        args.command.join(" ")
-    );
-    let status = cmd
-        .status()
-        .map_err(|e| Fail::new(Exit::Usage, format!("cannot start {program}: {e}")))?;
-    Ok(match status.code() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Fail::new(Exit::Usage, format!("cannot start: {e}")))?;
+    rt.block_on(async {
+        // Listening before the copy exists: no signal can leave it behind.
+        let mut stops = StopSignals::install();
+        let copy = match &src {
+            Source::File(path) => {
+                cmd.env("GRAPHMIND_REPLAY", path);
+                None
+            }
+            Source::Fetched { text, .. } => {
+                let copy = PrivateCopy::write(text)?;
+                cmd.env("GRAPHMIND_REPLAY", &copy.file);
+                Some(copy)
+            }
+        };
+        drop(src);
+        eprintln!(
+            "graphmind: replaying {} ({} steps{}) with {}",
+            rec.run_id,
+            rec.steps.len(),
+            args.until
+                .map_or_else(String::new, |u| format!(", live from {u}")),
+            args.command.join(" ")
+        );
+        drop(rec);
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| Fail::new(Exit::Usage, format!("cannot start {program}: {e}")))?;
+        let pid = child.id();
+        let (tx, mut ended) = tokio::sync::oneshot::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(child.wait());
+        });
+        let stop = tokio::select! {
+            status = &mut ended => {
+                drop(copy);
+                return Ok(exit_of(status.ok().and_then(Result::ok)));
+            }
+            stop = stops.recv() => stop,
+        };
+        drop(copy);
+        let forwarded = tokio::time::sleep(std::time::Duration::from_secs(1));
+        tokio::pin!(forwarded);
+        let mut signalled = false;
+        loop {
+            tokio::select! {
+                _ = &mut ended => break,
+                () = &mut forwarded, if !signalled => {
+                    signalled = true;
+                    send_signal(pid, stop.name().trim_start_matches("SIG"));
+                }
+                _ = stops.recv() => send_signal(pid, "KILL"),
+            }
+        }
+        Ok(ExitCode::from(stop.exit_code()))
+    })
+}
+
+/// Sends signal `name` (`INT`, `KILL`) to process `pid` with kill(1) (the workspace has no
+/// unsafe code, and the standard library only sends SIGKILL, to a `Child` it still holds).
+fn send_signal(pid: u32, name: &str) {
+    #[cfg(unix)]
+    let _ = std::process::Command::new("kill")
+        .args([format!("-{name}"), pid.to_string()])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status();
+    #[cfg(not(unix))]
+    let _ = (pid, name);
+}
+
+/// The command's exit code as replay's.
+fn exit_of(status: Option<std::process::ExitStatus>) -> ExitCode {
+    match status.and_then(|s| s.code()) {
         Some(0) => ExitCode::SUCCESS,
         Some(c) => ExitCode::from(u8::try_from(c).unwrap_or(1)),
         None => ExitCode::from(1),
-    })
+    }
+}
+
+/// A value of a `graphmind diff` line: cut to [`SHOWN_JSON_BYTES`] bytes of JSON.
+fn shown(v: Option<&Value>) -> ShownJson {
+    v.map_or_else(
+        || ShownJson {
+            text: "(absent)".to_owned(),
+            len: 0,
+            cut: false,
+        },
+        |v| shown_json(v, SHOWN_JSON_BYTES),
+    )
 }
 
 /// One node's differences between two runs.
@@ -186,22 +361,27 @@ pub(super) fn compare(
                         y.clone().unwrap_or(Value::Null),
                     );
                     first_diff(&x, &y).map(|d| {
-                        let show = |v: &Option<Value>| {
-                            v.as_ref()
-                                .map_or_else(|| "(absent)".to_owned(), Value::to_string)
-                        };
-                        format!(
+                        let (l, r) = (shown(d.left.as_ref()), shown(d.right.as_ref()));
+                        let mut line = format!(
                             "step {} ({} `{}`): {what} {} is {} in {} but {} in {} (its step {})",
                             s.index,
                             s.node_id,
                             s.name,
                             d.path,
-                            show(&d.left),
+                            l.text,
                             a.run_id,
-                            show(&d.right),
+                            r.text,
                             b.run_id,
                             o.index
-                        )
+                        );
+                        if l.cut || r.cut {
+                            let _ = write!(
+                                line,
+                                " (values cut to {SHOWN_JSON_BYTES} bytes of JSON; {} bytes in {}, {} bytes in {})",
+                                l.len, a.run_id, r.len, b.run_id
+                            );
+                        }
+                        line
                     })
                 };
                 let input = field("input", &s.input, &o.input);
@@ -359,6 +539,30 @@ mod tests {
         assert_eq!(
             first.as_deref(),
             Some("step 1 (tool:a `a`): output $ is 1 in run_a but 2 in run_c (its step 2)")
+        );
+    }
+
+    #[test]
+    fn a_diff_line_cuts_large_values_and_names_both_lengths() {
+        let big = |run: &str, tail: &str| {
+            let text = format!(
+                r#"{{"type":"node.started","runId":"{run}","payload":{{"nodeId":"tool:a","kind":"tool","name":"a","instanceId":"1","input":{{"doc":"{}{tail}"}}}}}}"#,
+                "d".repeat(1_000_000)
+            );
+            Recording::parse(&text, None).expect("parses")
+        };
+        let (first, _) = compare(&big("run_a", "x"), &big("run_b", "yy"));
+        let first = first.expect("they differ");
+        assert!(first.len() < 1_000, "{} bytes", first.len());
+        assert!(
+            first.starts_with("step 1 (tool:a `a`): input $.doc is \"ddd"),
+            "{first}"
+        );
+        assert!(
+            first.ends_with(
+                "(its step 1) (values cut to 300 bytes of JSON; 1000003 bytes in run_a, 1000004 bytes in run_b)"
+            ),
+            "{first}"
         );
     }
 }

@@ -55,6 +55,21 @@ pub(super) fn record(
         )?)),
         None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
     };
+    let n = record_into(h, run_id, &mut sink)?;
+    sink.flush().map_err(io_fail)?;
+    if let Some(p) = out {
+        eprintln!("graphmind: wrote {n} events of {run_id} to {}", p.display());
+    }
+    Ok(())
+}
+
+/// Writes run `run_id`'s stored envelopes into `sink` as NDJSON, page by page; the number of
+/// events written.
+pub(super) fn record_into(
+    h: &TargetHub,
+    run_id: &str,
+    sink: &mut dyn std::io::Write,
+) -> Result<usize, Fail> {
     let mut after: Option<u64> = None;
     let mut n = 0usize;
     loop {
@@ -81,9 +96,5 @@ pub(super) fn record(
             _ => break,
         }
     }
-    sink.flush().map_err(io_fail)?;
-    if let Some(p) = out {
-        eprintln!("graphmind: wrote {n} events of {run_id} to {}", p.display());
-    }
-    Ok(())
+    Ok(n)
 }

@@ -87,10 +87,92 @@ fn walk(left: &Value, right: &Value, path: &mut String) -> Option<FirstDiff> {
     }
 }
 
+/// How many bytes of a value's JSON a one-line message shows (see [`shown_json`]).
+pub const SHOWN_JSON_BYTES: usize = 300;
+
+/// A JSON value as a one-line message shows it: its JSON text cut to at most `max` bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShownJson {
+    /// The JSON text, cut at a character boundary, with `…` appended when cut.
+    pub text: String,
+    /// The length of the whole JSON text, in bytes.
+    pub len: usize,
+    /// Whether `text` was cut.
+    pub cut: bool,
+}
+
+/// `v`'s JSON text cut to at most `max` bytes (a 20 MB input in a divergence message would
+/// otherwise be a 20 MB line), and the whole text's length. The value is serialized once,
+/// keeping only the first `max` bytes.
+#[must_use]
+pub fn shown_json(v: &Value, max: usize) -> ShownJson {
+    /// Keeps the first `max` bytes written and counts them all.
+    struct Head {
+        kept: Vec<u8>,
+        max: usize,
+        len: usize,
+    }
+    impl std::io::Write for Head {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            let room = self.max.saturating_sub(self.kept.len());
+            self.kept.extend_from_slice(&buf[..room.min(buf.len())]);
+            self.len += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut head = Head {
+        kept: Vec::with_capacity(max.min(4096)),
+        max,
+        len: 0,
+    };
+    // Writing a `Value` into memory cannot fail.
+    let _ = serde_json::to_writer(&mut head, v);
+    let cut = head.len > head.kept.len();
+    let text = match String::from_utf8(head.kept) {
+        Ok(t) => t,
+        // Cut inside a character: keep the whole characters before it.
+        Err(e) => {
+            let upto = e.utf8_error().valid_up_to();
+            let mut bytes = e.into_bytes();
+            bytes.truncate(upto);
+            String::from_utf8(bytes).unwrap_or_default()
+        }
+    };
+    let text = if cut { format!("{text}…") } else { text };
+    ShownJson {
+        text,
+        len: head.len,
+        cut,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_shown_value_is_cut_at_a_character_boundary_with_its_whole_length() {
+        let small = shown_json(&json!({"a": [1, 2]}), SHOWN_JSON_BYTES);
+        assert_eq!(
+            small,
+            ShownJson {
+                text: r#"{"a":[1,2]}"#.into(),
+                len: 11,
+                cut: false
+            }
+        );
+        let big = json!("é".repeat(10_000_000));
+        let shown = shown_json(&big, SHOWN_JSON_BYTES);
+        assert!(shown.cut);
+        assert_eq!(shown.len, 20_000_002);
+        // `"` then 149 two-byte characters: the 300th byte would split one.
+        assert_eq!(shown.text, format!("\"{}…", "é".repeat(149)));
+        assert_eq!(shown_json(&json!(null), 0).text, "…");
+    }
 
     #[test]
     fn names_the_first_differing_field() {

@@ -3,7 +3,8 @@
 //! ([`first_diff`]). The runtime's replayer and `graphmind diff` both read runs this way.
 
 mod json_path;
+mod line;
 mod steps;
 
-pub use json_path::{FirstDiff, first_diff};
+pub use json_path::{FirstDiff, SHOWN_JSON_BYTES, ShownJson, first_diff, shown_json};
 pub use steps::{BadRecording, CHUNKS_KEY, Recording, Step};

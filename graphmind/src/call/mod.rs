@@ -160,7 +160,13 @@ impl Host for crate::session::Inner {
         }
     }
     fn meta(&self) -> Extra {
-        self.shared.config().meta.clone()
+        let mut meta = self.shared.config().meta.clone();
+        // The recorded run a replay answers from (read off `init`'s thread: a run waits
+        // here until the recording names it).
+        if let Some(source) = self.replayer.as_deref().and_then(|r| r.source_run()) {
+            meta.insert("replayOf".into(), source.into());
+        }
+        meta
     }
     fn implicit(&self) -> &crate::implicit_run::ImplicitRun {
         &self.implicit

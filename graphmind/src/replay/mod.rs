@@ -15,8 +15,9 @@
 //! `GRAPHMIND_REPLAY_HOLD=1`), or by `graphmind::testing` (no hub, no socket).
 
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -73,9 +74,8 @@ pub(crate) struct ServedError {
 /// One recording being replayed.
 #[derive(Debug)]
 pub(crate) struct Replayer {
-    recording: Recording,
-    /// Indexes into `recording.steps` per node id, in order.
-    by_node: HashMap<String, Vec<usize>>,
+    /// The recording, once read (`GRAPHMIND_REPLAY` is read off the caller's thread).
+    load: Arc<Load>,
     until: Until,
     on_diverge: OnDiverge,
     hold: bool,
@@ -89,47 +89,160 @@ struct State {
     /// The step the live part began at (fork point or divergence).
     forked: Option<usize>,
     outcomes: Vec<Outcome>,
+    /// Per node id: how many of its recorded calls (in order) are all taken, so a pick
+    /// starts past them (scanning them again made replaying many calls of one node
+    /// quadratic).
+    taken_prefix: HashMap<String, usize>,
+}
+
+/// A recording read and indexed.
+#[derive(Debug)]
+struct Loaded {
+    recording: Recording,
+    /// Indexes into `recording.steps` per node id, in order.
+    by_node: HashMap<String, Vec<usize>>,
+}
+
+impl Loaded {
+    fn new(recording: Recording) -> Self {
+        let mut by_node: HashMap<String, Vec<usize>> = HashMap::new();
+        for (i, s) in recording.steps.iter().enumerate() {
+            by_node.entry(s.node_id.clone()).or_default().push(i);
+        }
+        Self { recording, by_node }
+    }
+}
+
+/// A recording being read on its own thread: the recorded run's id as soon as the first step
+/// names it, then the whole recording. `None` in either: it could not be read (warned about
+/// once; every call runs live).
+#[derive(Debug, Default)]
+struct Load {
+    run_id: OnceLock<Option<String>>,
+    loaded: OnceLock<Option<Loaded>>,
+}
+
+/// How long reading a recording may take before the session says it is still reading.
+const SLOW_LOAD: Duration = Duration::from_secs(1);
+
+impl Load {
+    #[cfg_attr(not(any(test, feature = "testing")), allow(dead_code))]
+    fn ready(recording: Recording) -> Self {
+        let load = Self::default();
+        let _ = load.run_id.set(Some(recording.run_id.clone()));
+        let _ = load.loaded.set(Some(Loaded::new(recording)));
+        load
+    }
+
+    /// Reads and indexes the recording at `path` on a thread of its own (`init` does not
+    /// wait for it: a recording of 200,000 steps takes seconds); `warn` says, once, when it
+    /// cannot be read, or when it is still being read after [`SLOW_LOAD`].
+    fn start(path: String, warn: WarnFn) -> Arc<Self> {
+        let load = Arc::new(Self::default());
+        let read = {
+            let load = Arc::clone(&load);
+            let warn = Arc::clone(&warn);
+            let path = path.clone();
+            move || load.read(&path, &*warn)
+        };
+        let spawned = std::thread::Builder::new()
+            .name("graphmind-replay-load".into())
+            .spawn(read.clone());
+        if spawned.is_err() {
+            read();
+            return load;
+        }
+        let slow = Arc::downgrade(&load);
+        crate::delay_queue::after(SLOW_LOAD, move || {
+            if let Some(load) = slow.upgrade()
+                && load.loaded.get().is_none()
+            {
+                let size = std::fs::metadata(&path).map_or(0, |m| m.len());
+                warn(&format!(
+                    "GRAPHMIND_REPLAY: still reading {path} ({:.1} MB) after {} s; replayed calls wait for it",
+                    size as f64 / 1e6,
+                    SLOW_LOAD.as_secs()
+                ));
+            }
+        });
+        load
+    }
+
+    fn read(&self, path: &str, warn: &dyn Fn(&str)) {
+        let read = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("GRAPHMIND_REPLAY: cannot read {path}: {e}"))?;
+            let _ = self.run_id.set(first_run_id(&text));
+            Recording::parse(&text, None).map_err(|e| format!("GRAPHMIND_REPLAY: {path}: {}", e.0))
+        }))
+        .unwrap_or_else(|_| Err(format!("GRAPHMIND_REPLAY: {path}: reading it failed")));
+        match read {
+            Ok(recording) => {
+                let _ = self.run_id.set(Some(recording.run_id.clone()));
+                let _ = self.loaded.set(Some(Loaded::new(recording)));
+            }
+            Err(e) => {
+                let _ = self.run_id.set(None);
+                let _ = self.loaded.set(None);
+                warn(&format!("{e}; running without replay"));
+            }
+        }
+    }
+
+    /// The recording, waiting for it to be read.
+    fn wait(&self) -> Option<&Loaded> {
+        self.loaded.wait().as_ref()
+    }
+}
+
+/// How a replayer warns (the session's warning hook, or stderr).
+type WarnFn = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// The run id a recording's steps are read from (see [`Recording::parse`]): that of its
+/// first tool or model step. Reads lines only up to it.
+fn first_run_id(text: &str) -> Option<String> {
+    text.lines().find_map(|line| {
+        let v: Value = serde_json::from_str(line.trim()).ok()?;
+        let p = v.get("payload")?;
+        (v.get("type")?.as_str()? == "node.started"
+            && p.get("kind").and_then(Value::as_str) != Some("agent"))
+        .then(|| {
+            v.get("runId")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned()
+        })
+    })
 }
 
 impl Replayer {
     /// A replayer of `recording`.
+    #[cfg_attr(not(any(test, feature = "testing")), allow(dead_code))]
     pub(crate) fn new(
         recording: Recording,
         until: Until,
         on_diverge: OnDiverge,
         hold: bool,
     ) -> Self {
+        Self::with_load(Arc::new(Load::ready(recording)), until, on_diverge, hold)
+    }
+
+    fn with_load(load: Arc<Load>, until: Until, on_diverge: OnDiverge, hold: bool) -> Self {
         ANY.store(true, Ordering::Relaxed);
-        let mut by_node: HashMap<String, Vec<usize>> = HashMap::new();
-        for (i, s) in recording.steps.iter().enumerate() {
-            by_node.entry(s.node_id.clone()).or_default().push(i);
-        }
-        let taken = vec![false; recording.steps.len()];
         Self {
-            recording,
-            by_node,
+            load,
             until,
             on_diverge,
             hold,
-            state: Mutex::new(State {
-                taken,
-                ..State::default()
-            }),
+            state: Mutex::new(State::default()),
         }
     }
 
     /// The replayer the environment asks for (`GRAPHMIND_REPLAY` and friends), read through
-    /// `var`. `Err` names what is wrong (the session warns and runs without replay).
-    pub(crate) fn from_env(var: &dyn Fn(&str) -> Option<String>) -> Option<Result<Self, String>> {
+    /// `var`; the recording is read on a thread of its own (see [`Load::start`]), and `warn`
+    /// says when it cannot be read (the session then runs without replay) or is slow to read.
+    pub(crate) fn from_env(var: &dyn Fn(&str) -> Option<String>, warn: WarnFn) -> Option<Self> {
         let path = var("GRAPHMIND_REPLAY").filter(|p| !p.trim().is_empty())?;
-        let text = match std::fs::read_to_string(path.trim()) {
-            Ok(t) => t,
-            Err(e) => return Some(Err(format!("GRAPHMIND_REPLAY: cannot read {path}: {e}"))),
-        };
-        let recording = match Recording::parse(&text, None) {
-            Ok(r) => r,
-            Err(e) => return Some(Err(format!("GRAPHMIND_REPLAY: {path}: {}", e.0))),
-        };
         let until = match var("GRAPHMIND_REPLAY_UNTIL") {
             Some(u) if !u.trim().is_empty() => Until::parse(&u),
             _ => Until::End,
@@ -139,12 +252,14 @@ impl Replayer {
             _ => OnDiverge::Stop,
         };
         let hold = var("GRAPHMIND_REPLAY_HOLD").is_some_and(|v| matches!(v.trim(), "1" | "true"));
-        Some(Ok(Self::new(recording, until, on_diverge, hold)))
+        let load = Load::start(path.trim().to_owned(), warn);
+        Some(Self::with_load(load, until, on_diverge, hold))
     }
 
-    /// The recorded run's id.
-    pub(crate) fn source_run(&self) -> &str {
-        &self.recording.run_id
+    /// The recorded run's id, waiting until the recording names it; `None` when the
+    /// recording could not be read.
+    pub(crate) fn source_run(&self) -> Option<&str> {
+        self.load.run_id.wait().as_deref()
     }
 
     /// The fork point as configured.
@@ -172,8 +287,15 @@ impl Replayer {
 
     /// Decides one live call of node `node_id` (`name`) whose input is `input`.
     pub(crate) fn take(&self, node_id: &str, name: &str, input: Option<&Value>) -> Decision {
+        let Some(loaded) = self.load.wait() else {
+            // The recording could not be read (warned about): the call runs live.
+            return Decision::Live;
+        };
         let mut st = self.lock();
-        let at = self.pick(&st, node_id, name, input);
+        if st.taken.len() != loaded.recording.steps.len() {
+            st.taken = vec![false; loaded.recording.steps.len()];
+        }
+        let at = Self::pick(loaded, &mut st, node_id, name, input);
         if let Some(i) = at {
             st.taken[i] = true;
         }
@@ -192,7 +314,7 @@ impl Replayer {
             live(&mut st, None, LiveReason::NotRecorded);
             return Decision::Live;
         };
-        let step = &self.recording.steps[at];
+        let step = &loaded.recording.steps[at];
         if self.until.reached(step) {
             st.forked = Some(step.index);
             live(&mut st, Some(step.index), LiveReason::Fork);
@@ -246,20 +368,34 @@ impl Replayer {
 
     /// The recorded step (by position) a live call of `node_id` takes: the first not yet
     /// taken whose input equals `input` (before the fork point), else the first not yet taken.
-    fn pick(&self, st: &State, node_id: &str, name: &str, input: Option<&Value>) -> Option<usize> {
-        let mut free = self
-            .by_node
-            .get(node_id)
-            .into_iter()
-            .flatten()
-            .copied()
-            .filter(|&i| !st.taken[i]);
+    fn pick(
+        loaded: &Loaded,
+        st: &mut State,
+        node_id: &str,
+        name: &str,
+        input: Option<&Value>,
+    ) -> Option<usize> {
+        let list = loaded.by_node.get(node_id)?;
+        let State {
+            taken,
+            taken_prefix,
+            forked,
+            ..
+        } = st;
+        let skip = match taken_prefix.get_mut(node_id) {
+            Some(n) => n,
+            None => taken_prefix.entry(node_id.to_owned()).or_insert(0),
+        };
+        while list.get(*skip).is_some_and(|&i| taken[i]) {
+            *skip += 1;
+        }
+        let mut free = list[*skip..].iter().copied().filter(|&i| !taken[i]);
         let first = free.next()?;
-        if st.forked.is_some() || divergence(&self.recording.steps[first], name, input).is_none() {
+        if forked.is_some() || divergence(&loaded.recording.steps[first], name, input).is_none() {
             return Some(first);
         }
         Some(
-            free.find(|&i| divergence(&self.recording.steps[i], name, input).is_none())
+            free.find(|&i| divergence(&loaded.recording.steps[i], name, input).is_none())
                 .unwrap_or(first),
         )
     }
@@ -288,26 +424,20 @@ impl Replayer {
     }
 }
 
-/// The replayer of a session whose environment configures one, with `replayOf` (the
-/// recorded run) and `replayUntil` (the fork point) added to the session's run meta. A
-/// recording that cannot be read is warned about and the session runs without replay.
-pub(crate) fn session_replayer(
-    config: &mut crate::config::Config,
-) -> Option<std::sync::Arc<Replayer>> {
-    let made = Replayer::from_env(&|k| config.var(k))?;
-    match made {
-        Ok(r) => {
-            config.meta.insert("replayOf".into(), r.source_run().into());
-            if let Some(until) = r.until().to_meta() {
-                config.meta.insert("replayUntil".into(), until);
-            }
-            Some(std::sync::Arc::new(r))
-        }
-        Err(e) => {
-            config.warn(&format!("{e}; running without replay"));
-            None
-        }
+/// The replayer of a session whose environment configures one, with `replayUntil` (the fork
+/// point) added to the session's run meta (`replayOf`, the recorded run, is added when a run
+/// starts: see [`Replayer::source_run`]). The recording is read off the caller's thread: one
+/// that cannot be read is warned about and the session runs without replay.
+pub(crate) fn session_replayer(config: &mut crate::config::Config) -> Option<Arc<Replayer>> {
+    let warn: WarnFn = match config.warn.clone() {
+        Some(hook) => hook,
+        None => Arc::new(|m: &str| eprintln!("[graphmind] {m}")),
+    };
+    let r = Replayer::from_env(&|k| config.var(k), warn)?;
+    if let Some(until) = r.until().to_meta() {
+        config.meta.insert("replayUntil".into(), until);
     }
+    Some(Arc::new(r))
 }
 
 /// Whether a recorded value was hidden by redaction (then it is not compared or served).

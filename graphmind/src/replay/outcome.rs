@@ -75,22 +75,37 @@ pub struct Divergence {
     pub live: Option<Value>,
 }
 
+/// One line naming the step, the node, the field and both values there; a value longer than
+/// [`SHOWN_JSON_BYTES`](graphmind_protocol::recording::SHOWN_JSON_BYTES) bytes of JSON is cut
+/// (a 20 MB input must not become a 20 MB line on stderr and in the run's `node.error`), and
+/// then both values' whole lengths are given.
 impl std::fmt::Display for Divergence {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use graphmind_protocol::recording::{SHOWN_JSON_BYTES, ShownJson, shown_json};
         let show = |v: &Option<Value>| {
-            v.as_ref()
-                .map_or_else(|| "(absent)".to_owned(), Value::to_string)
+            v.as_ref().map_or_else(
+                || ShownJson {
+                    text: "(absent)".to_owned(),
+                    len: 0,
+                    cut: false,
+                },
+                |v| shown_json(v, SHOWN_JSON_BYTES),
+            )
         };
+        let (recorded, live) = (show(&self.recorded), show(&self.live));
         write!(
             f,
             "replay diverged at step {} ({} `{}`): input field {} was recorded as {} but is {} live",
-            self.step,
-            self.node_id,
-            self.name,
-            self.path,
-            show(&self.recorded),
-            show(&self.live)
-        )
+            self.step, self.node_id, self.name, self.path, recorded.text, live.text
+        )?;
+        if recorded.cut || live.cut {
+            write!(
+                f,
+                " (values cut to {SHOWN_JSON_BYTES} bytes of JSON; recorded {} bytes, live {} bytes)",
+                recorded.len, live.len
+            )?;
+        }
+        Ok(())
     }
 }
 

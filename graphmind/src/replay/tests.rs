@@ -166,3 +166,100 @@ fn concurrent_calls_in_another_order_are_paired_by_input_not_reported_as_diverge
     };
     assert_eq!((d.step, d.path.as_str()), (3, "$.x"));
 }
+
+#[test]
+fn a_divergence_in_a_20_mb_input_is_one_short_line_with_the_path_and_both_lengths() {
+    let mut recording = rec();
+    let recorded = "r".repeat(20 * 1024 * 1024);
+    recording.steps[0].input = Some(json!({"x": 1, "doc": recorded}));
+    let r = Replayer::new(recording, Until::End, OnDiverge::Stop, false);
+    let live = format!("{}!", "r".repeat(20 * 1024 * 1024 - 1));
+    let Decision::Stop(d) = r.take("tool:a", "a", Some(&json!({"x": 1, "doc": live}))) else {
+        panic!("expected a divergence");
+    };
+    // The values themselves stay whole for `graphmind::testing`'s report.
+    assert_eq!(
+        d.recorded.as_ref().and_then(Value::as_str).map(str::len),
+        Some(20 * 1024 * 1024)
+    );
+    let line = d.to_string();
+    assert!(line.len() < 1_000, "{} bytes", line.len());
+    let head = format!("\"{}…", "r".repeat(SHOWN - 1));
+    assert_eq!(
+        line,
+        format!(
+            "replay diverged at step 1 (tool:a `a`): input field $.doc was recorded as {head} but is {head} live (values cut to {SHOWN} bytes of JSON; recorded 20971522 bytes, live 20971522 bytes)"
+        )
+    );
+    // A short live value next to a long recorded one: both lengths, the short one whole.
+    let r = Replayer::new(
+        {
+            let mut recording = rec();
+            recording.steps[0].input = Some(json!({"x": "r".repeat(5_000)}));
+            recording
+        },
+        Until::End,
+        OnDiverge::Stop,
+        false,
+    );
+    let Decision::Stop(d) = r.take("tool:a", "a", Some(&json!({"x": 7}))) else {
+        panic!("expected a divergence");
+    };
+    let line = d.to_string();
+    assert!(
+        line.ends_with(
+            " but is 7 live (values cut to 300 bytes of JSON; recorded 5002 bytes, live 1 bytes)"
+        ),
+        "{line}"
+    );
+}
+
+const SHOWN: usize = graphmind_protocol::recording::SHOWN_JSON_BYTES;
+
+#[test]
+fn two_hundred_thousand_calls_of_one_node_are_answered_in_linear_time() {
+    let n = 200_000;
+    let steps = (0..n)
+        .map(|i| Step {
+            index: i + 1,
+            node_id: "tool:fetch".into(),
+            name: "fetch".into(),
+            input: Some(json!({"page": i})),
+            status: "ok".into(),
+            output: Some(json!(i * 10)),
+            chunks: None,
+            streaming: false,
+            error: None,
+        })
+        .collect();
+    let r = Replayer::new(
+        Recording {
+            run_id: "run_p".into(),
+            steps,
+        },
+        Until::End,
+        OnDiverge::Stop,
+        false,
+    );
+    let start = std::time::Instant::now();
+    for i in 0..n {
+        let Decision::Serve(s) = r.take("tool:fetch", "fetch", Some(&json!({"page": i}))) else {
+            panic!("call {i} not served");
+        };
+        assert_eq!(s.output, json!(i * 10));
+    }
+    let took = start.elapsed();
+    // Measured at ~1 s in a debug build; skipping every taken call again took minutes.
+    assert!(
+        took < std::time::Duration::from_secs(20),
+        "answering {n} calls took {took:?}"
+    );
+    // Out of order still pairs by input.
+    let r = Replayer::new(rec(), Until::End, OnDiverge::Stop, false);
+    assert!(
+        matches!(r.take("tool:a", "a", Some(&json!({"x": 2}))), Decision::Serve(s) if s.step == 3)
+    );
+    assert!(
+        matches!(r.take("tool:a", "a", Some(&json!({"x": 1}))), Decision::Serve(s) if s.step == 1)
+    );
+}
