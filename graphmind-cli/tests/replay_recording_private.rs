@@ -6,14 +6,13 @@
 
 mod support;
 
-use std::io::BufRead;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use support::{attached, block_on, hub, run_named, wait_for};
+use support::{attached, block_on, first_line, hub, run_named, wait_for};
 
 use graphmind_examples::{TICKET, support_agent};
 
@@ -42,14 +41,7 @@ fn start_replay(home: &Path, port: u16, source: &str, flag: &Path) -> Child {
 
 /// The app's first line: its pid and the recording's path (within 20 s).
 fn app_line(child: &mut Child) -> (u32, PathBuf) {
-    let stdout = child.stdout.take().expect("stdout piped");
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        let _ = std::io::BufReader::new(stdout).read_line(&mut line);
-        let _ = tx.send(line);
-    });
-    let line = rx.recv_timeout(Duration::from_secs(20)).unwrap_or_default();
+    let line = first_line(child);
     let (pid, path) = line.trim().split_once(' ').unwrap_or_else(|| {
         let _ = child.kill();
         panic!("the app printed no `pid path` line: {line:?}")

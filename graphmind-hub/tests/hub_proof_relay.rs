@@ -74,14 +74,20 @@ fn take_over(relay: &Relay, run: &str, pause: &str) -> usize {
     sent
 }
 
-#[test]
-fn a_relay_on_another_loopback_address_at_the_hubs_port_gets_no_control() {
+/// A hub that may inject and holds `is_admin` before it runs.
+fn hub_holding_is_admin() -> support::TestHub {
     let h = hub(|c| c.allow_control = graphmind_hub::AllowControl::Inject);
     let r = h.post(
         "/api/debug/breakpoints/set",
         &json!({"matcher": {"kind": "tool", "name": "is_admin", "point": "before"}}),
     );
     assert_eq!(r.status, 200, "{}", r.body);
+    h
+}
+
+#[test]
+fn a_relay_on_another_loopback_address_at_the_hubs_port_gets_no_control() {
+    let h = hub_holding_is_admin();
     block_on(async {
         let at = std::net::SocketAddr::from(([127, 0, 0, 2], h.port));
         let relay = Relay::start_at(at, h.port)
@@ -145,12 +151,7 @@ fn a_relay_on_another_loopback_address_at_the_hubs_port_gets_no_control() {
 
 #[test]
 fn a_relay_can_forward_the_hubs_frames_but_change_none() {
-    let h = hub(|c| c.allow_control = graphmind_hub::AllowControl::Inject);
-    let r = h.post(
-        "/api/debug/breakpoints/set",
-        &json!({"matcher": {"kind": "tool", "name": "is_admin", "point": "before"}}),
-    );
-    assert_eq!(r.status, 200, "{}", r.body);
+    let h = hub_holding_is_admin();
     block_on(async {
         let relay = Relay::start(h.port).await;
         // Trusted on purpose: the app holds the hub's secret (`TrustHub::Secret`).

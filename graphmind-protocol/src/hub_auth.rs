@@ -157,6 +157,11 @@ impl std::fmt::Display for ChannelError {
     }
 }
 
+/// What precedes the MAC in a signed frame (`,"hubMac":"`).
+const MAC_NEEDLE: &str = ",\"hubMac\":\"";
+/// What precedes the counter in a signed frame (`,"hubMacSeq":`).
+const MAC_SEQ_NEEDLE: &str = ",\"hubMacSeq\":";
+
 /// A signed frame cut apart: the frame as it was signed, its counter and its MAC.
 struct Signed<'a> {
     body: String,
@@ -168,11 +173,11 @@ struct Signed<'a> {
 /// last two of the object, exactly as [`ChannelKey::sign`] writes them.
 fn split(text: &str) -> Option<Signed<'_>> {
     let rest = text.strip_suffix("\"}")?;
-    let (rest, mac) = rest.rsplit_once(&format!(r#","{MAC_FIELD}":""#))?;
+    let (rest, mac) = rest.rsplit_once(MAC_NEEDLE)?;
     if mac.len() != 64 || !mac.bytes().all(|b| b.is_ascii_hexdigit()) {
         return None;
     }
-    let (frame, counter) = rest.rsplit_once(&format!(r#","{MAC_SEQ_FIELD}":"#))?;
+    let (frame, counter) = rest.rsplit_once(MAC_SEQ_NEEDLE)?;
     if counter.is_empty() || counter.len() > 20 || !counter.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
@@ -243,6 +248,12 @@ mod tests {
             hex(&m.finalize().into_bytes()),
             "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
         );
+    }
+
+    #[test]
+    fn the_needles_spell_the_field_names() {
+        assert_eq!(MAC_NEEDLE, format!(r#","{MAC_FIELD}":""#));
+        assert_eq!(MAC_SEQ_NEEDLE, format!(r#","{MAC_SEQ_FIELD}":"#));
     }
 
     #[test]

@@ -218,8 +218,15 @@ async fn a_wrong_explicit_secret_is_not_trusted() {
     gm.dispose().await;
 }
 
-/// Holds a call at its before gate and injects `41`: the debugger is in control.
-async fn controls(hub: &FakeDebugger, gm: &graphmind::Session) {
+/// A held call: its task, the hub's `exec.paused` frame, and the body's count before it.
+type HeldCall = (
+    tokio::task::JoinHandle<Result<i64, graphmind::Aborted>>,
+    Frame,
+    usize,
+);
+
+/// A `held_lookup(1)` call held at its before gate by a trusted `hub`.
+async fn held_call(hub: &FakeDebugger, gm: &graphmind::Session) -> HeldCall {
     assert!(gm.ready(2 * SECOND).await);
     assert!(gm.stats().trusted, "{:?}", gm.stats());
     let held = HELD.load(Ordering::SeqCst);
@@ -231,7 +238,12 @@ async fn controls(hub: &FakeDebugger, gm: &graphmind::Session) {
         async move { gm.run("held", held_lookup(1)).await }
     });
     let paused = hub.wait_count("exec.paused", before + 1, 5 * SECOND).await;
-    let p = paused.last().expect("present");
+    let p = paused.last().expect("present").clone();
+    (task, p, held)
+}
+
+/// Injects `41` at the held call's pause and checks the call returned it without its body.
+async fn inject_41(hub: &FakeDebugger, (task, p, held): HeldCall) {
     let id = p.payload()["pauseId"].as_str().expect("pauseId");
     assert!(hub.inject(p.run_id(), id, json!(41)));
     let out = tokio::time::timeout(5 * SECOND, task)
@@ -241,6 +253,12 @@ async fn controls(hub: &FakeDebugger, gm: &graphmind::Session) {
         .expect("not aborted");
     assert_eq!(out, 41, "the injected value");
     assert_eq!(HELD.load(Ordering::SeqCst), held, "the body did not run");
+}
+
+/// Holds a call at its before gate and injects `41`: the debugger is in control.
+async fn controls(hub: &FakeDebugger, gm: &graphmind::Session) {
+    let call = held_call(hub, gm).await;
+    inject_41(hub, call).await;
     assert_eq!(gm.stats().ignored_controls, 0);
 }
 
@@ -313,19 +331,11 @@ async fn a_frame_the_hub_did_not_sign_is_ignored_on_a_proven_channel() {
     hub.set_breakpoints(vec![json!({"name": "held_lookup", "point": "before"})]);
     let (config, warnings) = with_warnings(hub.config("forged"));
     let gm = graphmind::Session::new(config);
-    assert!(gm.ready(2 * SECOND).await);
-    assert!(gm.stats().trusted, "{:?}", gm.stats());
-    let before = hub.frames_of("exec.paused").len();
-    let held = HELD.load(Ordering::SeqCst);
-    let task = tokio::spawn({
-        let gm = gm.clone();
-        async move { gm.run("held", held_lookup(1)).await }
-    });
-    let paused = hub.wait_count("exec.paused", before + 1, 5 * SECOND).await;
-    let p = paused.last().expect("present");
+    let (task, p, held) = held_call(&hub, &gm).await;
     let id = p.payload()["pauseId"].as_str().expect("pauseId");
-    // Frames added to the channel unsigned (as a relay would): an inject, a breakpoint, step
-    // mode. And one the hub signed, sent again (a replay).
+    // Frames added to the channel unsigned, as a relay would: an inject, a breakpoint, step
+    // mode (a signed frame replayed or reordered is refused by the unit tests of
+    // `graphmind_protocol::hub_auth`).
     let inject = hub.control(
         "exec.resume",
         p.run_id(),
@@ -353,14 +363,7 @@ async fn a_frame_the_hub_did_not_sign_is_ignored_on_a_proven_channel() {
     assert_eq!(gm.breakpoints().len(), 1);
     assert_eq!(gm.mode(), graphmind::protocol::Mode::Run);
     // The hub's own signed inject is obeyed.
-    assert!(hub.inject(p.run_id(), id, json!(41)));
-    let out = tokio::time::timeout(5 * SECOND, task)
-        .await
-        .expect("resumed")
-        .expect("joined")
-        .expect("not aborted");
-    assert_eq!(out, 41);
-    assert_eq!(HELD.load(Ordering::SeqCst), held, "the body did not run");
+    inject_41(&hub, (task, p, held)).await;
     let warned = warnings.lock().expect("lock").clone();
     assert_eq!(warned.len(), 1, "{warned:?}");
     assert!(warned[0].contains("no hubMac"), "{}", warned[0]);

@@ -20,12 +20,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-/// The first line `child` prints on its (piped) stdout, as JSON, within 20 s; `what` names
-/// the command in the error. On failure the child is killed.
-pub fn first_json_line(
-    child: &mut std::process::Child,
-    what: &str,
-) -> Result<serde_json::Value, String> {
+/// The first line `child` prints on its (piped) stdout within 20 s (empty if none).
+pub fn first_line(child: &mut std::process::Child) -> String {
     use std::io::BufRead;
     let stdout = child.stdout.take().expect("stdout piped");
     let (tx, rx) = std::sync::mpsc::channel();
@@ -34,7 +30,16 @@ pub fn first_json_line(
         let _ = std::io::BufReader::new(stdout).read_line(&mut line);
         let _ = tx.send(line);
     });
-    let line = rx.recv_timeout(Duration::from_secs(20)).unwrap_or_default();
+    rx.recv_timeout(Duration::from_secs(20)).unwrap_or_default()
+}
+
+/// The first line `child` prints on its (piped) stdout, as JSON, within 20 s; `what` names
+/// the command in the error. On failure the child is killed.
+pub fn first_json_line(
+    child: &mut std::process::Child,
+    what: &str,
+) -> Result<serde_json::Value, String> {
+    let line = first_line(child);
     serde_json::from_str(line.trim()).map_err(|_| {
         let _ = child.kill();
         let _ = child.wait();
