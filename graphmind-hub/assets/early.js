@@ -8,7 +8,7 @@
   try {
     const hash = new URLSearchParams(location.hash.replace(/^#\/?/, ''));
     const runId = hash.get('run') || new URLSearchParams(location.search).get('run');
-    const token = hash.get('token') || sessionStorage.getItem('graphmind.viewerToken');
+    const token = hash.get('token') || localStorage.getItem(`graphmind.viewerToken@${location.host}`);
     if (!runId || !token) return;
     // as stored.js's pageUrl(runId, null): main.js uses the answer only if the two agree
     const url = `/api/runs/${encodeURIComponent(runId)}/events?limit=10000&lean=true`;

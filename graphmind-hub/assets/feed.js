@@ -1,7 +1,7 @@
 // The /ws/ui connection: authenticates with its first frame (the token never goes in the
 // URL, which ends up in logs), reconnects by itself with a capped backoff, answers control
 // frames' results by requestId. A hub that refuses the token is not retried: a new token
-// needs a new link.
+// (a new link pasted into the tab) reconnects.
 
 const BACKOFF_MS = [250, 500, 1000, 2000];
 const RESULT_TIMEOUT_MS = 15_000;
@@ -67,6 +67,24 @@ export class Feed {
       this.retry();
     };
     ws.onerror = () => {};
+  }
+
+  /** Drops the connection (if any) and connects again at once: a new token was given. */
+  reconnect() {
+    this.denied = false;
+    this.attempt = 0;
+    const ws = this.ws;
+    this.ws = null;
+    if (ws) {
+      ws.onclose = null;
+      ws.close();
+      for (const [id, p] of this.pending) {
+        clearTimeout(p.timer);
+        p.resolve({ type: 'result', requestId: id, ok: false, outcome: 'disconnected', message: 'the connection to the hub was renewed' });
+      }
+      this.pending.clear();
+    }
+    this.connect();
   }
 
   retry() {

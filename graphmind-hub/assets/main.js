@@ -8,7 +8,34 @@ import { Canvas, fmtMs, clockText, two } from './canvas.js';
 import { Gates, outcomeText } from './gate.js';
 import { Inspector } from './inspector.js';
 
-const TOKEN_KEY = 'graphmind.viewerToken';
+// The viewer token is kept per hub address in localStorage: a deep link opened in a new tab
+// and a reload stay signed in; a token the hub refuses is forgotten (tokens are new on every
+// start of the hub, so a refused one never becomes good again). early.js reads the same key.
+const TOKEN_KEY = `graphmind.viewerToken@${location.host}`;
+const storedToken = {
+  get: () => {
+    try {
+      return localStorage.getItem(TOKEN_KEY);
+    } catch {
+      return null;
+    }
+  },
+  set: (t) => {
+    try {
+      localStorage.setItem(TOKEN_KEY, t);
+    } catch {
+      // storage off (private mode): the token lives for this page only
+    }
+  },
+  /** Forgets `t` unless another tab stored a newer token meanwhile. */
+  forget: (t) => {
+    try {
+      if (localStorage.getItem(TOKEN_KEY) === t) localStorage.removeItem(TOKEN_KEY);
+    } catch {
+      // nothing stored
+    }
+  },
+};
 const $ = (sel) => document.querySelector(sel);
 
 function el(tag, cls, text) {
@@ -18,22 +45,23 @@ function el(tag, cls, text) {
   return e;
 }
 
-// ---- the token and the deep link, read once; the token leaves the address bar at once ----
+// ---- the token and the deep link, read at load and on every change of the fragment (a new
+// link pasted into the tab); the token leaves the address bar at once ----
 function readLocation() {
   const hash = new URLSearchParams(location.hash.replace(/^#\/?/, ''));
   const query = new URLSearchParams(location.search);
-  const t = hash.get('token');
-  if (t) sessionStorage.setItem(TOKEN_KEY, t);
+  const token = hash.get('token');
+  if (token) storedToken.set(token);
   const run = hash.get('run') || query.get('run');
   const node = hash.get('node') || query.get('node');
-  if (t || query.has('run')) {
+  if (token || query.has('run')) {
     const keep = new URLSearchParams();
     if (run) keep.set('run', run);
     if (node) keep.set('node', node);
     const rest = keep.toString();
     history.replaceState(null, '', location.pathname + (rest ? `#${rest}` : ''));
   }
-  return { run, node };
+  return { run, node, token };
 }
 
 const deep = readLocation();
@@ -41,7 +69,7 @@ const deep = readLocation();
 let revealRun = deep.run || null;
 
 const state = {
-  token: sessionStorage.getItem(TOKEN_KEY),
+  token: storedToken.get(),
   tokenRejected: false,
   conn: 'connecting',
   runs: new Map(),
@@ -82,7 +110,7 @@ const feed = new Feed(wsUrl, {
     state.conn = s;
     const c = $('#conn');
     c.dataset.state = s;
-    c.textContent = s === 'open' ? 'connected' : s === 'connecting' ? 'connecting…' : s === 'denied' ? 'no access (token refused)' : `disconnected · retrying in ${Math.ceil((info?.retryInMs ?? 0) / 100) / 10} s`;
+    c.textContent = s === 'open' ? 'connected' : s === 'connecting' ? 'connecting…' : s === 'denied' ? (state.token ? 'no access (token refused)' : 'no access (no token)') : `disconnected · retrying in ${Math.ceil((info?.retryInMs ?? 0) / 100) / 10} s`;
     c.title = s === 'open' ? `connected to ${wsUrl}` : 'the page reconnects by itself when the hub is back';
     document.body.classList.toggle('offline', s !== 'open');
     scheduleRuns();
@@ -170,14 +198,10 @@ function onFrame(f) {
       break;
     case 'unauthorized':
       // the hub lets no one watch without a token: the note says how to get the link
-      state.tokenRejected = true;
-      renderTokenNote();
+      tokenRefused();
       break;
     case 'result':
-      if (f.outcome === 'unauthorized') {
-        state.tokenRejected = true;
-        renderTokenNote();
-      }
+      if (f.outcome === 'unauthorized') tokenRefused();
       break;
     default:
   }
@@ -475,11 +499,13 @@ function scheduleCanvas() {
   });
 }
 
+const NO_ACCESS = 'Nothing to show: the hub shows runs only with its viewer token (see the note above).';
+
 /** What a draw that waits for the load shows: the title, and `Loading…` on an empty canvas. */
 function renderLoading() {
   const empty = $('#empty');
   empty.hidden = canvas.cards.size > 0;
-  if (!empty.hidden) empty.textContent = 'Loading…';
+  if (!empty.hidden) empty.textContent = canControl() ? 'Loading…' : NO_ACCESS;
   renderTitle();
 }
 
@@ -542,7 +568,11 @@ function renderNow() {
   if (!model) {
     renderFoldButton();
     empty.hidden = false;
-    empty.textContent = state.runs.size ? 'Select a run.' : 'No runs yet. Start an instrumented app, or run `graphmind demo`.';
+    empty.textContent = !canControl()
+      ? NO_ACCESS
+      : state.runs.size
+        ? 'Select a run.'
+        : 'No runs yet. Start an instrumented app, or run `graphmind demo`.';
     gates.update([]);
     renderTitle();
     return;
@@ -556,11 +586,13 @@ function renderNow() {
   empty.hidden = model.nodes.size > 0;
   empty.textContent = state.selectedRemoved
     ? 'This run was deleted by the retention rule.'
-    : !state.replayed
-      ? 'Loading…'
-      : model.eventCount === 0 && !state.runs.has(model.runId)
-        ? `No run ${model.runId} on this hub (it may have been removed by retention).`
-        : 'This run has no nodes yet.';
+    : !canControl() && model.eventCount === 0
+      ? NO_ACCESS
+      : !state.replayed
+        ? 'Loading…'
+        : model.eventCount === 0 && !state.runs.has(model.runId)
+          ? `No run ${model.runId} on this hub (it may have been removed by retention).`
+          : 'This run has no nodes yet.';
   const fresh = gates.update(runPauses);
   gates.position(canvas);
   if (fresh.length) {
@@ -641,7 +673,8 @@ function renderTitle() {
     return;
   }
   const m = state.model;
-  const status = r?.status ?? m?.status ?? '';
+  // a run the page has read nothing of has no known status (no token, still loading)
+  const status = r?.status ?? (m && m.eventCount > 0 ? m.status : '');
   const title = runTitle(r);
   const app = r?.app ?? m?.app ?? '';
   // the id once: a run without a name is titled by it already
@@ -695,7 +728,10 @@ function renderRuns() {
       li.scrollIntoView({ block: 'nearest' });
     }
   }
-  $('#runs-empty').hidden = items.length > 0;
+  const runsEmpty = $('#runs-empty');
+  runsEmpty.hidden = items.length > 0;
+  // with no token the hub lists nothing: that is not "no runs"
+  runsEmpty.textContent = canControl() ? 'No runs yet.' : 'Runs are listed with the viewer token.';
   renderTitle();
 }
 
@@ -817,6 +853,12 @@ function isPauseOnError(m) {
   return m && m.point === 'error' && m.kind == null && m.name == null;
 }
 
+function tokenRefused() {
+  state.tokenRejected = true;
+  if (state.token) storedToken.forget(state.token);
+  renderTokenNote();
+}
+
 function renderTokenNote() {
   const note = $('#token-note');
   if (state.token && !state.tokenRejected) {
@@ -826,11 +868,12 @@ function renderTokenNote() {
   note.hidden = false;
   note.dataset.reason = state.token ? 'rejected' : 'missing';
   note.textContent = state.token
-    ? 'The hub refused this tab’s viewer token (the hub restarted?). Run `graphmind open` (or open the link `graphmind serve` printed) to watch and control runs again.'
-    : 'No token: the hub shows runs only to the link `graphmind serve` printed (it carries #token=…). Run `graphmind open` to get it.';
+    ? 'The hub refused this viewer token: it belongs to an earlier start of the hub (every start makes new tokens) or was mistyped. Run `graphmind open --print` and paste the link it prints into this tab.'
+    : 'No token: the hub shows runs only to the link `graphmind serve` printed (it carries #token=…). Run `graphmind open --print` and paste the link it prints into this tab.';
   renderDebug();
-  // the inspector's break buttons and the banners' controls follow
+  // the inspector's break buttons, the banners' controls and the run list's text follow
   scheduleCanvas();
+  scheduleRuns();
 }
 
 let toastTimer = null;
@@ -947,6 +990,32 @@ setInterval(() => {
   if (any) scheduleRuns();
   if (gates.banners.size) for (const b of gates.banners.values()) gates.describe(b);
 }, 1000);
+
+// A link pasted into the open tab (a new #token=…, or another #run=…) takes effect at once:
+// the page does not reload on a fragment change.
+window.addEventListener('hashchange', () => {
+  const { run, node, token } = readLocation();
+  const newToken = Boolean(token) && (token !== state.token || state.tokenRejected);
+  if (run && run !== state.selectedRun) {
+    state.follow = false;
+    $('#follow').checked = false;
+    if (newToken) {
+      // the renewed feed's hello subscribes to it
+      state.selectedRun = run;
+      state.selectedRemoved = false;
+    } else {
+      selectRun(run, false);
+    }
+  }
+  if (node) selectNode(node);
+  if (newToken) {
+    state.token = token;
+    state.tokenRejected = false;
+    renderTokenNote();
+    // the hub reads the token from the feed's first frame: a new token needs a new connection
+    feed.reconnect();
+  }
+});
 
 $('#follow').checked = state.follow;
 renderTokenNote();

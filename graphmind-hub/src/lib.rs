@@ -143,10 +143,7 @@ fn router(hub: &Arc<HubState>) -> Router {
         .merge(api::routes())
         .merge(viewer::routes())
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .layer(axum::middleware::from_fn_with_state(
-            Arc::clone(hub),
-            security::guard,
-        ))
+        .layer(axum::middleware::from_fn(security::guard))
         .with_state(Arc::clone(hub))
 }
 

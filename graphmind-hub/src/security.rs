@@ -1,29 +1,48 @@
 //! Request checks that apply to every HTTP request and WebSocket upgrade: the Host must be a
-//! loopback name with our port (DNS-rebinding defence), the Origin, when present, must be our
-//! own; and the response headers that forbid framing and sniffing.
-
-use std::sync::Arc;
+//! loopback name, any port (DNS-rebinding defence), the Origin, when present, must be a page
+//! of this hub under the same address; and the response headers that forbid framing and sniffing.
 
 use axum::body::Body;
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::StatusCode;
 use axum::http::header::{self, HeaderMap, HeaderValue};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use super::state::HubState;
-
-fn loopback_hosts(port: u16) -> [String; 3] {
-    [
-        format!("127.0.0.1:{port}"),
-        format!("localhost:{port}"),
-        format!("[::1]:{port}"),
-    ]
+/// The loopback names the hub answers to, and the port after them (`None` when absent).
+/// Any port: an SSH tunnel (`ssh -L 9999:127.0.0.1:4747`) or a port forward reaches the hub
+/// under another port, and the DNS-rebinding defence is the name — a rebound name is never
+/// one of these three.
+fn loopback_authority(authority: &str) -> Option<Option<&str>> {
+    let (name, port) = match authority.strip_prefix('[') {
+        Some(rest) => {
+            let (inside, after) = rest.split_once(']')?;
+            let port = match after {
+                "" => None,
+                p => Some(p.strip_prefix(':')?),
+            };
+            (inside, port)
+        }
+        None => match authority.split_once(':') {
+            Some((n, p)) => (n, Some(p)),
+            None => (authority, None),
+        },
+    };
+    let loopback = name.eq_ignore_ascii_case("127.0.0.1")
+        || name.eq_ignore_ascii_case("localhost")
+        || name == "::1";
+    let port_ok =
+        port.is_none_or(|p| !p.is_empty() && p.len() <= 5 && p.bytes().all(|b| b.is_ascii_digit()));
+    (loopback && port_ok).then_some(port)
 }
 
 /// Checks Host and Origin. `Err` holds a plain explanation.
-pub fn check(port: u16, headers: &HeaderMap) -> Result<(), String> {
-    let hosts = loopback_hosts(port);
+///
+/// `Host` must be `127.0.0.1`, `localhost` or `[::1]`, with any port. `Origin`, when sent,
+/// must be `http://` one of those names with the same port as `Host`: the page that asks is
+/// one this hub served, under the address the browser used for it (directly or through a
+/// tunnel), never a page of another local server.
+pub fn check(headers: &HeaderMap) -> Result<(), String> {
     let mut host_values = headers.get_all(header::HOST).iter();
     let host = match (host_values.next(), host_values.next()) {
         (Some(h), None) => h
@@ -32,12 +51,12 @@ pub fn check(port: u16, headers: &HeaderMap) -> Result<(), String> {
         (None, _) => return Err("a Host header is required".into()),
         (Some(_), Some(_)) => return Err("more than one Host header".into()),
     };
-    if !hosts.iter().any(|h| h.eq_ignore_ascii_case(host)) {
+    let Some(host_port) = loopback_authority(host) else {
         return Err(format!(
-            "Host {host:?} is not allowed: graphmind serve answers only to 127.0.0.1:{port}, \
-             localhost:{port} or [::1]:{port}"
+            "Host {host:?} is not allowed: graphmind serve answers only to the loopback names \
+             127.0.0.1, localhost and [::1] (any port, so an SSH tunnel works)"
         ));
-    }
+    };
     let mut origins = headers.get_all(header::ORIGIN).iter();
     match (origins.next(), origins.next()) {
         (None, _) => Ok(()),
@@ -46,15 +65,17 @@ pub fn check(port: u16, headers: &HeaderMap) -> Result<(), String> {
             let o = o
                 .to_str()
                 .map_err(|_| "the Origin header is not text".to_owned())?;
-            if hosts
-                .iter()
-                .any(|h| o.eq_ignore_ascii_case(&format!("http://{h}")))
-            {
+            let same_hub = o
+                .get(..7)
+                .filter(|scheme| scheme.eq_ignore_ascii_case("http://"))
+                .and_then(|_| loopback_authority(&o[7..]))
+                .is_some_and(|origin_port| origin_port == host_port);
+            if same_hub {
                 Ok(())
             } else {
                 Err(format!(
                     "Origin {o:?} is not allowed: only pages served by this graphmind serve \
-                     (http://127.0.0.1:{port}) may talk to it"
+                     (http://{host}) may talk to it"
                 ))
             }
         }
@@ -110,9 +131,9 @@ fn oversized(headers: &HeaderMap) -> Option<Response> {
 }
 
 /// The middleware.
-pub async fn guard(State(hub): State<Arc<HubState>>, req: Request, next: Next) -> Response {
+pub async fn guard(req: Request, next: Next) -> Response {
     let api = req.uri().path().starts_with("/api/") || req.uri().path() == "/health";
-    let mut resp = match check(hub.cfg.port, req.headers()) {
+    let mut resp = match check(req.headers()) {
         Ok(()) => match oversized(req.headers()) {
             Some(r) => r,
             None => next.run(req).await,
@@ -161,46 +182,49 @@ mod tests {
 
     #[test]
     fn host_and_origin_rules() {
-        assert!(check(4747, &headers(&[("host", "127.0.0.1:4747")])).is_ok());
-        assert!(check(4747, &headers(&[("host", "LOCALHOST:4747")])).is_ok());
-        assert!(check(4747, &headers(&[("host", "[::1]:4747")])).is_ok());
-        assert!(check(4747, &headers(&[("host", "127.0.0.1:4748")])).is_err());
-        assert!(check(4747, &headers(&[("host", "evil.test:4747")])).is_err());
-        assert!(check(4747, &headers(&[])).is_err());
-        assert!(
-            check(
-                4747,
-                &headers(&[
-                    ("host", "127.0.0.1:4747"),
-                    ("origin", "http://localhost:4747")
-                ])
-            )
-            .is_ok()
-        );
-        assert!(
-            check(
-                4747,
-                &headers(&[("host", "127.0.0.1:4747"), ("origin", "null")])
-            )
-            .is_err()
-        );
-        assert!(
-            check(
-                4747,
-                &headers(&[("host", "127.0.0.1:4747"), ("origin", "http://evil.test")])
-            )
-            .is_err()
-        );
-        assert!(
-            check(
-                4747,
-                &headers(&[
-                    ("host", "127.0.0.1:4747"),
-                    ("origin", "https://127.0.0.1:4747")
-                ])
-            )
-            .is_err()
-        );
+        // loopback names, any port (an SSH tunnel), or none
+        for host in [
+            "127.0.0.1:4747",
+            "LOCALHOST:4747",
+            "[::1]:4747",
+            "127.0.0.1:9999",
+            "localhost:1",
+            "[::1]",
+            "127.0.0.1",
+        ] {
+            assert!(check(&headers(&[("host", host)])).is_ok(), "{host}");
+        }
+        for host in [
+            "evil.test:4747",
+            "localhost.evil.test:4747",
+            "127.0.0.1.evil.test",
+            "127.0.0.1:",
+            "127.0.0.1:47a7",
+            "127.0.0.1:4747:1",
+            "127.0.0.1:1234567",
+            "[::1]4747",
+            "[::2]:4747",
+            "::1",
+            "",
+        ] {
+            assert!(check(&headers(&[("host", host)])).is_err(), "{host}");
+        }
+        assert!(check(&headers(&[])).is_err());
+        let with_origin = |host: &'static str, origin: &'static str| {
+            check(&headers(&[("host", host), ("origin", origin)]))
+        };
+        assert!(with_origin("127.0.0.1:4747", "http://localhost:4747").is_ok());
+        assert!(with_origin("127.0.0.1:9999", "http://127.0.0.1:9999").is_ok());
+        assert!(with_origin("127.0.0.1", "http://localhost").is_ok());
+        // a page of another local server (another port) may not talk to the hub
+        assert!(with_origin("127.0.0.1:4747", "http://localhost:3000").is_err());
+        assert!(with_origin("127.0.0.1:9999", "http://127.0.0.1:4747").is_err());
+        assert!(with_origin("127.0.0.1:4747", "http://127.0.0.1").is_err());
+        assert!(with_origin("127.0.0.1:4747", "null").is_err());
+        assert!(with_origin("127.0.0.1:4747", "http://evil.test").is_err());
+        assert!(with_origin("127.0.0.1:4747", "http://evil.test:4747").is_err());
+        assert!(with_origin("127.0.0.1:4747", "https://127.0.0.1:4747").is_err());
+        assert!(with_origin("127.0.0.1:4747", "http://127.0.0.1:4747/").is_err());
     }
 
     #[test]

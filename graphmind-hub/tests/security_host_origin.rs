@@ -13,8 +13,9 @@ fn foreign_host_is_refused_with_a_plain_explanation() {
         "evil.test",
         "evil.test:80",
         &format!("evil.test:{p}"),
-        &format!("127.0.0.1:{}", p.wrapping_add(1)),
-        "127.0.0.1",
+        &format!("localhost.evil.test:{p}"),
+        &format!("127.0.0.1.nip.io:{p}"),
+        "127.0.0.1:port",
         "",
     ] {
         for path in ["/health", "/api/runs", "/"] {
@@ -32,10 +33,13 @@ fn foreign_host_is_refused_with_a_plain_explanation() {
             );
         }
     }
+    // the loopback names, with the hub's port or any other (a tunnel), or none
     for host in [
         format!("127.0.0.1:{p}"),
         format!("localhost:{p}"),
         format!("[::1]:{p}"),
+        format!("127.0.0.1:{}", p.wrapping_add(1)),
+        "localhost".to_owned(),
     ] {
         assert_eq!(
             http(p, "GET", "/health", &[("Host", &host)], None).status,
@@ -54,6 +58,9 @@ fn foreign_or_null_origin_is_refused_own_origin_allowed() {
         "http://evil.test",
         &format!("http://evil.test:{p}"),
         &format!("https://127.0.0.1:{p}"),
+        // a page of another local server (another port) is not one of the hub's pages
+        &format!("http://127.0.0.1:{}", p.wrapping_add(1)),
+        "http://localhost:3000",
         "file://",
     ] {
         let r = http(p, "GET", "/api/runs", &[("Origin", origin)], None);
@@ -94,6 +101,80 @@ fn foreign_or_null_origin_is_refused_own_origin_allowed() {
             200
         );
     }
+}
+
+/// A TCP forwarder on another loopback port, as `ssh -L <port>:127.0.0.1:<hub port>` is: the
+/// browser's Host and Origin then name the tunnel's port, not the hub's.
+fn tunnel_to(hub_port: u16) -> u16 {
+    use std::net::{TcpListener, TcpStream};
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind the tunnel");
+    let port = listener.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        for client in listener.incoming().flatten() {
+            let Ok(upstream) = TcpStream::connect(("127.0.0.1", hub_port)) else {
+                continue;
+            };
+            let (mut c_read, mut u_write) = (
+                client.try_clone().expect("clone"),
+                upstream.try_clone().expect("clone"),
+            );
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut c_read, &mut u_write);
+                let _ = u_write.shutdown(std::net::Shutdown::Write);
+            });
+            let (mut u_read, mut c_write) = (upstream, client);
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut u_read, &mut c_write);
+                let _ = c_write.shutdown(std::net::Shutdown::Write);
+            });
+        }
+    });
+    port
+}
+
+#[test]
+fn ssh_tunnel_to_another_local_port_is_served() {
+    let h = hub(|_| {});
+    let t = tunnel_to(h.port);
+    assert_ne!(t, h.port);
+    let auth = format!("Bearer {}", h.agent_token);
+    let origin = format!("http://127.0.0.1:{t}");
+    // the page, the API with the page's own Origin, and a control request through the tunnel
+    let page = http(t, "GET", "/", &[], None);
+    assert_eq!(page.status, 200, "{}", page.body);
+    let runs = http(
+        t,
+        "GET",
+        "/api/runs",
+        &[("Origin", &origin), ("Authorization", &auth)],
+        None,
+    );
+    assert_eq!(runs.status, 200, "{}", runs.body);
+    let mode = http(
+        t,
+        "POST",
+        "/api/debug/mode",
+        &[
+            ("Origin", &origin),
+            ("Content-Type", "application/json"),
+            ("Authorization", &auth),
+        ],
+        Some(r#"{"mode":"step"}"#),
+    );
+    assert_eq!(mode.status / 100, 2, "{}", mode.body);
+    assert_eq!(h.get_json("/api/debug")["mode"], "step");
+    // through the tunnel, a page of the hub's own port is another origin than the browser's
+    let cross = http(
+        t,
+        "GET",
+        "/api/runs",
+        &[
+            ("Origin", &format!("http://127.0.0.1:{}", h.port)),
+            ("Authorization", &auth),
+        ],
+        None,
+    );
+    assert_eq!(cross.status, 403, "{}", cross.body);
 }
 
 #[test]
