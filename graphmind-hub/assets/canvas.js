@@ -1,6 +1,6 @@
 // The run canvas: one DOM card per logical node, SVG edges, group boxes, pan and zoom.
-// Cards live in a transformed "world"; held-gate banners live in a screen-space overlay so
-// they stay readable at any zoom.
+// Cards live in a transformed "world"; held gates are listed in the docked decision panel, so
+// they stay readable at any zoom and never cover a card.
 
 import { layout, CARD_W, CARD_H } from './layout.js';
 import { nodeBreakpoints, unfinishedStatus, callLabel, callsNamed } from './model.js';
@@ -46,7 +46,7 @@ export function fmtMs(ms) {
 export class Canvas {
   /**
    * @param {HTMLElement} viewport
-   * @param {{onSelect:(id:string|null)=>void, onToggleGroup:(id:string)=>void, onTransform:()=>void}} hooks
+   * @param {{onSelect:(id:string|null)=>void, onToggleGroup:(id:string)=>void, onTransform?:()=>void}} hooks
    */
   constructor(viewport, hooks) {
     this.viewport = viewport;
@@ -123,7 +123,7 @@ export class Canvas {
 
   /**
    * @param {import('./model.js').RunModel} model
-   * @param {{held:Map<string,any[]>, breakpoints:any[], selected:string|null, ended:boolean}} ctx
+   * @param {{held:Map<string,any[]>, breakpoints:any[], selected:string|null, ended:boolean, holdFocus?:string|null}} ctx
    */
   render(model, ctx) {
     if (model !== this.model) this.reset(model);
@@ -272,11 +272,14 @@ export class Canvas {
     const bps = nodeBreakpoints(ctx.breakpoints, n);
     const last = n.execs[n.execs.length - 1];
     const sel = ctx.selected === n.nodeId;
-    const sig = [st, n.kind, n.name, n.execs.length, bps.length, sel, n.injected, n.ungated, last?.durationMs, last?.heldMs, n.tailText.length, n.tailReasoning.length, n.tailText.slice(-8), n.tailArgs, n.tailCalls?.length].join('|');
+    // the node of the hold selected in the decision panel
+    const focus = st === 'paused' && ctx.holdFocus === n.nodeId;
+    const sig = [st, n.kind, n.name, n.execs.length, bps.length, sel, focus, n.injected, n.ungated, last?.durationMs, last?.heldMs, n.tailText.length, n.tailReasoning.length, n.tailText.slice(-8), n.tailArgs, n.tailCalls?.length].join('|');
     if (sig === card.sig) return;
     card.sig = sig;
     const r = card.root;
-    r.className = `card st-${st} kind-${n.kind}${sel ? ' selected' : ''}${n.kind === 'llm' ? ' llm' : ''}`;
+    r.className = `card st-${st} kind-${n.kind}${sel ? ' selected' : ''}${focus ? ' hold-focus' : ''}${n.kind === 'llm' ? ' llm' : ''}`;
+    r.dataset.holdFocus = String(focus);
     r.dataset.status = st;
     r.dataset.kind = n.kind;
     card.kind.textContent = n.kind;
@@ -371,7 +374,7 @@ export class Canvas {
     const { x, y, k } = this.t;
     this.world.style.transform = `translate(${x}px, ${y}px) scale(${k})`;
     this.viewport.dataset.zoom = k.toFixed(3);
-    this.hooks.onTransform();
+    this.hooks.onTransform?.();
   }
 
   fit() {

@@ -1,6 +1,8 @@
-// Held-gate banners: where and why a gate holds, and the controls that release it.
-// One banner per open pause of the selected run, kept by pauseId so a half-typed inject
-// survives every re-render.
+// The decision panel: every held gate of the selected run, docked beside the graph (never over
+// it), one entry per hold with where and why it holds, how long, and its own controls. The
+// entries stack in the order the holds began; one is selected (the one last used or clicked,
+// else the oldest): the keys act on it and the graph highlights its node. Entries are kept by
+// pauseId so a half-typed inject survives every re-render.
 
 function el(tag, cls, text) {
   const e = document.createElement(tag);
@@ -62,32 +64,55 @@ function button(label, testid, key) {
 
 export class Gates {
   /**
-   * @param {HTMLElement} overlay
+   * @param {HTMLElement} panel the docked panel (hidden while nothing is held)
+   * @param {HTMLElement} list where the entries go, in the order the holds began
+   * @param {HTMLElement} head the panel's heading (how many are held)
    * @param {{
    *   act:(pause:any, action:string, extra?:{output?:any, input?:any, reason?:string, remember?:boolean})=>Promise<any>,
    *   step:(pause:any)=>Promise<any>,
    *   canControl:()=>boolean,
    *   prefill:(pause:any)=>any,
    *   describe:(pause:any)=>{where:string, why:string, note?:string},
-   *   resized?:()=>void,
+   *   selected?:(pause:any)=>void,
    * }} hooks
    */
-  constructor(overlay, hooks) {
-    this.overlay = overlay;
+  constructor(panel, list, head, hooks) {
+    this.panel = panel;
+    this.list = list;
+    this.head = head;
     this.hooks = hooks;
     this.banners = new Map();
     this.focusId = null;
-    // a banner that grows (the inject editor opens, an error shows) is placed again, so it
-    // stays inside the view
-    this.sizes = typeof ResizeObserver === 'function' ? new ResizeObserver(() => this.hooks.resized?.()) : null;
   }
 
-  /** The pause the keyboard acts on: the one whose editor or banner was used last, else the oldest. */
+  /** The selected hold, which the keyboard acts on: the one used or clicked last, else the oldest. */
   current() {
     if (this.focusId && this.banners.has(this.focusId)) return this.banners.get(this.focusId);
     let best = null;
-    for (const b of this.banners.values()) if (!best || b.pause.since < best.pause.since) best = b;
+    for (const b of this.banners.values()) if (!best || (b.pause.since ?? 0) < (best.pause.since ?? 0)) best = b;
     return best;
+  }
+
+  /** Selects a hold (a click on its entry, or an action on it): marked here, shown in the graph. */
+  select(b) {
+    const changed = this.focusId !== b.pause.pauseId;
+    this.focusId = b.pause.pauseId;
+    this.mark();
+    b.root.scrollIntoView?.({ block: 'nearest' });
+    if (changed) this.hooks.selected?.(b.pause);
+  }
+
+  /** Marks the selected entry and says how many are held. */
+  mark() {
+    const cur = this.current();
+    for (const b of this.banners.values()) {
+      const on = b === cur;
+      b.root.classList.toggle('selected', on);
+      b.root.dataset.selected = String(on);
+    }
+    const n = this.banners.size;
+    this.panel.hidden = n === 0;
+    this.head.textContent = n === 1 ? '1 call held' : `${n} calls held · keys act on the marked one`;
   }
 
   /** @returns {string[]} pauseIds that are new since the last update */
@@ -100,8 +125,7 @@ export class Gates {
       if (!b) {
         b = this.make(p);
         this.banners.set(p.pauseId, b);
-        this.overlay.appendChild(b.root);
-        this.sizes?.observe(b.root);
+        this.list.appendChild(b.root);
         fresh.push(p.pauseId);
       }
       b.pause = p;
@@ -109,12 +133,12 @@ export class Gates {
     }
     for (const [id, b] of this.banners) {
       if (!keep.has(id)) {
-        this.sizes?.unobserve(b.root);
         b.root.remove();
         this.banners.delete(id);
         if (this.focusId === id) this.focusId = null;
       }
     }
+    this.mark();
     return fresh;
   }
 
@@ -215,7 +239,7 @@ export class Gates {
       root, where, why, note, msg, inject, ta, err, send, edit, reject, remember,
       editBtn: be, rejectBtn: bj, pause: p, busy: false, buttons: [bc, bs, br, bi, ba],
     };
-    root.addEventListener('pointerdown', () => (this.focusId = b.pause.pauseId));
+    root.addEventListener('pointerdown', () => this.select(b));
     bc.addEventListener('click', () => this.run(b, 'continue'));
     br.addEventListener('click', () => this.run(b, 'retry'));
     ba.addEventListener('click', () => this.run(b, 'abort'));
@@ -282,7 +306,7 @@ export class Gates {
 
   async run(b, action) {
     if (b.busy || !this.hooks.canControl() || !accepts(b.pause, action)) return;
-    this.focusId = b.pause.pauseId;
+    this.select(b);
     this.setBusy(b, true);
     this.showMsg(b, '');
     const r = await this.hooks.act(b.pause, action, this.extra(b, action));
@@ -292,7 +316,7 @@ export class Gates {
 
   async step(b) {
     if (b.busy || !this.hooks.canControl()) return;
-    this.focusId = b.pause.pauseId;
+    this.select(b);
     this.setBusy(b, true);
     this.showMsg(b, '');
     const r = await this.hooks.step(b.pause);
@@ -302,7 +326,7 @@ export class Gates {
 
   openInject(b) {
     if (!this.hooks.canControl() || !accepts(b.pause, 'inject')) return;
-    this.focusId = b.pause.pauseId;
+    this.select(b);
     if (b.inject.hidden) {
       b.inject.hidden = false;
       if (!b.ta.value) {
@@ -348,7 +372,7 @@ export class Gates {
 
   openEdit(b) {
     if (!this.hooks.canControl() || b.pause.editable !== true) return;
-    this.focusId = b.pause.pauseId;
+    this.select(b);
     if (b.edit.root.hidden) {
       b.edit.root.hidden = false;
       if (!b.edit.ta.value) {
@@ -361,7 +385,7 @@ export class Gates {
 
   openReject(b) {
     if (!this.hooks.canControl() || !rejectable(b.pause)) return;
-    this.focusId = b.pause.pauseId;
+    this.select(b);
     b.reject.root.hidden = false;
     b.reject.ta.focus();
   }
@@ -440,67 +464,6 @@ export class Gates {
     ta.focus();
   }
 
-  /**
-   * Places each banner next to its card, in screen space, inside the viewport: of the places
-   * around the card, the one that hides the least of the cards (the held one above all), then
-   * the nearest; it keeps its place unless another is clearly better, so it does not jump
-   * while the view is panned.
-   */
-  position(canvas) {
-    // nothing to place: reading the sizes below would force a layout of the whole page
-    if (this.banners.size === 0) return;
-    const vw = this.overlay.clientWidth || canvas.viewport.clientWidth;
-    const vh = this.overlay.clientHeight || canvas.viewport.clientHeight;
-    const rects = canvas.screenRects();
-    let stack = 8;
-    for (const b of this.banners.values()) {
-      const a = canvas.anchor(b.pause.nodeId);
-      const bw = b.root.offsetWidth || 380;
-      const bh = b.root.offsetHeight || 120;
-      const clamp = (p) => ({
-        side: p.side,
-        x: Math.max(8, Math.min(p.x, vw - bw - 8)),
-        y: Math.max(8, Math.min(p.y, vh - bh - 8)),
-      });
-      let best;
-      if (a) {
-        const tl = canvas.toScreen(a.x, a.y);
-        const br = canvas.toScreen(a.x + a.w, a.y + a.h);
-        const own = { x: tl.x, y: tl.y, w: br.x - tl.x, h: br.y - tl.y };
-        // around the card: beside it, under or over it, flush with either of its edges
-        const xs = [br.x + 10, tl.x, br.x - bw, tl.x - bw - 10];
-        const ys = [tl.y, br.y + 6, tl.y - bh - 6, br.y - bh];
-        const options = [];
-        xs.forEach((x, i) => ys.forEach((y, j) => options.push(clamp({ side: `${i}${j}`, x, y }))));
-        const cx = (tl.x + br.x) / 2;
-        const cy = (tl.y + br.y) / 2;
-        let prev = null;
-        for (const o of options) {
-          const box = { x: o.x, y: o.y, w: bw, h: bh };
-          // covering the held card itself is worst; then the other cards it hides
-          const dist = Math.hypot(o.x + bw / 2 - cx, o.y + bh / 2 - cy);
-          o.score = overlap(box, own) * 50 + rects.reduce((sum, r) => sum + overlap(box, r), 0) + dist * 5;
-          if (o.side === b.side) prev = o;
-          if (!best || o.score < best.score) best = o;
-        }
-        if (prev && prev.score <= best.score * 1.5 + 1) best = prev;
-        b.root.classList.remove('unanchored');
-      } else {
-        best = clamp({ side: 'stack', x: 8, y: stack });
-        stack += bh + 8;
-        b.root.classList.add('unanchored');
-      }
-      b.side = best.side;
-      b.root.dataset.side = best.side;
-      b.root.style.transform = `translate(${Math.round(best.x)}px, ${Math.round(best.y)}px)`;
-    }
-  }
-}
-
-function overlap(a, b) {
-  const w = Math.min(a.x + a.w, b.x + b.w) - Math.max(a.x, b.x);
-  const h = Math.min(a.y + a.h, b.y + b.h) - Math.max(a.y, b.y);
-  return w > 0 && h > 0 ? w * h : 0;
 }
 
 export function outcomeText(r) {

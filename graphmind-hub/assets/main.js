@@ -412,14 +412,17 @@ const canvas = new Canvas($('#viewport'), {
     canvas.toggleGroup(id);
     scheduleCanvas();
   },
-  onTransform: () => gates.position(canvas),
 });
 
-const gates = new Gates($('#overlay'), {
+const gates = new Gates($('#decisions'), $('#decision-list'), $('#decisions-head'), {
   act,
   step,
   canControl,
-  resized: () => gates.position(canvas),
+  // a hold selected in the panel: its node is shown in the graph and the inspector
+  selected(pause) {
+    canvas.reveal(pause.nodeId);
+    selectNode(pause.nodeId);
+  },
   prefill(pause) {
     const n = state.model?.nodes.get(pause.nodeId);
     if (pause.point === 'after' && pause.output !== undefined && pause.output !== null) return pause.output;
@@ -574,12 +577,14 @@ function renderNow() {
         ? 'Select a run.'
         : 'No runs yet. Start an instrumented app, or run `graphmind demo`.';
     gates.update([]);
+    document.querySelector('main').classList.remove('holding');
     renderTitle();
     return;
   }
   const run = state.runs.get(model.runId);
   const ended = state.selectedRemoved || (run ? run.status !== 'running' : model.status !== 'running');
-  const ctx = { held: heldMap(), breakpoints: state.debug.breakpoints, selected: state.selectedNode, ended, runStatus: run?.status ?? model.status };
+  const focus = gates.current();
+  const ctx = { held: heldMap(), breakpoints: state.debug.breakpoints, selected: state.selectedNode, ended, runStatus: run?.status ?? model.status, holdFocus: focus ? focus.pause.nodeId : null };
   canvas.render(model, ctx);
   releaseRuns();
   renderFoldButton();
@@ -594,7 +599,7 @@ function renderNow() {
           ? `No run ${model.runId} on this hub (it may have been removed by retention).`
           : 'This run has no nodes yet.';
   const fresh = gates.update(runPauses);
-  gates.position(canvas);
+  document.querySelector('main').classList.toggle('holding', gates.banners.size > 0);
   if (fresh.length) {
     const p = runPauses.find((x) => x.pauseId === fresh[0]);
     if (p) {
@@ -604,7 +609,6 @@ function renderNow() {
         gates.banners.get(p.pauseId)?.root.querySelector('[data-testid="gate-continue"]')?.focus({ preventScroll: true });
       }
     }
-    gates.position(canvas);
   }
   const now = performance.now();
   if (state.selectedNode && (now - lastInspector > 120 || !inspector.sig || inspector.isStale(model, state.selectedNode, ctx))) {
@@ -982,7 +986,6 @@ window.addEventListener('resize', () => {
   if (!canvas.userMoved) canvas.fit();
   const g = gates.current();
   if (g) canvas.reveal(g.pause.nodeId);
-  gates.position(canvas);
 });
 setInterval(() => {
   let any = false;

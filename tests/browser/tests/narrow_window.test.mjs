@@ -1,6 +1,6 @@
 // A narrow window (1000×700, then 800×600): the side panes give the canvas room, and a held
-// gate's banner stays inside the canvas, also when the inject editor opens and says the JSON
-// is wrong.
+// gate's entry stays inside the docked decision panel, beside the canvas and never over it,
+// also when the inject editor opens and says the JSON is wrong.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { withHubAndBrowser, newPage, shot, waitBanner, until, assertNoPageErrors } from '../lib/harness.mjs';
@@ -11,24 +11,28 @@ async function box(locator) {
   return b;
 }
 
-/** Waits until the banner lies within the canvas viewport (1 px of rounding allowed). */
+/** Waits until the entry lies within the decision panel, and the panel beside the canvas. */
 async function bannerInside(page, banner, what) {
+  const panel = page.locator('[data-testid="decisions"]');
   const vp = page.locator('[data-testid="canvas"]');
   let last;
   await until(
     async () => {
-      const [b, v] = [await box(banner), await box(vp)];
-      last = { banner: b, canvas: v };
-      return b.x >= v.x - 1 && b.y >= v.y - 1 && b.x + b.width <= v.x + v.width + 1 && b.y + b.height <= v.y + v.height + 1;
+      await banner.scrollIntoViewIfNeeded();
+      const [b, p, v] = [await box(banner), await box(panel), await box(vp)];
+      last = { banner: b, panel: p, canvas: v };
+      const inside = b.x >= p.x - 1 && b.x + b.width <= p.x + p.width + 1;
+      const beside = p.x >= v.x + v.width - 1;
+      return inside && beside;
     },
     3000,
-    `the banner inside the canvas ${what}`,
+    `the entry inside the decision panel ${what}`,
   ).catch((e) => {
     throw new Error(`${e.message}: ${JSON.stringify(last)}`);
   });
 }
 
-test('at 1000×700 and 800×600 the held banner and the canvas tools stay usable', () =>
+test('at 1000×700 and 800×600 the held entry and the canvas tools stay usable', () =>
   withHubAndBrowser({ viewer: false, agent: true }, async ({ hub, browser, defer }) => {
     const page = await newPage(browser, { width: 1000, height: 700 });
     defer(() => page.close());
