@@ -57,6 +57,9 @@ Object.assign(Exec.prototype, {
   usage: null,
   attempts: 1,
   injected: false,
+  // answered from a recording (`replayed: true`, `replayStep`): not a person's inject
+  replayed: false,
+  replayStep: null,
   recoveredFromError: false,
   ungated: false,
   text: '',
@@ -183,6 +186,7 @@ export class RunModel {
         tailArgs: 0,
         ungated: false,
         injected: false,
+        replayed: false,
       };
       this.nodes.set(nodeId, n);
       this.structure++;
@@ -361,6 +365,11 @@ export class RunModel {
     if (p.injected === true) {
       e.injected = true;
       n.injected = true;
+    }
+    if (p.replayed === true) {
+      e.replayed = true;
+      e.replayStep = num(p.replayStep) ?? null;
+      n.replayed = true;
     }
     if (p.recoveredFromError === true) e.recoveredFromError = true;
     if (p.providerExecuted === true || p.ungated === true) {
