@@ -402,7 +402,8 @@ export class RunModel {
       pauseId: p.pauseId,
       nodeId: p.nodeId,
       point: str(p.point) ?? 'before',
-      reason: str(p.reason) ?? null,
+      // a replay's fork point travels as a breakpoint hold marked replayFork
+      reason: p.replayFork === true ? 'replay' : (str(p.reason) ?? null),
       instanceId: e ? e.instanceId : null,
       action: null,
       refused: null,

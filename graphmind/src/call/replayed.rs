@@ -63,7 +63,7 @@ pub(crate) async fn unanswerable(call: &Call, mut node: NodeRun) -> (NodeRun, Op
             (node, None)
         }
         Decision::Stop(d) => (stop(call, node, &d).await, None),
-        Decision::Fork { hold: true } => (node, Some(PauseReason::Breakpoint)),
+        Decision::Fork { hold: true } => (node, Some(PauseReason::Replay)),
         Decision::Fork { hold: false } | Decision::Live => (node, None),
     }
 }
@@ -168,7 +168,7 @@ pub(crate) fn by_hand(
             report(node, &d);
             Ok(crate::gate::Resume::Abort)
         }
-        Decision::Fork { hold: true } => Err(Some(PauseReason::Breakpoint)),
+        Decision::Fork { hold: true } => Err(Some(PauseReason::Replay)),
         Decision::Fork { hold: false } | Decision::Live => Err(None),
     }
 }

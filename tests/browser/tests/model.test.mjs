@@ -237,3 +237,12 @@ test('a node answered from a recording is replayed, with its step, and not injec
   assert.equal(tool.replayed, false);
   assert.equal(tool.execs[0].injected, true);
 });
+
+test('a hold at a replay fork point (a breakpoint marked replayFork) has its own reason', () => {
+  const m = new RunModel('run_a');
+  m.apply(env('node.started', { nodeId: 'llm:step', kind: 'llm', name: 'step', instanceId: 'i:s1' }));
+  m.apply(env('exec.paused', { pauseId: 'p1', nodeId: 'llm:step', point: 'before', reason: 'breakpoint', replayFork: true }));
+  m.apply(env('exec.paused', { pauseId: 'p2', nodeId: 'llm:step', point: 'before', reason: 'breakpoint' }));
+  assert.equal(deriveReason(m.pauses.get('p1'), { mode: 'run' }), 'replay');
+  assert.equal(deriveReason(m.pauses.get('p2'), { mode: 'run' }), 'breakpoint');
+});
