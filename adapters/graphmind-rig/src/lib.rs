@@ -44,7 +44,8 @@
 //!
 //! # Per tool call (one execution of `tool:<name>`, instanceId = rig's tool-call id)
 //! - `before` before the tool runs: inject skips it and hands rig the value as the tool's
-//!   *successful* result (the model's next turn sees it).
+//!   *successful* result (the model's next turn sees it). Edit (GraphMind 0.6 `edit-input`)
+//!   runs the tool with the edited arguments (a JSON object).
 //!   Reject (a person's reason) skips it too and hands the model the rejection ("the call was
 //!   rejected by a person: `<reason>`") as the call's failed result.
 //! - `after` when it returns, `error` when it failed, before rig sees the result: inject

@@ -582,3 +582,32 @@ async fn parallel_tool_calls_hold_apart_and_resume_in_any_order() {
     hub.assert_valid();
     gm.dispose().await;
 }
+
+#[tokio::test]
+async fn tool_before_edit_runs_the_tool_with_the_edited_arguments() {
+    // The regression of issue 35: rig refused a tool `--input` edit ("the app did not mark it
+    // editable").
+    let model = tool_then_text();
+    let add = Add::default();
+    let agent = AgentBuilder::new(model.clone()).tool(add.clone()).build();
+    let hub = FakeDebugger::start().await;
+    hub.set_hub_capabilities(&["pause-registry", "edit-input"]);
+    let gm = attached(&hub, vec![json!({"kind": "tool", "point": "before"})]).await;
+    let task = support::spawn_in_run(&gm, agent, "2+3?");
+    let p = paused(&hub, 1).await;
+    assert_eq!(p.payload()["editable"], true, "{:?}", p.payload());
+    support::resume_with(
+        &hub,
+        &p,
+        json!({"action": "continue", "input": {"x": 40, "y": 2}, "requestId": "e-1"}),
+    );
+    join(task).await.expect("not aborted").expect("answered");
+    runs_finished(&hub, 1).await;
+    assert_eq!(add.calls.load(Ordering::SeqCst), 1);
+    let sent = tool_result_sent(&model).to_string();
+    assert!(sent.contains("42"), "the edited arguments ran: {sent}");
+    let fin = &finished(&hub, "tool:add")[0];
+    assert_eq!(fin["output"], 42);
+    assert_eq!(fin["edited"]["after"], json!({"x": 40, "y": 2}));
+    gm.dispose().await;
+}
