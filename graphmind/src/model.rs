@@ -1210,12 +1210,14 @@ pub fn provider_minted<R>(paths: &'static [&'static str], start: impl FnOnce() -
 }
 
 /// The provider-minted paths of the step being started on this thread.
+#[cfg_attr(not(feature = "enabled"), allow(dead_code))]
 pub(crate) fn minted_now() -> &'static [&'static str] {
     MINTED.with(std::cell::Cell::get)
 }
 
 /// `value` without the fields at `paths` (see [`provider_minted`]); `None` when it has none
 /// of them (compare `value` itself then).
+#[cfg_attr(not(feature = "enabled"), allow(dead_code))]
 pub(crate) fn without_minted(
     value: &serde_json::Value,
     paths: &[&str],
