@@ -2,7 +2,8 @@
 //! `graphmind record`, replayed up to step k for every k of its steps — no body before k
 //! runs (counters in the scripted model and tools), every output is the stored one, the live
 //! part really runs, and the new run names its source (`meta.replayOf`). A changed prompt
-//! stops the replay at the right step and field; `--hold` holds at the fork point first;
+//! stops the replay at the right step and field; `--hold` holds at the fork point first
+//! (reason `replay`, as `graphmind wait` and `graphmind pauses` show it);
 //! `graphmind replay … -- cmd` hands the app the recording, and `graphmind diff` lists the
 //! first divergence.
 
@@ -277,6 +278,18 @@ fn the_support_run_replayed_to_every_step_runs_nothing_before_it_and_the_rest_li
         let paused = gm_wait_pause(&h).await;
         assert_eq!(paused["nodeId"], json!("llm:step"), "{paused}");
         assert_eq!(paused["point"], json!("before"));
+        // Its own reason (issue 35), not "a breakpoint matched".
+        assert_eq!(paused["reason"], json!("replay"), "{paused}");
+        let listed = gm_on(&h, &["pauses"]).await.expect(0);
+        let row = listed
+            .stdout
+            .lines()
+            .find(|l| l.contains("llm:step"))
+            .unwrap_or_else(|| panic!("the pause listed: {}", listed.stdout));
+        assert!(
+            row.split_whitespace().any(|w| w == "replay"),
+            "graphmind pauses shows the reason: {row}"
+        );
         tokio::time::sleep(std::time::Duration::from_millis(150)).await;
         assert!(!task.is_finished(), "the fork point holds");
         let held = calls().since(before);

@@ -2,7 +2,8 @@
 //! (issue 34: `step -1` or a misspelt node silently replayed everything): a step outside the
 //! recording's range, a step that is not a number, or a node no step has is refused (exit 1,
 //! one line naming the valid range and the run's nodes) and the app never starts; a step in
-//! range or a node id or name the recording has runs it.
+//! range or a node id or name the recording has runs it (a shell command making no call, so
+//! replay exits 1 saying the app reported no replay).
 
 mod support;
 
@@ -79,7 +80,15 @@ fn until_outside_the_recording_is_refused_with_the_range_and_the_node_names() {
         "llm:step",
         "step",
     ] {
-        replay(until).expect(0);
+        // The app (a shell command) makes no call: replay cannot call that whole.
+        let out = replay(until);
+        assert_eq!(out.code, 1, "--until {until}: {}", out.stderr);
+        assert!(
+            out.stderr
+                .contains("graphmind: the app reported no replay of run_u"),
+            "--until {until}: {}",
+            out.stderr
+        );
         assert!(marker.exists(), "--until {until} runs the app");
         std::fs::remove_file(&marker).expect("reset");
     }

@@ -242,10 +242,13 @@ export class Canvas {
     dur.dataset.testid = 'node-duration';
     const injected = el('span', 'badge injected', 'injected');
     injected.dataset.testid = 'injected-badge';
+    const replayed = el('span', 'badge replayed', 'replayed');
+    replayed.dataset.testid = 'replayed-badge';
+    replayed.title = 'answered from the recording: the call did not run';
     const ungated = el('span', 'badge ungated', 'ungated');
     ungated.dataset.testid = 'ungated-badge';
     ungated.title = 'executed by the provider: no gate holds it';
-    meta.append(status, dur, injected, ungated);
+    meta.append(status, dur, injected, replayed, ungated);
     const tail = el('div', 'tail');
     tail.dataset.testid = 'token-tail';
     const reasoning = el('span', 'reasoning');
@@ -260,7 +263,7 @@ export class Canvas {
     root.addEventListener('keydown', (ev) => {
       if (ev.key === 'Enter') this.hooks.onSelect(id);
     });
-    return { root, kind, name, bp, count, status, dur, injected, ungated, tail, reasoning, text, calls, sig: '' };
+    return { root, kind, name, bp, count, status, dur, injected, replayed, ungated, tail, reasoning, text, calls, sig: '' };
   }
 
   updateCard(card, n, model, ctx) {
@@ -274,7 +277,7 @@ export class Canvas {
     const sel = ctx.selected === n.nodeId;
     // the node of the hold selected in the decision panel
     const focus = st === 'paused' && ctx.holdFocus === n.nodeId;
-    const sig = [st, n.kind, n.name, n.execs.length, bps.length, sel, focus, n.injected, n.ungated, last?.durationMs, last?.heldMs, n.tailText.length, n.tailReasoning.length, n.tailText.slice(-8), n.tailArgs, n.tailCalls?.length].join('|');
+    const sig = [st, n.kind, n.name, n.execs.length, bps.length, sel, focus, n.injected, n.replayed, n.ungated, last?.durationMs, last?.heldMs, n.tailText.length, n.tailReasoning.length, n.tailText.slice(-8), n.tailArgs, n.tailCalls?.length].join('|');
     if (sig === card.sig) return;
     card.sig = sig;
     const r = card.root;
@@ -302,6 +305,7 @@ export class Canvas {
       card.dur.title = '';
     }
     card.injected.hidden = !n.injected;
+    card.replayed.hidden = !n.replayed;
     card.ungated.hidden = !n.ungated;
     const calls = n.tailCalls && n.tailCalls.length ? n.tailCalls : null;
     const hasTail = n.tailText || n.tailReasoning || calls;

@@ -98,7 +98,7 @@ export class Inspector {
   coarse(model, nodeId, ctx) {
     const n = model.nodes.get(nodeId);
     if (!n) return `none|${nodeId}`;
-    const execs = n.execs.map((e) => `${e.status}${e.open}${e.attempts}${e.injected}${e.edited}${e.pauses.length}`).join(',');
+    const execs = n.execs.map((e) => `${e.status}${e.open}${e.attempts}${e.injected}${e.replayed}${e.edited}${e.pauses.length}`).join(',');
     const held = (ctx.held.get(nodeId) || []).map((p) => p.pauseId).join(',');
     return `${nodeId}|${execs}|${held}|${JSON.stringify(ctx.breakpoints)}|${this.hooks.canControl()}|${ctx.ended}|${ctx.runStatus}`;
   }
@@ -223,6 +223,12 @@ export class Inspector {
       const inj = el('span', 'badge injected', e.recoveredFromError ? 'injected (recovered)' : 'injected');
       inj.dataset.testid = 'exec-injected';
       s.append(inj, ' ');
+    }
+    if (e.replayed) {
+      const rep = el('span', 'badge replayed', e.replayStep != null ? `replayed (step ${e.replayStep})` : 'replayed');
+      rep.dataset.testid = 'exec-replayed';
+      rep.title = 'answered from the recording: the call did not run';
+      s.append(rep, ' ');
     }
     if (e.ungated) s.append(el('span', 'badge ungated', 'ungated'), ' ');
     if (e.edited) {

@@ -443,6 +443,7 @@ const gates = new Gates($('#decisions'), $('#decision-list'), $('#decisions-head
       error: errorWhy(),
       step: 'step mode holds every step',
       loop: 'the same call repeated (loop guard)',
+      replay: "the replay's fork point (--until): from this call on the run is live",
     }[reason] || reason;
     const err = pause.error && pause.point === 'error' ? ` — ${pause.error.name || 'Error'}: ${pause.error.message ?? ''}` : '';
     const since = pause.since ? ` · held ${fmtMs(Date.now() - pause.since)}` : '';

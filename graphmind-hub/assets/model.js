@@ -57,6 +57,9 @@ Object.assign(Exec.prototype, {
   usage: null,
   attempts: 1,
   injected: false,
+  // answered from a recording (`replayed: true`, `replayStep`): not a person's inject
+  replayed: false,
+  replayStep: null,
   recoveredFromError: false,
   ungated: false,
   text: '',
@@ -183,6 +186,7 @@ export class RunModel {
         tailArgs: 0,
         ungated: false,
         injected: false,
+        replayed: false,
       };
       this.nodes.set(nodeId, n);
       this.structure++;
@@ -362,6 +366,11 @@ export class RunModel {
       e.injected = true;
       n.injected = true;
     }
+    if (p.replayed === true) {
+      e.replayed = true;
+      e.replayStep = num(p.replayStep) ?? null;
+      n.replayed = true;
+    }
     if (p.recoveredFromError === true) e.recoveredFromError = true;
     if (p.providerExecuted === true || p.ungated === true) {
       e.ungated = true;
@@ -393,7 +402,8 @@ export class RunModel {
       pauseId: p.pauseId,
       nodeId: p.nodeId,
       point: str(p.point) ?? 'before',
-      reason: str(p.reason) ?? null,
+      // a replay's fork point travels as a breakpoint hold marked replayFork
+      reason: p.replayFork === true ? 'replay' : (str(p.reason) ?? null),
       instanceId: e ? e.instanceId : null,
       action: null,
       refused: null,

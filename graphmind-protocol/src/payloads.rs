@@ -132,6 +132,12 @@ string_enum!(
         Step = "step",
         /// A loop was detected.
         Loop = "loop",
+        /// A replay's fork point (`graphmind replay --until … --hold`): from this call on the
+        /// run is live. graphmind's hub and viewer only: on the wire the app sends
+        /// `breakpoint` with the loose extra `replayFork: true` (the reference peers' schema
+        /// knows the four above), which a reference viewer shows as an ordinary hold ("Paused
+        /// before call").
+        Replay = "replay",
     }
 );
 

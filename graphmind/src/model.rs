@@ -1173,3 +1173,171 @@ mod tests {
         assert_eq!(out["finishReason"], "tool-calls");
     }
 }
+
+thread_local! {
+    /// The provider-minted paths of the model step being started on this thread
+    /// ([`provider_minted`]).
+    static MINTED: std::cell::Cell<&'static [&'static str]> = const { std::cell::Cell::new(&[]) };
+}
+
+/// Starts a model step (`start` calls one of [`Node`](crate::node::Node)'s `start_step*`)
+/// whose request holds fields the *provider* minted, not the program: a replay does not
+/// compare them with the recording. An adapter names them once per SDK, as JSON paths into
+/// the recorded request: `$.key`, `$.key.inner`, `[*]` for every element of an array and `*`
+/// for every key of an object (`$.chat_history[*].origin`: each history message's origin).
+/// A replay answers a step with the recorded answer, but an SDK may rebuild the next request
+/// from it with ids and timestamps of its own (rig's `origin` bookkeeping); without this,
+/// every such replay would diverge on an id no program controls.
+///
+/// ```
+/// use graphmind::model::{Grouping, provider_minted};
+/// use graphmind::node::Node;
+///
+/// const MINTED: &[&str] = &["$.history[*].response_id"];
+/// let request = serde_json::json!({"history": [{"text": "hi", "response_id": "resp_1"}]});
+/// let node = provider_minted(MINTED, || Node::start_step(request, Grouping::Auto));
+/// # drop(node);
+/// ```
+pub fn provider_minted<R>(paths: &'static [&'static str], start: impl FnOnce() -> R) -> R {
+    struct Reset(&'static [&'static str]);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            MINTED.with(|m| m.set(self.0));
+        }
+    }
+    let _reset = Reset(MINTED.with(|m| m.replace(paths)));
+    start()
+}
+
+/// The provider-minted paths of the step being started on this thread.
+#[cfg_attr(not(feature = "enabled"), allow(dead_code))]
+pub(crate) fn minted_now() -> &'static [&'static str] {
+    MINTED.with(std::cell::Cell::get)
+}
+
+/// `value` without the fields at `paths` (see [`provider_minted`]); `None` when it has none
+/// of them (compare `value` itself then).
+#[cfg_attr(not(feature = "enabled"), allow(dead_code))]
+pub(crate) fn without_minted(
+    value: &serde_json::Value,
+    paths: &[&str],
+) -> Option<serde_json::Value> {
+    let mut out: Option<serde_json::Value> = None;
+    for p in paths {
+        let steps = path_steps(p);
+        if steps.is_empty() || !has_path(value, &steps) {
+            continue;
+        }
+        remove_path(out.get_or_insert_with(|| value.clone()), &steps);
+    }
+    out
+}
+
+/// One step of a provider-minted path.
+#[derive(Debug, PartialEq)]
+enum PathStep<'a> {
+    Key(&'a str),
+    /// `*`: every key of an object.
+    AnyKey,
+    /// `[*]`: every element of an array.
+    Each,
+}
+
+fn path_steps(path: &str) -> Vec<PathStep<'_>> {
+    let rest = path.strip_prefix('$').unwrap_or(path);
+    let mut steps = Vec::new();
+    for seg in rest.split('.').filter(|s| !s.is_empty()) {
+        let mut seg = seg;
+        let mut each = 0;
+        while let Some(s) = seg.strip_suffix("[*]") {
+            seg = s;
+            each += 1;
+        }
+        match seg {
+            "" => {}
+            "*" => steps.push(PathStep::AnyKey),
+            k => steps.push(PathStep::Key(k)),
+        }
+        steps.extend(std::iter::repeat_with(|| PathStep::Each).take(each));
+    }
+    steps
+}
+
+fn has_path(v: &serde_json::Value, steps: &[PathStep<'_>]) -> bool {
+    use serde_json::Value;
+    let Some((first, rest)) = steps.split_first() else {
+        return true;
+    };
+    match (first, v) {
+        (PathStep::Key(k), Value::Object(m)) => m.get(*k).is_some_and(|v| has_path(v, rest)),
+        (PathStep::AnyKey, Value::Object(m)) => m.values().any(|v| has_path(v, rest)),
+        (PathStep::Each, Value::Array(a)) => a.iter().any(|v| has_path(v, rest)),
+        _ => false,
+    }
+}
+
+fn remove_path(v: &mut serde_json::Value, steps: &[PathStep<'_>]) {
+    use serde_json::Value;
+    let Some((first, rest)) = steps.split_first() else {
+        return;
+    };
+    match (first, v) {
+        (PathStep::Key(k), Value::Object(m)) if rest.is_empty() => {
+            m.shift_remove(*k);
+        }
+        (PathStep::Key(k), Value::Object(m)) => {
+            if let Some(v) = m.get_mut(*k) {
+                remove_path(v, rest);
+            }
+        }
+        (PathStep::AnyKey, Value::Object(m)) if rest.is_empty() => m.clear(),
+        (PathStep::AnyKey, Value::Object(m)) => {
+            for v in m.values_mut() {
+                remove_path(v, rest);
+            }
+        }
+        (PathStep::Each, Value::Array(a)) if rest.is_empty() => a.clear(),
+        (PathStep::Each, Value::Array(a)) => {
+            for v in a {
+                remove_path(v, rest);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod minted_tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn provider_minted_fields_are_left_out_of_the_compared_input() {
+        let v = json!({
+            "model": "m",
+            "chat_history": [
+                {"role": "user", "content": "hi"},
+                {"role": "assistant", "content": "yo", "origin": {"response_id": "chatcmpl-69"}}
+            ],
+            "meta": {"a": {"ts": 1}, "b": {"ts": 2, "keep": true}}
+        });
+        let out = without_minted(&v, &["$.chat_history[*].origin", "$.meta.*.ts"])
+            .expect("has minted fields");
+        assert_eq!(
+            out,
+            json!({
+                "model": "m",
+                "chat_history": [
+                    {"role": "user", "content": "hi"},
+                    {"role": "assistant", "content": "yo"}
+                ],
+                "meta": {"a": {}, "b": {"keep": true}}
+            })
+        );
+        assert_eq!(without_minted(&v, &["$.absent", "$.model.deeper"]), None);
+        assert_eq!(minted_now(), &[] as &[&str]);
+        let seen = provider_minted(&["$.x"], minted_now);
+        assert_eq!(seen, &["$.x"]);
+        assert_eq!(minted_now(), &[] as &[&str], "reset after the start");
+    }
+}

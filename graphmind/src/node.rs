@@ -395,6 +395,21 @@ impl Node {
         self
     }
 
+    /// Tells a replay that this node's call cannot be answered from a recording: the adapter
+    /// cannot keep the call from reaching its provider (rig's hooks cannot answer a model
+    /// call themselves, a streamed rig call, …). A replay then runs it live and reports it
+    /// (`LiveReason::NotAnswerable` in `graphmind::testing`, a live call in `graphmind
+    /// replay`'s summary) instead of handing its `before` gate a
+    /// recorded answer the adapter would apply after calling the provider all the same. A
+    /// divergence still stops the run at the gate, and a fork point still holds there. Call
+    /// it before the node's `before` gate; nothing happens when no replay decides calls.
+    pub fn decline_replay(&mut self) -> &mut Self {
+        if let Some(decision) = self.run.replay.take() {
+            self.run.replay = crate::call::replayed::declined(&self.run, *decision).map(Box::new);
+        }
+        self
+    }
+
     /// Whether the debugger may retry at this node's next gates (yes at first). A gate that
     /// may not leaves `retry` out of `exec.paused.actions` and answers a retry with
     /// `exec.refused`, the gate staying held. For a gate where running the call again cannot
@@ -429,7 +444,7 @@ impl Node {
         if point == PausePoint::Before
             && let Some(decision) = self.run.replay.take()
         {
-            match crate::call::replayed::by_hand(&self.run, *decision) {
+            match crate::call::replayed::by_hand(&mut self.run, *decision, inject) {
                 Ok(resume) => return resume,
                 Err(hold) => forced = hold,
             }

@@ -51,10 +51,13 @@ use graphmind_protocol::recording::Recording;
 /// What a replay does with a call the recording does not have.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum OnMissing {
-    /// The call runs live, and [`Report::check`] fails.
+    /// The call runs live, and [`Report::check`] fails naming it; so does any call the
+    /// recording could not answer (an unusable answer, a recorded error it cannot hand
+    /// back), and a live call that fails.
     #[default]
     Fail,
-    /// The call runs live.
+    /// The call runs live, and the check lets it (and any call that ran live because the
+    /// recording could not answer it, and its error) pass.
     Live,
 }
 
@@ -182,14 +185,103 @@ impl Replay {
             .replayer
             .as_ref()
             .map_or((Vec::new(), None), |r| (r.outcomes(), r.forked_at()));
+        let failed = match &host.replayer {
+            Some(r) => failed_steps(&events, &r.error_steps(), self.on_missing, &self.until),
+            None => Vec::new(),
+        };
         Report {
             output: out,
             outcomes,
             forked_at,
             events,
+            failed,
             recorded: self.record,
             on_missing: self.on_missing,
             path: self.path,
+        }
+    }
+}
+
+/// The tool calls and model steps of the replayed run that finished with an error the
+/// recording does not have: a served answer the app could not use (a replayed node that
+/// errs where the recorded call did not), and, unless live calls were asked for (a fork
+/// point, or [`OnMissing::Live`]), a call that ran live and failed.
+fn failed_steps(
+    events: &[Value],
+    recorded_errors: &[usize],
+    on_missing: OnMissing,
+    until: &Until,
+) -> Vec<FailedStep> {
+    let live_asked = on_missing == OnMissing::Live || *until != Until::End;
+    let mut messages: std::collections::HashMap<(&str, &str), String> =
+        std::collections::HashMap::new();
+    let mut failed = Vec::new();
+    for e in events {
+        let p = &e["payload"];
+        let key = || {
+            (
+                p["nodeId"].as_str().unwrap_or(""),
+                p["instanceId"].as_str().unwrap_or(""),
+            )
+        };
+        match e["type"].as_str() {
+            Some("node.error") => {
+                let err = &p["error"];
+                let name = err["name"].as_str().unwrap_or("");
+                let message = err["message"].as_str().unwrap_or("");
+                messages.insert(key(), format!("{name}: {message}"));
+            }
+            Some("node.finished") if p["status"] == "error" => {
+                let (node_id, instance) = key();
+                if !(node_id.starts_with("tool:") || node_id.starts_with("llm:")) {
+                    continue;
+                }
+                let step = p["replayStep"]
+                    .as_u64()
+                    .and_then(|s| usize::try_from(s).ok());
+                let counted = match step {
+                    Some(s) => !recorded_errors.contains(&s),
+                    None => !live_asked,
+                };
+                if counted {
+                    failed.push(FailedStep {
+                        step,
+                        node_id: node_id.to_owned(),
+                        instance_id: instance.to_owned(),
+                        error: messages.remove(&(node_id, instance)).unwrap_or_default(),
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+    failed
+}
+
+/// A tool call or model step of a replay that finished with an error the recording does not
+/// have ([`Report::failed`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FailedStep {
+    /// The recorded step that answered it, when one did.
+    pub step: Option<usize>,
+    /// Its node id (`llm:step`, `tool:lookup_order`).
+    pub node_id: String,
+    /// Its instance id.
+    pub instance_id: String,
+    /// Its `node.error`, `Name: message` (empty when it recorded none).
+    pub error: String,
+}
+
+impl std::fmt::Display for FailedStep {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.step {
+            Some(s) => write!(f, "step {s} ({} {})", self.node_id, self.instance_id)?,
+            None => write!(f, "{} {}", self.node_id, self.instance_id)?,
+        }
+        if self.error.is_empty() {
+            write!(f, " finished with an error")
+        } else {
+            write!(f, " finished with an error: {}", self.error)
         }
     }
 }
@@ -214,6 +306,7 @@ pub struct Report<T> {
     outcomes: Vec<Outcome>,
     forked_at: Option<usize>,
     events: Vec<Value>,
+    failed: Vec<FailedStep>,
     recorded: bool,
     on_missing: OnMissing,
     path: PathBuf,
@@ -246,6 +339,38 @@ impl<T> Report<T> {
             .iter()
             .filter(|o| matches!(o, Outcome::Served { .. }))
             .count()
+    }
+
+    /// How many calls ran live, whatever the reason (the fork point and after it included).
+    #[must_use]
+    pub fn went_live(&self) -> usize {
+        self.live().count()
+    }
+
+    /// How many calls the recording could not answer: it has no such call, its recorded
+    /// answer is unusable (hidden, cut, a stream without chunks, a value that does not fit),
+    /// or it recorded an error the call cannot be handed. Each ran live.
+    #[must_use]
+    pub fn unanswered(&self) -> usize {
+        self.live().filter(|(_, _, r)| r.unanswered()).count()
+    }
+
+    /// How many calls diverged from the recording (0 or 1: the live part begins there).
+    #[must_use]
+    pub fn diverged(&self) -> usize {
+        self.outcomes
+            .iter()
+            .filter(|o| matches!(o, Outcome::Diverged(_)))
+            .count()
+    }
+
+    /// The tool calls and model steps that finished with an error the recording does not
+    /// have: a recorded answer the app could not use (the node is `replayed` but errs), and,
+    /// unless live calls were asked for ([`Replay::until`], [`OnMissing::Live`]), a call that
+    /// ran live and failed.
+    #[must_use]
+    pub fn failed(&self) -> &[FailedStep] {
+        &self.failed
     }
 
     /// The first divergence, if any.
@@ -288,12 +413,15 @@ impl<T> Report<T> {
         self.recorded
     }
 
-    /// `Ok` when the replay matched the recording: no divergence, and (with
-    /// [`OnMissing::Fail`]) no call the recording lacks. `Err` is a readable message.
+    /// `Ok` when the replay was whole: no divergence, no step that failed where the recorded
+    /// one did not ([`Report::failed`]), and (with [`OnMissing::Fail`], the default) no call
+    /// that ran live because the recording could not answer it ([`Report::unanswered`]).
+    /// Calls at and after a fork point ([`Replay::until`]) run live as asked. `Err` is a
+    /// readable message naming each step.
     ///
     /// # Errors
-    /// The message of the first divergence (step, node, field path, recorded vs live) or
-    /// the calls the recording does not have, with how to re-record.
+    /// The message of the first divergence (step, node, field path, recorded vs live), or the
+    /// steps that ran live (with why) or failed, with how to re-record.
     pub fn check(&self) -> Result<(), String> {
         if self.recorded {
             return Ok(());
@@ -305,19 +433,23 @@ impl<T> Report<T> {
         if let Some(d) = self.divergence() {
             return Err(format!("{d} {hint}"));
         }
-        let missing: Vec<&str> = self
-            .live()
-            .filter(|(_, _, r)| *r == LiveReason::NotRecorded)
-            .map(|(_, n, _)| n)
-            .collect();
-        if self.on_missing == OnMissing::Fail && !missing.is_empty() {
-            return Err(format!(
-                "the recording has no answer for {} call(s): {} {hint}",
-                missing.len(),
-                missing.join(", ")
+        let mut problems: Vec<String> = Vec::new();
+        if self.on_missing == OnMissing::Fail {
+            problems.extend(self.live().filter(|(_, _, r)| r.unanswered()).map(
+                |(step, node, reason)| {
+                    let at = step.map_or_else(|| node.to_owned(), |s| format!("step {s} ({node})"));
+                    format!("{at} ran live: {}", reason.describe())
+                },
             ));
         }
-        Ok(())
+        problems.extend(self.failed.iter().map(ToString::to_string));
+        if problems.is_empty() {
+            return Ok(());
+        }
+        Err(format!(
+            "the replay was not whole: {} {hint}",
+            problems.join("; ")
+        ))
     }
 
     /// Panics with [`Report::check`]'s message unless the replay matched the recording.

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use graphmind::node::{Node, Recording};
 
-use crate::step::{Gate, Recorded, Step, aborted, error_name, gate};
+use crate::step::{Gate, Recorded, Step, aborted, error_name, gate, gate_before};
 use crate::stream::{ChatStream, ChatStreamResponse, Reopen, observed};
 
 /// genai's [`Client`](genai::Client) with [`exec_chat`](Client::exec_chat) and
@@ -86,9 +86,8 @@ impl Client {
         });
         if detached {
             // Boxed: the instrumented call's state stays off the caller's future.
-            return Box::pin(crate::step::call_detached(&recorded, || {
-                self.inner
-                    .exec_chat(model.clone(), recorded.request.clone(), options)
+            return Box::pin(crate::step::call_detached(&recorded, |req| {
+                self.inner.exec_chat(model.clone(), req, options)
             }))
             .await;
         }
@@ -99,9 +98,8 @@ impl Client {
             }
             // Boxed: the instrumented call's state stays off the caller's future.
             Some(step) => {
-                Box::pin(step.call(|| {
-                    self.inner
-                        .exec_chat(model.clone(), recorded.request.clone(), options)
+                Box::pin(step.call(recorded.request.clone(), |req| {
+                    self.inner.exec_chat(model.clone(), req, options)
                 }))
                 .await
             }
@@ -142,7 +140,16 @@ impl Client {
             request: recorded,
             options: forced,
         };
-        match gate::<Vec<ChatStreamEvent>>(&mut step.node, PausePoint::Before).await {
+        let (decided, edited) =
+            gate_before::<Vec<ChatStreamEvent>>(&mut step.node, &reopen.request.request).await;
+        let mut reopen = reopen;
+        if let Some(request) = edited {
+            reopen.request = Arc::new(Recorded {
+                request,
+                model: reopen.request.model.clone(),
+            });
+        }
+        match decided {
             Gate::Inject(items) => return Ok(self.injected(step, items, reopen, !asked).await),
             Gate::Abort => {
                 step.node.abort_run().await;

@@ -101,6 +101,26 @@ pub(crate) async fn gate<R: DeserializeOwned>(node: &mut Node, point: PausePoint
     }
 }
 
+/// The `before` gate of a call whose request a person may edit (GraphMind 0.6 `edit-input`;
+/// genai's `ChatRequest` is serde): the gate's decision, and the edited request when the
+/// gate took an edit (checked against `ChatRequest` at the gate; the call goes on with it).
+pub(crate) async fn gate_before<R: DeserializeOwned>(
+    node: &mut Node,
+    request: &ChatRequest,
+) -> (Gate<R>, Option<ChatRequest>) {
+    node.editable(request);
+    match node.gate_typed::<R>(PausePoint::Before).await {
+        Resume::Edit { input, .. } => (Gate::Go, serde_json::from_value::<ChatRequest>(input).ok()),
+        Resume::Retry => (Gate::Retry, None),
+        Resume::Inject(v) => match R::deserialize(&v) {
+            Ok(r) => (Gate::Inject(r), None),
+            Err(_) => (Gate::Go, None),
+        },
+        Resume::Abort => (Gate::Abort, None),
+        _ => (Gate::Go, None),
+    }
+}
+
 /// The extras every finished step carries.
 pub(crate) fn extras(attempts: u32, out: &StepOut, injected: bool) -> Extras {
     let mut extras = Extras::new().api(API).attempts(attempts);
@@ -202,14 +222,23 @@ impl Step {
         Err(aborted())
     }
 
-    /// A non-streaming call: `send` issues the request (again on each retry).
-    pub(crate) async fn call<F, Fut>(mut self, mut send: F) -> genai::Result<ChatResponse>
+    /// A non-streaming call: `send` issues `request` (again on each retry). At the before
+    /// gate a person may edit the request: the edited request is what is sent from then on.
+    pub(crate) async fn call<F, Fut>(
+        mut self,
+        mut request: ChatRequest,
+        mut send: F,
+    ) -> genai::Result<ChatResponse>
     where
-        F: FnMut() -> Fut,
+        F: FnMut(ChatRequest) -> Fut,
         Fut: Future<Output = genai::Result<ChatResponse>>,
     {
         loop {
-            match gate::<ChatResponse>(&mut self.node, PausePoint::Before).await {
+            let (decided, edited) = gate_before::<ChatResponse>(&mut self.node, &request).await;
+            if let Some(edited) = edited {
+                request = edited;
+            }
+            match decided {
                 Gate::Inject(r) => {
                     self.finish_response(&r, true);
                     return Ok(r);
@@ -218,7 +247,7 @@ impl Step {
                 Gate::Go | Gate::Retry => {}
             }
             self.attempts += 1;
-            let result = send().await;
+            let result = send(request.clone()).await;
             match self.settle(result).await {
                 Ok(out) => return out,
                 Err(again) => self = again,
@@ -267,17 +296,20 @@ pub(crate) async fn call_detached<F, Fut>(
     mut send: F,
 ) -> genai::Result<ChatResponse>
 where
-    F: FnMut() -> Fut,
+    F: FnMut(ChatRequest) -> Fut,
     Fut: Future<Output = genai::Result<ChatResponse>>,
 {
     let since = Moment::now();
-    let (step, result) = poll_once_then(send(), || Step::begin_since(recorded, since)).await;
+    let (step, result) = poll_once_then(send(recorded.request.clone()), || {
+        Step::begin_since(recorded, since)
+    })
+    .await;
     let Some(mut step) = step else {
         return result;
     };
     step.attempts = 1;
     match step.settle(result).await {
         Ok(out) => out,
-        Err(again) => again.call(send).await,
+        Err(again) => again.call(recorded.request.clone(), send).await,
     }
 }

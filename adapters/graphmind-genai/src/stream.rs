@@ -268,6 +268,9 @@ struct Seen {
     errors: u64,
     /// Tool calls from the end event's captured content (complete), when genai captured them.
     final_calls: Option<Vec<Call>>,
+    /// The events as JSON, kept on `node.finished` (`recordedChunks`) so that a replay of
+    /// the run streams them back instead of opening the stream.
+    recorded: Vec<serde_json::Value>,
 }
 
 impl Seen {
@@ -281,13 +284,19 @@ impl Seen {
             chunks: 0,
             errors: 0,
             final_calls: None,
+            recorded: Vec::new(),
         }
     }
 
     fn item(&mut self, item: &genai::Result<ChatStreamEvent>) {
         self.chunks += 1;
         let ev = match item {
-            Ok(ev) => ev,
+            Ok(ev) => {
+                if let Ok(v) = serde_json::to_value(ev) {
+                    self.recorded.push(v);
+                }
+                ev
+            }
             Err(e) => {
                 self.errors += 1;
                 if let Some(node) = &self.node {
@@ -357,6 +366,12 @@ impl Seen {
         extra.insert("chunks".into(), self.chunks.into());
         if dropped {
             extra.insert("dropped".into(), true.into());
+        }
+        if !self.recorded.is_empty() {
+            extra.insert(
+                graphmind::protocol::recording::CHUNKS_KEY.into(),
+                serde_json::Value::Array(std::mem::take(&mut self.recorded)),
+            );
         }
         let status = if self.errors > 0 {
             Status::Error

@@ -465,3 +465,62 @@ async fn a_stream_that_cannot_be_prepared_continued_returns_genais_error() {
     hub.assert_valid();
     gm.dispose().await;
 }
+
+/// `exec.resume` with an edited input (GraphMind 0.6 `edit-input`).
+fn edit_at(hub: &FakeDebugger, held: &graphmind_tests::Frame, input: Value) {
+    support::resume_with(
+        hub,
+        held,
+        json!({"action": "continue", "input": input, "requestId": "e-1"}),
+    );
+}
+
+#[tokio::test]
+async fn before_edit_sends_the_edited_request_to_the_model() {
+    // The regression of issue 35: genai model calls were not editable.
+    let mock = Mock::start().await;
+    let hub = FakeDebugger::start().await;
+    hub.set_hub_capabilities(&["pause-registry", "edit-input"]);
+    let gm = attached(&hub, vec![json!({"kind": "llm", "point": "before"})]).await;
+    let task = spawn_chat(&gm, mock.client().graphmind(), "gpt-text");
+    let p = paused(&hub, 1).await;
+    assert_eq!(p.payload()["editable"], true, "{:?}", p.payload());
+    edit_at(&hub, &p, json!({"system": "Answer in French."}));
+    join(task).await.expect("not aborted").expect("answered");
+    let seen = mock.seen();
+    assert_eq!(seen.len(), 1);
+    let body = seen[0].body.to_string();
+    assert!(
+        body.contains("Answer in French."),
+        "the edited request left: {body}"
+    );
+    assert!(
+        body.contains("Weather in Lisbon?"),
+        "the rest is kept: {body}"
+    );
+    runs_finished(&hub, 1).await;
+    let fin = &finished(&hub, "llm:step")[0];
+    assert_eq!(fin["edited"]["after"]["system"], "Answer in French.");
+    gm.dispose().await;
+}
+
+#[tokio::test]
+async fn before_edit_of_a_stream_sends_the_edited_request_to_the_model() {
+    let mock = Mock::start().await;
+    let hub = FakeDebugger::start().await;
+    hub.set_hub_capabilities(&["pause-registry", "edit-input"]);
+    let gm = attached(&hub, vec![json!({"kind": "llm", "point": "before"})]).await;
+    let task = spawn_stream(&gm, mock.client().graphmind(), "gpt-text");
+    let p = paused(&hub, 1).await;
+    assert_eq!(p.payload()["editable"], true, "{:?}", p.payload());
+    edit_at(&hub, &p, json!({"system": "Answer in French."}));
+    join(task).await.expect("not aborted").expect("streamed");
+    let seen = mock.seen();
+    assert_eq!(seen.len(), 1);
+    let body = seen[0].body.to_string();
+    assert!(
+        body.contains("Answer in French."),
+        "the edited request left: {body}"
+    );
+    gm.dispose().await;
+}

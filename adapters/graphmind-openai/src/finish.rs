@@ -138,7 +138,9 @@ pub(crate) fn finish_lazy<T: Serialize + Send + Sync + 'static>(
 /// Observe-only nodes `tool:<name>` for the built-in tools a response ran (web search,
 /// file search, code interpreter, image generation, MCP calls): instanceId = the output
 /// item's id, `providerExecuted: true, ungated: true`.
-pub(crate) fn builtin_nodes(resp: &Value) {
+/// `injected`: the response did not come from the provider (a debugger's inject, a replay's
+/// recorded answer), and neither did its tools' items.
+pub(crate) fn builtin_nodes(resp: &Value, injected: bool) {
     for item in resp
         .get("output")
         .and_then(Value::as_array)
@@ -146,7 +148,7 @@ pub(crate) fn builtin_nodes(resp: &Value) {
         .flatten()
     {
         if let Some(node) = start_builtin(item) {
-            finish_builtin(node, item);
+            finish_builtin(node, item, injected);
         }
     }
 }
@@ -164,17 +166,18 @@ pub(crate) fn start_builtin(item: &Value) -> Option<Node> {
     )
 }
 
-/// Finishes a built-in tool's node with its (final) output item.
-pub(crate) fn finish_builtin(node: Node, item: &Value) {
+/// Finishes a built-in tool's node with its (final) output item; `injected`: the item came
+/// with an injected (or replayed) response, not from the provider.
+pub(crate) fn finish_builtin(node: Node, item: &Value, injected: bool) {
     let failed = item.get("status").and_then(Value::as_str) == Some("failed");
+    let mut extras = Extras::new().api("responses").provider_executed().ungated();
+    if injected {
+        extras = extras.injected();
+    }
     node.finish_with(
         if failed { Status::Error } else { Status::Ok },
         Some(item.clone()),
         None,
-        Extras::new()
-            .api("responses")
-            .provider_executed()
-            .ungated()
-            .into(),
+        extras.into(),
     );
 }

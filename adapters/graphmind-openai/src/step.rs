@@ -226,7 +226,7 @@ impl Step {
             let value = serde_json::to_value(resp).unwrap_or(Value::Null);
             let out = api.read(&value);
             if api == Api::Responses {
-                builtin_nodes(&value);
+                builtin_nodes(&value, injected);
             }
             let extra = Extra::new();
             finish_out(node, &out, Some(value), extras, injected, extra);

@@ -300,7 +300,7 @@ impl Seen {
                 let id = s(item, "id").unwrap_or_default();
                 if let Some(pos) = self.builtins.iter().position(|(i, _)| *i == id) {
                     let (_, node) = self.builtins.remove(pos);
-                    finish_builtin(node, item);
+                    finish_builtin(node, item, self.injected);
                 }
             }
             "response.completed" | "response.incomplete" | "response.failed" => {
@@ -324,16 +324,11 @@ impl Seen {
     /// Finishes every node: the stream ended, or (`dropped`) the caller dropped it first.
     fn end(mut self, dropped: bool) {
         for (_, node) in self.builtins.drain(..) {
-            node.finish_with(
-                graphmind::protocol::Status::Ok,
-                None,
-                None,
-                Extras::new()
-                    .api("responses")
-                    .provider_executed()
-                    .ungated()
-                    .into(),
-            );
+            let mut extras = Extras::new().api("responses").provider_executed().ungated();
+            if self.injected {
+                extras = extras.injected();
+            }
+            node.finish_with(graphmind::protocol::Status::Ok, None, None, extras.into());
         }
         let Some(node) = self.node.take() else {
             return;

@@ -36,12 +36,16 @@ use crate::{model_call, tool_call};
 #[derive(Clone, Default)]
 pub struct GraphmindHook {
     tools: Option<ToolServerHandle>,
+    /// The agent's model is served through graphmind's layer ([`gated_model`](crate::gated_model)):
+    /// a model call's answer can be given without calling the provider.
+    answers: bool,
 }
 
 impl std::fmt::Debug for GraphmindHook {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("GraphmindHook")
             .field("can_rerun_tools", &self.tools.is_some())
+            .field("answers_model_calls", &self.answers)
             .finish()
     }
 }
@@ -53,11 +57,15 @@ impl GraphmindHook {
         Self::default()
     }
 
-    /// A hook for `agent`'s runs: a `retry` at a tool's gate re-runs the tool on the run's bus.
+    /// A hook for `agent`'s runs: a `retry` at a tool's gate re-runs the tool on the run's bus,
+    /// and, when the agent's model is served through [`gated_model`](crate::gated_model), a
+    /// model call injected at its `before` gate (or answered by a replay) is answered without
+    /// calling the provider.
     #[must_use]
     pub fn for_agent(agent: &Agent) -> Self {
         Self {
             tools: Some(agent.tool_server_handle().clone()),
+            answers: crate::model_error::answers(agent),
         }
     }
 }
@@ -70,14 +78,8 @@ impl AgentHook for GraphmindHook {
     async fn on_dispatch(&self, ctx: &HookContext, event: DispatchEvent<'_>) -> DispatchAction {
         match event.kind {
             EffectKind::Completion { request, stream } => {
-                match model_call::dispatch(ctx, event.id, request).await {
+                match model_call::dispatch(ctx, event.id, request, *stream, self.answers).await {
                     model_call::Dispatch::Send => DispatchAction::Proceed,
-                    model_call::Dispatch::Patch(request) => {
-                        DispatchAction::Patch(EffectKind::Completion {
-                            request: *request,
-                            stream: *stream,
-                        })
-                    }
                     model_call::Dispatch::Stop => DispatchAction::stop(crate::turn_gate::ABORTED),
                 }
             }

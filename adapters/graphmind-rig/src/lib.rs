@@ -21,9 +21,12 @@
 //!   before the provider is called; the run's first step sends a `graph.hint` naming the
 //!   agent's tools, so the viewer draws them before anything runs.
 //! - The `before` gate holds before the request leaves. Inject there is the turn's content
-//!   (`"text"`, or `{text, toolCalls: [{id, name, arguments}]}`): rig's hooks cannot answer a
-//!   completion dispatch themselves, so the request still goes out and its answer is
-//!   replaced by the injected content before rig keeps it.
+//!   (`"text"`, or `{text, toolCalls: [{id, name, arguments}]}`) when the agent's model is
+//!   served through [`gated_model`] / [`GateModelErrors::gate_model_errors`] (not streamed):
+//!   graphmind's layer answers the call with it and the provider is not called; a replay's
+//!   recorded answer is given the same way. rig's hooks cannot answer a completion dispatch
+//!   themselves, so elsewhere an inject there is refused with that reason, and a replay runs
+//!   the call live and says so.
 //! - Streamed text, reasoning and tool-argument deltas (per call, by the call's part index and
 //!   tool name) go out batched as `node.token`.
 //! - The `after` gate holds the accepted answer before rig acts on it: inject replaces its
@@ -41,7 +44,8 @@
 //!
 //! # Per tool call (one execution of `tool:<name>`, instanceId = rig's tool-call id)
 //! - `before` before the tool runs: inject skips it and hands rig the value as the tool's
-//!   *successful* result (the model's next turn sees it).
+//!   *successful* result (the model's next turn sees it). Edit (GraphMind 0.6 `edit-input`)
+//!   runs the tool with the edited arguments (a JSON object).
 //!   Reject (a person's reason) skips it too and hands the model the rejection ("the call was
 //!   rejected by a person: `<reason>`") as the call's failed result.
 //! - `after` when it returns, `error` when it failed, before rig sees the result: inject

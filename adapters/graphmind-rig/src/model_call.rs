@@ -3,36 +3,40 @@
 //! answer is in, finished with the accepted turn's content, usage and finish reason.
 
 use graphmind::model::{Delta, DeltaKind, Grouping};
-use graphmind::node::{Extras, Node};
+use graphmind::node::{Extras, Node, Resume};
 use graphmind::protocol::{Extra, GraphHint, GraphNodeHint, NodeKind, PausePoint, Status};
 use rig_agent::HookContext;
 use rig_agent::agent::{ModelTurnAction, ModelTurnFinished, OutcomeAction};
-use rig_core::completion::{CompletionRequest, CompletionResponse};
+use rig_core::completion::{AssistantContent, CompletionRequest, CompletionResponse};
 use rig_core::effect::{EffectId, Outcome};
 use rig_core::error::ErrorReport;
 
-use crate::output::{NoInject, TurnInject, has_tool_calls, reply, usage};
+use crate::output::{ModelTurn, NoInject, TurnInject, has_tool_calls, reply, usage};
 use crate::state::{Shared, Step};
 use crate::turn_gate::{ABORTED, Gate, abort, gate_turn};
 use crate::{guard, model_error};
 
 /// What the `before` gate decided for rig.
 pub(crate) enum Dispatch {
-    /// Send the request.
+    /// Send the request (graphmind's layer answers it when the step holds its answer).
     Send,
-    /// Send this request instead (an inject: the request goes out without tools, so that
-    /// its answer is a turn rig lets the inject replace).
-    Patch(Box<CompletionRequest>),
     /// Stop the run (aborted outside any graphmind run).
     Stop,
 }
 
 /// Starts the step (or, for a re-issued turn, continues the open one) and holds its
-/// `before` gate.
+/// `before` gate. `answers`: the agent's model is served through graphmind's layer
+/// ([`gated_model`](crate::gated_model)), which can answer a non-streamed call (`stream`
+/// false) without calling the provider: an inject there (a person's, or a replay's recorded
+/// answer) is the call's whole answer, tool calls included. Without it rig calls the provider
+/// for every model call: a replay runs the call live (and says so), and an inject at `before`
+/// is refused with that reason (inject at `after` instead).
 pub(crate) async fn dispatch(
     ctx: &HookContext,
     id: EffectId,
     request: &CompletionRequest,
+    stream: bool,
+    answers: bool,
 ) -> Dispatch {
     if !Node::enabled() {
         return Dispatch::Send;
@@ -58,18 +62,28 @@ pub(crate) async fn dispatch(
             }
         }
     };
-    let decided = gate_turn::<TurnInject>(&mut step.node, PausePoint::Before).await;
+    let answered = answers && !stream;
+    let decided = if answered {
+        gate_model_turn(&mut step.node).await
+    } else {
+        // The call reaches the provider whatever the gate says: a replay runs it live.
+        step.node.decline_replay();
+        match gate_turn::<NoBeforeInject>(&mut step.node, PausePoint::Before).await {
+            // Refused at the gate; should one still come through, it is a turn's text.
+            Gate::Inject(t) => Gate::Inject(t.into_content()),
+            Gate::Go => Gate::Go,
+            Gate::Retry => Gate::Retry,
+            Gate::Abort => Gate::Abort,
+        }
+    };
     let out = match decided {
         Gate::Abort => {
             abort(step.node).await;
             return Dispatch::Stop;
         }
-        Gate::Inject(t) => {
-            step.inject = Some(t.into_content());
-            let mut patched = request.clone();
-            patched.tools.clear();
-            patched.tool_choice = None;
-            Dispatch::Patch(Box::new(patched))
+        Gate::Inject(content) => {
+            step.answer = Some(content);
+            Dispatch::Send
         }
         Gate::Go | Gate::Retry => Dispatch::Send,
     };
@@ -82,16 +96,52 @@ pub(crate) async fn dispatch(
     out
 }
 
+/// The `before` gate of a call graphmind's layer answers: an inject is a whole turn
+/// ([`ModelTurn`]).
+async fn gate_model_turn(node: &mut Node) -> Gate<Vec<AssistantContent>> {
+    match node.gate_typed::<ModelTurn>(PausePoint::Before).await {
+        Resume::Retry => Gate::Retry,
+        Resume::Inject(v) => match serde_json::from_value::<ModelTurn>(v) {
+            Ok(t) => Gate::Inject(t.0),
+            Err(_) => Gate::Go,
+        },
+        Resume::Abort => Gate::Abort,
+        _ => Gate::Go,
+    }
+}
+
+/// The inject at the `before` gate of a call rig sends to the provider whatever the gate
+/// says (the agent's model is not served through graphmind's layer, or the call streams):
+/// refused with the reason, the gate stays held.
+#[derive(Debug)]
+pub(crate) struct NoBeforeInject;
+
+impl<'de> serde::Deserialize<'de> for NoBeforeInject {
+    fn deserialize<D: serde::Deserializer<'de>>(_: D) -> Result<Self, D::Error> {
+        Err(serde::de::Error::custom(
+            "rig calls the provider for this model call whatever the gate says (its answer may call tools, and rig keeps such a turn): inject at the after gate, or serve the agent's model through graphmind_rig::gated_model / gate_model_errors (not for a streamed call) to answer it here",
+        ))
+    }
+}
+
+/// What rig's request holds that the provider minted, not the program (see
+/// [`graphmind::model::provider_minted`]): each earlier assistant turn's `origin` (the wire,
+/// provider, model and response id that produced it). A replay does not compare it, so that a
+/// replayed run whose answers carry other ids is not a divergence.
+const PROVIDER_MINTED: &[&str] = &["$.chat_history[*].origin"];
+
 /// A new execution of `llm:step` (and, on the run's first step, `graph.hint` with the agent's
 /// tools).
 fn start(ctx: &HookContext, request: &CompletionRequest) -> Option<Step> {
     guard("starting a model step", || {
         // Steps of one prompt call are one invocation; two prompt calls never merge. The
         // request is serialized once, straight into the recorded text.
-        let node = Node::start_step_serialized(
-            request,
-            Grouping::explicit(format!("rig-{}", ctx.run_id())),
-        )?;
+        let node = graphmind::model::provider_minted(PROVIDER_MINTED, || {
+            Node::start_step_serialized(
+                request,
+                Grouping::explicit(format!("rig-{}", ctx.run_id())),
+            )
+        })?;
         if node.instance_id().ends_with(":s1") && !request.tools.is_empty() {
             // Once per run: every prompt call of an agent offers the same tools.
             node.emit_hint(GraphHint {
@@ -112,7 +162,7 @@ fn start(ctx: &HookContext, request: &CompletionRequest) -> Option<Step> {
         Some(Step {
             node,
             attempts: 0,
-            inject: None,
+            answer: None,
             retry: false,
             reissue: false,
             injected: false,
@@ -164,18 +214,6 @@ pub(crate) async fn outcome(
         return OutcomeAction::Proceed;
     };
     let calls_tools = has_tool_calls(&response.choice);
-    if let Some(content) = step.inject.take() {
-        if !calls_tools {
-            step.injected = true;
-            shared.lock().step = Some(step);
-            return replace(response, content);
-        }
-        // The model called tools all the same: rig keeps such a turn as it is.
-        step.node.error(
-            "InjectNotApplied",
-            "the answer called tools; rig cannot replace such a turn",
-        );
-    }
     let decided = if calls_tools {
         gate_turn::<NoInject>(&mut step.node, PausePoint::After).await
     } else {

@@ -18,7 +18,7 @@ use rig_core::effect::{EffectId, EffectKind, Outcome};
 use rig_core::error::{ErrorKind, ErrorReport};
 use rig_core::operation::Completion;
 use rig_core::serve::adapters::ModelAdapter;
-use rig_core::serve::{Decision, ErasedHandler, Intercept, Verdict};
+use rig_core::serve::{Decision, Dispatch, ErasedHandler, Intercept, Reply, Serve, Verdict};
 
 use crate::output::TurnInject;
 use crate::state::{Shared, Step};
@@ -62,6 +62,11 @@ pub(crate) fn forget(id: EffectId, shared: &Shared) {
 /// The run state of the one dispatch in flight under `id` (and, if several agents have one
 /// under that id, in the current graphmind run), taken off the list.
 fn claim(id: EffectId) -> Option<Shared> {
+    find(id, true)
+}
+
+/// [`claim`], taking the entry off the list only when `take`.
+fn find(id: EffectId, take: bool) -> Option<Shared> {
     let mut all = in_flight();
     let with_id: Vec<usize> = (0..all.len()).filter(|&at| all[at].0 == id).collect();
     let at = match with_id.as_slice() {
@@ -79,7 +84,11 @@ fn claim(id: EffectId) -> Option<Shared> {
             one
         }
     };
-    Some(all.swap_remove(at).2)
+    if take {
+        Some(all.swap_remove(at).2)
+    } else {
+        Some(all[at].2.clone())
+    }
 }
 
 /// rig's handler for `model` under `label` (rig's `ModelAdapter`), with graphmind's `error`
@@ -106,7 +115,59 @@ pub fn gated_model(
     let label = label.into();
     let model = model.into();
     LAYERED.store(true, Ordering::Relaxed);
-    ErasedHandler::new(ModelAdapter::new(label, model.clone())).layered(ModelErrorGate { model })
+    let gated = ErasedHandler::new(ModelAdapter::new(label, model.clone()))
+        .layered(ModelErrorGate { model });
+    ErasedHandler::new(Answering { inner: gated })
+}
+
+/// Whether `agent`'s default model is served through [`gated_model`] (its handler's layers
+/// name graphmind's): then a model call's answer can be given without calling the provider.
+pub(crate) fn answers(agent: &rig_agent::Agent) -> bool {
+    agent
+        .model_descriptor()
+        .is_some_and(|d| d.layers.iter().any(|l| l == LAYER))
+}
+
+/// The name of graphmind's layer on a model's handler.
+const LAYER: &str = "graphmind";
+
+/// The outermost part of [`gated_model`]'s handler: a non-streamed completion dispatch whose
+/// step already has its answer (injected at the `before` gate, or a replay's recorded answer)
+/// is answered with it, and the provider is not called; every other dispatch goes on to the
+/// model (through the `error` gate's layer).
+struct Answering {
+    inner: ErasedHandler,
+}
+
+impl Serve for Answering {
+    type Family = rig_core::effect::family::Dynamic;
+
+    fn descriptor(&self) -> rig_core::effect::HandlerDescriptor {
+        self.inner.descriptor()
+    }
+
+    async fn serve(&self, kind: EffectKind, dispatch: Dispatch) -> Reply {
+        if let EffectKind::Completion {
+            request,
+            stream: false,
+        } = &kind
+            && let Some(content) = answer_of(dispatch.id())
+            && let Some(response) = injected(content, request, "answered by graphmind")
+        {
+            return Reply::Outcome(Ok(Outcome::Completion(response)));
+        }
+        self.inner.handle(kind, dispatch).await
+    }
+}
+
+/// The answer the step of dispatch `id` holds for it, taken.
+fn answer_of(id: EffectId) -> Option<Vec<AssistantContent>> {
+    let shared = find(id, false)?;
+    let mut state = shared.lock();
+    let step = state.step.as_mut()?;
+    let content = step.answer.take()?;
+    step.injected = true;
+    Some(content)
 }
 
 /// `.gate_model_errors(model)` on rig's `AgentBuilder`: the agent's default model (the one
@@ -205,7 +266,9 @@ impl ModelErrorGate {
                     return Verdict::Replace(Err(ErrorReport::new(ErrorKind::Cancelled, ABORTED)));
                 }
                 Gate::Inject(turn) => {
-                    let Some(response) = injected(turn.into_content(), request) else {
+                    let Some(response) =
+                        injected(turn.into_content(), request, "injected at the error gate")
+                    else {
                         shared.lock().step = Some(step);
                         return Verdict::Keep;
                     };
@@ -228,11 +291,13 @@ impl ModelErrorGate {
     }
 }
 
-/// A completion answering with `content` (what the debugger injected), for rig 0.43 and 0.44
-/// alike (their constructors differ; their serialized shapes share these fields).
+/// A completion answering with `content` (what the debugger injected, or a replay's recorded
+/// answer), for rig 0.43 and 0.44 alike (their constructors differ; their serialized shapes
+/// share these fields). `how` goes into its `raw`.
 fn injected(
     content: Vec<AssistantContent>,
     request: &CompletionRequest,
+    how: &str,
 ) -> Option<CompletionResponse> {
     let model = request.model.clone().unwrap_or_else(|| "graphmind".into());
     serde_json::from_value(serde_json::json!({
@@ -241,7 +306,7 @@ fn injected(
         "provider": "graphmind",
         "model": model,
         "origin": {"api": "graphmind", "provider": "graphmind", "model": model},
-        "raw": {"graphmind": "injected at the error gate"},
+        "raw": {"graphmind": how},
     }))
     .ok()
 }

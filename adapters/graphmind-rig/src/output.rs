@@ -109,6 +109,64 @@ impl TurnInject {
     }
 }
 
+/// A whole model turn, for a `before` gate whose answer graphmind's model layer gives
+/// ([`gated_model`](crate::gated_model)): its text, as a string or as the step output's shape
+/// `{text, toolCalls: [{id, name, arguments}]}` (`input` is read as well as `arguments`, as
+/// JSON or as its text), tool calls included: rig then runs the tools it names.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(try_from = "RawTurn")]
+pub(crate) struct ModelTurn(pub(crate) Vec<AssistantContent>);
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawTurn {
+    Text(String),
+    Reply {
+        #[serde(default)]
+        text: String,
+        #[serde(default, rename = "toolCalls")]
+        tool_calls: Vec<RawCall>,
+    },
+}
+
+#[derive(Deserialize)]
+struct RawCall {
+    #[serde(default)]
+    id: Option<String>,
+    name: String,
+    #[serde(default)]
+    arguments: Option<Value>,
+    #[serde(default)]
+    input: Option<Value>,
+}
+
+impl TryFrom<RawTurn> for ModelTurn {
+    type Error = String;
+
+    fn try_from(raw: RawTurn) -> Result<Self, Self::Error> {
+        let (text, calls) = match raw {
+            RawTurn::Text(text) => (text, Vec::new()),
+            RawTurn::Reply { text, tool_calls } => (text, tool_calls),
+        };
+        let mut content = Vec::new();
+        if !text.is_empty() || calls.is_empty() {
+            content.push(AssistantContent::text(text));
+        }
+        for (i, call) in calls.into_iter().enumerate() {
+            let name = rig_core::completion::message::ToolName::new(call.name)
+                .map_err(|e| format!("toolCalls[{i}].name: {e}"))?;
+            let args = match call.input.or(call.arguments) {
+                Some(Value::String(text)) => args_value(&text),
+                Some(v) => v,
+                None => Value::Object(serde_json::Map::new()),
+            };
+            let id = call.id.unwrap_or_else(|| format!("graphmind_call_{i}"));
+            content.push(AssistantContent::tool_call(id, name, args));
+        }
+        Ok(Self(content))
+    }
+}
+
 /// The inject of a turn that called tools: always refused (rig keeps such a turn as it is).
 #[derive(Debug)]
 pub(crate) struct NoInject;
@@ -162,5 +220,30 @@ mod tests {
         assert_eq!(reply(&content, Some(&FinishReason::Stop))["text"], "hi");
         assert!(!has_tool_calls(&content));
         assert!(serde_json::from_value::<NoInject>(serde_json::json!("x")).is_err());
+    }
+
+    #[test]
+    fn a_whole_turn_keeps_its_tool_calls_in_either_recorded_shape() {
+        let turn: ModelTurn = serde_json::from_value(serde_json::json!({
+            "text": "",
+            "finishReason": "tool-calls",
+            "toolCalls": [
+                {"id": "call_1", "name": "add", "arguments": {"x": 2, "y": 3}},
+                {"id": "call_2", "name": "add", "input": "{\"x\":1,\"y\":1}"}
+            ]
+        }))
+        .expect("a turn");
+        assert!(has_tool_calls(&turn.0));
+        let out = reply(&turn.0, Some(&FinishReason::ToolCalls));
+        assert_eq!(out["toolCalls"][0]["id"], "call_1");
+        assert_eq!(out["toolCalls"][0]["name"], "add");
+        assert_eq!(out["toolCalls"][1]["id"], "call_2");
+        assert_eq!(out["text"], "");
+        let text: ModelTurn = serde_json::from_value(serde_json::json!("5")).expect("text");
+        assert_eq!(reply(&text.0, None)["text"], "5");
+        assert!(
+            serde_json::from_value::<ModelTurn>(serde_json::json!({"toolCalls": [{"name": ""}]}))
+                .is_err()
+        );
     }
 }

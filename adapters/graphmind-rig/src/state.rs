@@ -16,8 +16,9 @@ pub(crate) struct Step {
     pub(crate) node: Node,
     /// Dispatches of this execution (a gate retry is one more).
     pub(crate) attempts: u32,
-    /// Content injected at the before gate, substituted when the answer arrives.
-    pub(crate) inject: Option<Vec<AssistantContent>>,
+    /// The answer graphmind's model layer gives the dispatch instead of calling the provider
+    /// (an inject at the before gate, or a replay's recorded answer; see `gated_model`).
+    pub(crate) answer: Option<Vec<AssistantContent>>,
     /// The after gate asked for a retry: the turn is repeated.
     pub(crate) retry: bool,
     /// The next dispatch re-issues this execution.

@@ -60,6 +60,11 @@ pub(crate) async fn dispatch(
     // A person may reject the call the model asked for (GraphMind `reject`, graphmind's
     // extension): the tool does not run and the model sees why.
     node.rejectable();
+    // rig's tool arguments are JSON: a person may edit an object of them (GraphMind 0.6
+    // `edit-input`); rig then runs the tool with the edited arguments.
+    if let Value::Object(args) = args_value(args) {
+        node.editable(&args);
+    }
     let (inject, action) = match node.gate(PausePoint::Before).await {
         Resume::Abort => {
             abort(node).await;
@@ -73,6 +78,14 @@ pub(crate) async fn dispatch(
             node.reject(&reason);
             return DispatchAction::skip(told);
         }
+        // Checked against the arguments' shape at the gate; rig patches a call's arguments.
+        Resume::Edit { input, .. } => (
+            None,
+            DispatchAction::Patch(rig_core::effect::EffectKind::ToolCall {
+                name: name.to_owned(),
+                args: input.to_string(),
+            }),
+        ),
         _ => (None, DispatchAction::Proceed),
     };
     Shared::of(ctx)

@@ -83,22 +83,57 @@ async fn model_before_holds_with_nothing_sent_then_continue_sends_it() {
 }
 
 #[tokio::test]
-async fn model_before_inject_replaces_the_turn_the_app_gets() {
+async fn model_before_inject_without_graphminds_layer_is_refused_with_the_reason() {
+    // rig calls the provider for this call whatever the gate says, and keeps an answer that
+    // calls tools: an inject here could be accepted and not applied, so it is refused.
     let model = MockCompletionModel::text("real");
     let agent = AgentBuilder::new(model.clone())
         .tool(Add::default())
         .build();
     let run = gated("llm", "before", agent, "hi").await;
-    inject_at(&run.hub, 1, json!("canned")).await;
-    let done = run.finish().await;
-    assert_eq!(done.response().output(), "canned");
-    let sent = &model.requests()[0];
+    let hub = &run.hub;
+    let p = inject_at(hub, 1, json!("canned")).await;
+    support::wait_count(hub, "exec.refused", 1).await;
+    let refused = &hub.frames_of("exec.refused")[0];
+    let message = refused.payload()["message"]
+        .as_str()
+        .unwrap_or("")
+        .to_owned();
     assert!(
-        sent.tools.is_empty(),
-        "an injected turn's request goes out without tools"
+        message.contains("rig calls the provider for this model call whatever the gate says"),
+        "{message}"
+    );
+    assert!(message.contains("gate_model_errors"), "{message}");
+    assert!(hub.resume(p.run_id(), &pause_id(&p), "continue"));
+    let done = run.finish().await;
+    assert_eq!(done.response().output(), "real");
+    assert_eq!(model.request_count(), 1);
+}
+
+#[tokio::test]
+async fn model_before_inject_with_graphminds_layer_answers_without_calling_the_provider() {
+    use graphmind_rig::GateModelErrors;
+    let model = MockCompletionModel::text("real");
+    let add = Add::default();
+    let agent = AgentBuilder::new(model.clone())
+        .tool(add.clone())
+        .gate_model_errors(model.clone())
+        .build();
+    let run = gated("llm", "before", agent, "2+3?").await;
+    // A whole turn, tool calls included: rig runs the tool, then asks the model again.
+    let turn = json!({"text": "", "toolCalls": [{"id": "call_9", "name": "add", "arguments": {"x": 2, "y": 3}}]});
+    inject_at(&run.hub, 1, turn).await;
+    continue_at(&run.hub, 2).await;
+    let done = run.finish().await;
+    assert_eq!(done.response().output(), "real");
+    assert_eq!(add.calls.load(Ordering::SeqCst), 1, "the injected call ran");
+    assert_eq!(
+        model.request_count(),
+        1,
+        "only the second model call reached the model"
     );
     let fin = &finished(&done.hub, "llm:step")[0];
-    assert_eq!(fin["output"]["text"], "canned");
+    assert_eq!(fin["output"]["toolCalls"][0]["name"], "add");
     assert_eq!(fin["injected"], true);
 }
 
@@ -545,5 +580,34 @@ async fn parallel_tool_calls_hold_apart_and_resume_in_any_order() {
         .expect("one ran");
     assert!(ran["output"] == 2 || ran["output"] == 4, "{ran}");
     hub.assert_valid();
+    gm.dispose().await;
+}
+
+#[tokio::test]
+async fn tool_before_edit_runs_the_tool_with_the_edited_arguments() {
+    // The regression of issue 35: rig refused a tool `--input` edit ("the app did not mark it
+    // editable").
+    let model = tool_then_text();
+    let add = Add::default();
+    let agent = AgentBuilder::new(model.clone()).tool(add.clone()).build();
+    let hub = FakeDebugger::start().await;
+    hub.set_hub_capabilities(&["pause-registry", "edit-input"]);
+    let gm = attached(&hub, vec![json!({"kind": "tool", "point": "before"})]).await;
+    let task = support::spawn_in_run(&gm, agent, "2+3?");
+    let p = paused(&hub, 1).await;
+    assert_eq!(p.payload()["editable"], true, "{:?}", p.payload());
+    support::resume_with(
+        &hub,
+        &p,
+        json!({"action": "continue", "input": {"x": 40, "y": 2}, "requestId": "e-1"}),
+    );
+    join(task).await.expect("not aborted").expect("answered");
+    runs_finished(&hub, 1).await;
+    assert_eq!(add.calls.load(Ordering::SeqCst), 1);
+    let sent = tool_result_sent(&model).to_string();
+    assert!(sent.contains("42"), "the edited arguments ran: {sent}");
+    let fin = &finished(&hub, "tool:add")[0];
+    assert_eq!(fin["output"], 42);
+    assert_eq!(fin["edited"]["after"], json!({"x": 40, "y": 2}));
     gm.dispose().await;
 }

@@ -49,20 +49,23 @@ fn load(src: &Source) -> Result<Recording, Fail> {
     }
 }
 
-/// A fetched recording handed to the replayed app: a file only this user may read (0600) in
-/// a new directory only this user may enter (0700) — it holds every recorded input and output,
-/// API keys included — removed, with its directory, when this is dropped (the command ends,
-/// fails, or is stopped by a signal).
+/// The replayed app's private directory: a new directory only this user may enter (0700),
+/// holding a fetched recording (mode 0600; it holds every recorded input and output, API
+/// keys included) and the summary the app's replayer keeps there
+/// (`GRAPHMIND_REPLAY_SUMMARY`); removed with what it holds when this is dropped (the command
+/// ends, fails, or is stopped by a signal).
 struct PrivateCopy {
     dir: PathBuf,
-    file: PathBuf,
+    /// The fetched recording, when the recording was fetched (a file the user named is
+    /// handed over as it is).
+    file: Option<PathBuf>,
 }
 
 impl PrivateCopy {
-    /// Writes `text` into a new private directory under the temporary directory. The
-    /// directory is created, never reused: a name someone else took (a directory or a
-    /// symlink planted in `/tmp`) is skipped.
-    fn write(text: &[u8]) -> Result<Self, Fail> {
+    /// Makes a new private directory under the temporary directory and writes `text` (a
+    /// fetched recording) into it. The directory is created, never reused: a name someone
+    /// else took (a directory or a symlink planted in `/tmp`) is skipped.
+    fn write(text: Option<&[u8]>) -> Result<Self, Fail> {
         let fail = |what: &str, p: &Path, e: std::io::Error| {
             Fail::new(Exit::Usage, format!("cannot {what} {}: {e}", p.display()))
         };
@@ -87,27 +90,99 @@ impl PrivateCopy {
                 Err(e) => return Err(fail("create the directory", &dir, e)),
             }
         };
-        let file = dir.join("recording.ndjson");
-        let copy = Self { dir, file };
+        let mut copy = Self { dir, file: None };
+        let Some(text) = text else {
+            return Ok(copy);
+        };
+        let file = copy.dir.join("recording.ndjson");
         let mut o = std::fs::OpenOptions::new();
         o.write(true).create_new(true);
         #[cfg(unix)]
         std::os::unix::fs::OpenOptionsExt::mode(&mut o, 0o600);
-        let mut f = o
-            .open(&copy.file)
-            .map_err(|e| fail("create", &copy.file, e))?;
+        let mut f = o.open(&file).map_err(|e| fail("create", &file, e))?;
+        copy.file = Some(file.clone());
         f.write_all(text)
             .and_then(|()| f.flush())
-            .map_err(|e| fail("write", &copy.file, e))?;
+            .map_err(|e| fail("write", &file, e))?;
         Ok(copy)
+    }
+
+    /// Where the app's replayer keeps its summary.
+    fn summary(&self) -> PathBuf {
+        self.dir.join("summary.json")
     }
 }
 
 impl Drop for PrivateCopy {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.file);
+        if let Some(file) = &self.file {
+            let _ = std::fs::remove_file(file);
+        }
+        let summary = self.summary();
+        let _ = std::fs::remove_file(summary.with_extension("tmp"));
+        let _ = std::fs::remove_file(summary);
         let _ = std::fs::remove_dir(&self.dir);
     }
+}
+
+/// What the replayed app's summary says (`GRAPHMIND_REPLAY_SUMMARY`, kept by its replayer).
+#[derive(Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+struct Summary {
+    recorded_steps: usize,
+    served: usize,
+    live: usize,
+    unanswered: usize,
+    diverged: usize,
+    failed: usize,
+    problems: Vec<String>,
+}
+
+impl Summary {
+    /// Whether every call was answered as recorded: nothing the recording could not answer,
+    /// no divergence, no answer the app failed on. Calls at and after a fork point
+    /// (`--until`) run live as asked.
+    fn whole(&self) -> bool {
+        self.unanswered == 0 && self.diverged == 0 && self.failed == 0
+    }
+
+    /// The lines `graphmind replay` prints at the end.
+    fn lines(&self, run: &str) -> Vec<String> {
+        let mut lines = vec![format!(
+            "graphmind: replay of {run}: {} served, {} went live ({} the recording could not answer), {} diverged, {} failed after a recorded answer",
+            self.served, self.live, self.unanswered, self.diverged, self.failed
+        )];
+        lines.extend(self.problems.iter().map(|p| format!("  {p}")));
+        if !self.whole() {
+            lines.push(
+                "graphmind: the replay was not whole: some calls were not answered as recorded"
+                    .to_owned(),
+            );
+        }
+        lines
+    }
+}
+
+/// What `graphmind replay` says and exits with once the app ended with `app`: the app's own
+/// failure first; else 1 when the replay was not whole (the summary says so) or cannot be
+/// known (the app wrote no summary: it made no tool call or model step, or its graphmind
+/// predates summaries); else 0.
+fn conclude(summary: Option<&str>, run: &str, app: Option<i32>) -> (Vec<String>, ExitCode) {
+    let parsed = summary.and_then(|t| serde_json::from_str::<Summary>(t).ok());
+    let (lines, whole) = match parsed {
+        Some(s) => (s.lines(run), s.whole()),
+        None => (
+            vec![format!(
+                "graphmind: the app reported no replay of {run} (it made no tool call or model step, or its graphmind does not write GRAPHMIND_REPLAY_SUMMARY): whether anything ran live is unknown"
+            )],
+            false,
+        ),
+    };
+    let code = match app {
+        Some(0) if !whole => Some(1),
+        other => other,
+    };
+    (lines, exit_code(code))
 }
 
 /// What `graphmind replay` was asked.
@@ -211,15 +286,19 @@ pub(super) fn replay(args: &ReplayArgs<'_>) -> Result<ExitCode, Fail> {
         let copy = match &src {
             Source::File(path) => {
                 cmd.env("GRAPHMIND_REPLAY", path);
-                None
+                PrivateCopy::write(None)?
             }
             Source::Fetched { text, .. } => {
-                let copy = PrivateCopy::write(text)?;
-                cmd.env("GRAPHMIND_REPLAY", &copy.file);
-                Some(copy)
+                let copy = PrivateCopy::write(Some(text))?;
+                if let Some(file) = &copy.file {
+                    cmd.env("GRAPHMIND_REPLAY", file);
+                }
+                copy
             }
         };
+        cmd.env("GRAPHMIND_REPLAY_SUMMARY", copy.summary());
         drop(src);
+        let run = rec.run_id.clone();
         eprintln!(
             "graphmind: replaying {} ({} steps{}) with {}",
             rec.run_id,
@@ -239,8 +318,14 @@ pub(super) fn replay(args: &ReplayArgs<'_>) -> Result<ExitCode, Fail> {
         });
         let stop = tokio::select! {
             status = &mut ended => {
+                let summary = std::fs::read_to_string(copy.summary()).ok();
                 drop(copy);
-                return Ok(exit_of(status.ok().and_then(Result::ok)));
+                let app = status.ok().and_then(Result::ok).and_then(|s| s.code());
+                let (lines, code) = conclude(summary.as_deref(), &run, app);
+                for line in lines {
+                    eprintln!("{line}");
+                }
+                return Ok(code);
             }
             stop = stops.recv() => stop,
         };
@@ -276,9 +361,9 @@ fn send_signal(pid: u32, name: &str) {
     let _ = (pid, name);
 }
 
-/// The command's exit code as replay's.
-fn exit_of(status: Option<std::process::ExitStatus>) -> ExitCode {
-    match status.and_then(|s| s.code()) {
+/// The command's exit code (`None`: killed by a signal) as replay's.
+fn exit_code(code: Option<i32>) -> ExitCode {
+    match code {
         Some(0) => ExitCode::SUCCESS,
         Some(c) => ExitCode::from(u8::try_from(c).unwrap_or(1)),
         None => ExitCode::from(1),
@@ -482,6 +567,62 @@ pub(super) fn diff(port: Option<u16>, a: &str, b: &str, as_json: bool) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_whole_replay_says_what_was_served_and_exits_with_the_apps_code() {
+        let whole = r#"{"recordedRun":"run_a","recordedSteps":4,"served":4,"live":0,"unanswered":0,"diverged":0,"failed":0,"problems":[]}"#;
+        let (lines, code) = conclude(Some(whole), "run_a", Some(0));
+        assert_eq!(
+            lines,
+            [
+                "graphmind: replay of run_a: 4 served, 0 went live (0 the recording could not answer), 0 diverged, 0 failed after a recorded answer"
+            ]
+        );
+        assert_eq!(code, ExitCode::SUCCESS);
+        let (_, code) = conclude(Some(whole), "run_a", Some(7));
+        assert_eq!(code, ExitCode::from(7), "the app's own failure first");
+    }
+
+    #[test]
+    fn a_replay_with_live_or_failed_calls_is_not_whole_and_exits_1_naming_the_steps() {
+        let partial = r#"{"recordedRun":"run_a","recordedSteps":4,"served":2,"live":2,"unanswered":1,"diverged":0,"failed":1,"problems":["step 3 (llm:step) ran live: the recording has no such call","step 4 (llm:step) was answered from the recording but finished with an error"]}"#;
+        let (lines, code) = conclude(Some(partial), "run_a", Some(0));
+        assert_eq!(code, ExitCode::from(1));
+        assert_eq!(
+            lines,
+            [
+                "graphmind: replay of run_a: 2 served, 2 went live (1 the recording could not answer), 0 diverged, 1 failed after a recorded answer",
+                "  step 3 (llm:step) ran live: the recording has no such call",
+                "  step 4 (llm:step) was answered from the recording but finished with an error",
+                "graphmind: the replay was not whole: some calls were not answered as recorded",
+            ]
+        );
+        // Live from a fork point, as asked: whole.
+        let forked =
+            r#"{"served":2,"live":2,"unanswered":0,"diverged":0,"failed":0,"problems":[]}"#;
+        assert_eq!(
+            conclude(Some(forked), "run_a", Some(0)).1,
+            ExitCode::SUCCESS
+        );
+        let diverged = r#"{"served":1,"live":0,"unanswered":0,"diverged":1,"failed":0,"problems":["replay diverged at step 2"]}"#;
+        assert_eq!(
+            conclude(Some(diverged), "run_a", Some(0)).1,
+            ExitCode::from(1)
+        );
+    }
+
+    #[test]
+    fn an_app_that_wrote_no_summary_is_not_called_whole() {
+        let (lines, code) = conclude(None, "run_a", Some(0));
+        assert_eq!(code, ExitCode::from(1));
+        assert_eq!(lines.len(), 1);
+        assert!(
+            lines[0].starts_with("graphmind: the app reported no replay of run_a"),
+            "{}",
+            lines[0]
+        );
+        assert_eq!(conclude(None, "run_a", None).1, ExitCode::from(1), "killed");
+    }
 
     fn rec(run: &str, second_input: &str) -> Recording {
         let text = format!(

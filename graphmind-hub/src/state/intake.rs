@@ -367,6 +367,14 @@ impl HubState {
                         PauseReason::Breakpoint
                     }
                 });
+                // A replay's fork point travels as a `breakpoint` hold marked `replayFork`
+                // (the reason the reference peers' schema knows): shown as `replay`.
+                let reason = match p.extra.get("replayFork") {
+                    Some(Value::Bool(true)) if reason == PauseReason::Breakpoint => {
+                        PauseReason::Replay
+                    }
+                    _ => reason,
+                };
                 let node_kind = seen
                     .and_then(|n| n.kind.map(str::to_owned))
                     .or_else(|| p.node_id.split_once(':').map(|(k, _)| k.to_owned()));

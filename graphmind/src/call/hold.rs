@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use graphmind_protocol::{ExecPaused, Extra, Message, NodeKind, PausePoint};
+use graphmind_protocol::{ExecPaused, Extra, Message, NodeKind, PausePoint, PauseReason};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
@@ -114,6 +114,15 @@ pub(crate) async fn decide(spec: GateSpec<'_>) -> Released {
     if let Some(id) = spec.instance_id {
         extra.insert("instanceId".into(), Value::String(id));
     }
+    // A replay's fork point: on the wire a `breakpoint` hold (the reason every peer's schema
+    // knows) marked `replayFork: true`; graphmind's hub reads it back as reason `replay`.
+    let reason = match reason {
+        PauseReason::Replay => {
+            extra.insert("replayFork".into(), Value::Bool(true));
+            PauseReason::Breakpoint
+        }
+        other => other,
+    };
     host.emit(
         spec.run_id,
         Message::ExecPaused(ExecPaused {

@@ -37,6 +37,10 @@ pub(crate) struct NodeRun {
     finished: bool,
     /// The replayer's decision for this call (a replay is configured): taken by its policy.
     pub(crate) replay: Option<Box<crate::replay::Decision>>,
+    /// The recorded step whose answer a replay handed this node's `before` gate (a node
+    /// started by hand): its `node.finished` says `replayed: true` and `replayStep`, not
+    /// `injected`.
+    pub(crate) served: Option<usize>,
     /// The input the call runs with now, kept (attached only) while a `before` gate may
     /// take an edited input; boxed, so a node without one stays small.
     pub(crate) edit: Option<Box<EditState>>,
@@ -97,6 +101,7 @@ impl NodeRun {
         let (started, started_seq) = record_started_at(&*host, &run_id, spec, at);
         Self {
             replay,
+            served: None,
             started_seq,
             loop_fp: None,
             host,
@@ -205,6 +210,33 @@ impl NodeRun {
                 .rest
                 .insert("edited".into(), Value::Object(edited));
         }
+        // A node started by hand whose served answer no `before` gate took (an observe-only
+        // node, a tool the provider ran inside a replayed answer): its output came from the
+        // replay when the adapter says it was injected, else the call ran live.
+        if let Some(decision) = self.replay.take()
+            && let crate::replay::Decision::Serve(served) = *decision
+        {
+            let injected = finish.extra.injected
+                || finish.extra.rest.get("injected") == Some(&Value::Bool(true));
+            if injected {
+                self.served = Some(served.step);
+            } else if let Some(r) = self.host.replayer() {
+                r.unserved(served.step, crate::replay::LiveReason::NotAnswerable);
+            }
+        }
+        // Answered from a recording: replayed, not injected by a person.
+        if let Some(step) = self.served {
+            finish.extra.injected = false;
+            finish.extra.rest.shift_remove("injected");
+            finish.extra.rest.extend(served_extra(step));
+        }
+        // An answer from the recording that ended in an error the recorded call did not have.
+        if status == Status::Error
+            && let Some(step) = finish.extra.rest.get("replayStep").and_then(Value::as_u64)
+            && let Some(r) = self.host.replayer()
+        {
+            r.finished_with_error(usize::try_from(step).unwrap_or(usize::MAX), &self.node_id);
+        }
         if let Some(api) = self.api
             && finish.extra.api.is_none()
         {
@@ -252,10 +284,16 @@ fn replay_decision(host: &dyn Host, spec: &StartSpec) -> Option<Box<crate::repla
     }
     let replayer = host.replayer()?;
     let input = spec.input.as_ref().map(Payload::to_value);
+    // Provider-minted fields are named for model steps only (`model::provider_minted`).
+    let minted = match spec.kind {
+        NodeKind::Llm => crate::model::minted_now(),
+        _ => &[],
+    };
     Some(Box::new(replayer.take(
         &spec.node_id,
         &spec.name,
         input.as_ref(),
+        minted,
     )))
 }
 
@@ -555,5 +593,14 @@ pub(crate) fn held_extra(output: Option<Value>, error: Option<&ErrorInfo>) -> Ex
     if let Some(e) = error {
         extra.insert("error".into(), to_value(e));
     }
+    extra
+}
+
+/// `node.finished` extras of a call answered from the recording: `replayed` and the recorded
+/// step, never `injected` (which says a person replaced the result).
+pub(crate) fn served_extra(step: usize) -> Extra {
+    let mut extra = Extra::new();
+    extra.insert("replayed".into(), true.into());
+    extra.insert("replayStep".into(), step.into());
     extra
 }

@@ -88,7 +88,7 @@ pub(crate) async fn gated<B: Body>(
             };
             // A replay's fork point holds here first when asked to.
             let forced = match std::mem::take(&mut hold_fork) {
-                true => forced.or(Some(PauseReason::Breakpoint)),
+                true => forced.or(Some(PauseReason::Replay)),
                 false => forced,
             };
             let edit = if B::EDIT {

@@ -9,14 +9,7 @@ use super::context::Call;
 use super::node_run::{Finish, NodeRun};
 use crate::replay::{Decision, Divergence, LiveReason, Served, ServedError};
 
-/// `node.finished` extras of a call answered from the recording.
-pub(crate) fn served_extra(step: usize) -> Extra {
-    let mut extra = Extra::new();
-    extra.insert("injected".into(), true.into());
-    extra.insert("replayed".into(), true.into());
-    extra.insert("replayStep".into(), step.into());
-    extra
-}
+pub(crate) use super::node_run::served_extra;
 
 /// The recorded error of a call whose error type is built from one (`#[tool(replay_errors)]`):
 /// `Some` when the replayer answers this call with its recorded error — `node.error` with the
@@ -70,7 +63,7 @@ pub(crate) async fn unanswerable(call: &Call, mut node: NodeRun) -> (NodeRun, Op
             (node, None)
         }
         Decision::Stop(d) => (stop(call, node, &d).await, None),
-        Decision::Fork { hold: true } => (node, Some(PauseReason::Breakpoint)),
+        Decision::Fork { hold: true } => (node, Some(PauseReason::Replay)),
         Decision::Fork { hold: false } | Decision::Live => (node, None),
     }
 }
@@ -143,12 +136,30 @@ fn report(node: &NodeRun, d: &Divergence) {
 /// answer (a streamed step's chunks as a JSON array; a model step's response out of its
 /// recorded output), or abort at a divergence — and `Err` lets the gate decide, holding
 /// first for a fork with hold.
+///
+/// A served answer the gate's `fits` check refuses (it does not deserialize into what the
+/// node returns) is not handed over: the call runs live, and the report says so. An answer
+/// handed over marks the node replayed (its `node.finished` says `replayed`, `replayStep`).
 pub(crate) fn by_hand(
-    node: &NodeRun,
+    node: &mut NodeRun,
     decision: Decision,
+    fits: Option<fn() -> crate::gate::Validator>,
 ) -> Result<crate::gate::Resume, Option<PauseReason>> {
     match decision {
-        Decision::Serve(served) => Ok(crate::gate::Resume::Inject(answer(served))),
+        Decision::Serve(served) => {
+            let step = served.step;
+            let value = answer(served);
+            if let Some(fits) = fits
+                && fits()(&value).is_err()
+            {
+                if let Some(r) = node.host.replayer() {
+                    r.unserved(step, LiveReason::NoOutput);
+                }
+                return Err(None);
+            }
+            node.served = Some(step);
+            Ok(crate::gate::Resume::Inject(value))
+        }
         Decision::ServeError(served) => {
             unserved_error(node, &served);
             Err(None)
@@ -157,9 +168,25 @@ pub(crate) fn by_hand(
             report(node, &d);
             Ok(crate::gate::Resume::Abort)
         }
-        Decision::Fork { hold: true } => Err(Some(PauseReason::Breakpoint)),
+        Decision::Fork { hold: true } => Err(Some(PauseReason::Replay)),
         Decision::Fork { hold: false } | Decision::Live => Err(None),
     }
+}
+
+/// The replayer's decision for a hand-started node whose adapter cannot take a recorded
+/// answer ([`Node::decline_replay`](crate::node::Node::decline_replay)): a served answer (or
+/// error) becomes a live call, reported as [`LiveReason::NotAnswerable`]; anything else (a
+/// divergence, a fork point) is kept for the `before` gate.
+pub(crate) fn declined(node: &NodeRun, decision: Decision) -> Option<Decision> {
+    let step = match &decision {
+        Decision::Serve(served) => served.step,
+        Decision::ServeError(served) => served.step,
+        _ => return Some(decision),
+    };
+    if let Some(r) = node.host.replayer() {
+        r.unserved(step, LiveReason::NotAnswerable);
+    }
+    None
 }
 
 /// What a hand-started node is injected with: its recorded chunks, else the response inside

@@ -143,6 +143,11 @@ impl Node {
         match self.0 {}
     }
 
+    /// Tells a replay that this node's call cannot be answered from a recording.
+    pub fn decline_replay(&mut self) -> &mut Self {
+        match self.0 {}
+    }
+
     /// Whether the next gates offer retry.
     pub fn retryable(&mut self, yes: bool) -> &mut Self {
         let _ = yes;

@@ -79,6 +79,9 @@ pub(crate) struct Replayer {
     until: Until,
     on_diverge: OnDiverge,
     hold: bool,
+    /// `GRAPHMIND_REPLAY_SUMMARY`: where the replay's summary is kept up to date (see
+    /// [`Replayer::write_summary`]).
+    summary: Option<std::path::PathBuf>,
     state: Mutex<State>,
 }
 
@@ -93,6 +96,9 @@ struct State {
     /// starts past them (scanning them again made replaying many calls of one node
     /// quadratic).
     taken_prefix: HashMap<String, usize>,
+    /// Calls answered from the recording that finished with an error the recorded call did
+    /// not have (the app could not use the answer): the recorded step and its node.
+    failed: Vec<(usize, String)>,
 }
 
 /// A recording read and indexed.
@@ -234,6 +240,7 @@ impl Replayer {
             until,
             on_diverge,
             hold,
+            summary: None,
             state: Mutex::new(State::default()),
         }
     }
@@ -252,8 +259,13 @@ impl Replayer {
             _ => OnDiverge::Stop,
         };
         let hold = var("GRAPHMIND_REPLAY_HOLD").is_some_and(|v| matches!(v.trim(), "1" | "true"));
+        let summary = var("GRAPHMIND_REPLAY_SUMMARY")
+            .filter(|p| !p.trim().is_empty())
+            .map(|p| std::path::PathBuf::from(p.trim()));
         let load = Load::start(path.trim().to_owned(), warn);
-        Some(Self::with_load(load, until, on_diverge, hold))
+        let mut r = Self::with_load(load, until, on_diverge, hold);
+        r.summary = summary;
+        Some(r)
     }
 
     /// The recorded run's id, waiting until the recording names it; `None` when the
@@ -279,23 +291,141 @@ impl Replayer {
         self.lock().forked
     }
 
+    /// The recorded steps (1-based) that ended in an error; empty while the recording is
+    /// unread or could not be read.
+    #[cfg_attr(not(feature = "testing"), allow(dead_code))]
+    pub(crate) fn error_steps(&self) -> Vec<usize> {
+        self.load
+            .loaded
+            .get()
+            .and_then(Option::as_ref)
+            .map(|l| {
+                l.recording
+                    .steps
+                    .iter()
+                    .filter(|s| s.status == "error")
+                    .map(|s| s.index)
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Decides one live call of node `node_id` (`name`) whose input is `input`.
-    pub(crate) fn take(&self, node_id: &str, name: &str, input: Option<&Value>) -> Decision {
+    /// A call answered from recorded step `step` finished with an error: counted as failed
+    /// unless the recorded call ended in an error too.
+    pub(crate) fn finished_with_error(&self, step: usize, node_id: &str) {
+        let recorded_error = self
+            .load
+            .loaded
+            .get()
+            .and_then(Option::as_ref)
+            .and_then(|l| l.recording.steps.get(step.wrapping_sub(1)))
+            .is_some_and(|s| s.status == "error");
+        if recorded_error {
+            return;
+        }
+        let mut st = self.lock();
+        st.failed.push((step, node_id.to_owned()));
+        self.write_summary(&st);
+    }
+
+    /// Keeps the replay's summary at `GRAPHMIND_REPLAY_SUMMARY` (when set) up to date: one
+    /// JSON object — `recordedRun`, `recordedSteps`, `served`, `live`, `unanswered`,
+    /// `diverged`, `failed`, and `problems` (at most 20 lines naming the steps) — rewritten
+    /// after every decision, so that `graphmind replay` can tell whether the replay was whole
+    /// even when the app exits without closing its session. Written under the state's lock,
+    /// through a temporary file renamed over it.
+    fn write_summary(&self, st: &State) {
+        let Some(path) = &self.summary else {
+            return;
+        };
+        let loaded = self.load.loaded.get().and_then(Option::as_ref);
+        let mut served = 0usize;
+        let mut live = 0usize;
+        let mut unanswered = 0usize;
+        let mut diverged = 0usize;
+        let mut problems: Vec<String> = Vec::new();
+        for o in &st.outcomes {
+            match o {
+                Outcome::Served { .. } => served += 1,
+                Outcome::Diverged(d) => {
+                    diverged += 1;
+                    problems.push(d.to_string());
+                }
+                Outcome::Live {
+                    step,
+                    node_id,
+                    reason,
+                } => {
+                    live += 1;
+                    if reason.unanswered() {
+                        unanswered += 1;
+                        let at = step
+                            .map_or_else(|| node_id.clone(), |s| format!("step {s} ({node_id})"));
+                        problems.push(format!("{at} ran live: {}", reason.describe()));
+                    }
+                }
+            }
+        }
+        for (step, node_id) in &st.failed {
+            problems.push(format!(
+                "step {step} ({node_id}) was answered from the recording but finished with an error"
+            ));
+        }
+        problems.truncate(20);
+        let summary = serde_json::json!({
+            "recordedRun": loaded.map(|l| l.recording.run_id.as_str()),
+            "recordedSteps": loaded.map_or(0, |l| l.recording.steps.len()),
+            "served": served,
+            "live": live,
+            "unanswered": unanswered,
+            "diverged": diverged,
+            "failed": st.failed.len(),
+            "problems": problems,
+        });
+        let tmp = path.with_extension("tmp");
+        if std::fs::write(&tmp, summary.to_string()).is_ok() {
+            let _ = std::fs::rename(&tmp, path);
+        }
+    }
+
+    /// Decides one live call of node `node_id` (`name`) whose input is `input`; the fields at
+    /// `minted` (provider-minted, see [`crate::model::provider_minted`]) are not compared.
+    pub(crate) fn take(
+        &self,
+        node_id: &str,
+        name: &str,
+        input: Option<&Value>,
+        minted: &[&str],
+    ) -> Decision {
         let Some(loaded) = self.load.wait() else {
             // The recording could not be read (warned about): the call runs live.
             return Decision::Live;
         };
         let mut st = self.lock();
+        let decision = self.decide(loaded, &mut st, node_id, name, input, minted);
+        self.write_summary(&st);
+        decision
+    }
+
+    fn decide(
+        &self,
+        loaded: &Loaded,
+        st: &mut State,
+        node_id: &str,
+        name: &str,
+        input: Option<&Value>,
+        minted: &[&str],
+    ) -> Decision {
         if st.taken.len() != loaded.recording.steps.len() {
             st.taken = vec![false; loaded.recording.steps.len()];
         }
-        let at = Self::pick(loaded, &mut st, node_id, name, input);
+        let at = Self::pick(loaded, st, node_id, name, input, minted);
         if let Some(i) = at {
             st.taken[i] = true;
         }
@@ -307,20 +437,20 @@ impl Replayer {
             });
         };
         if st.forked.is_some() {
-            live(&mut st, at.map(|i| i + 1), LiveReason::AfterFork);
+            live(st, at.map(|i| i + 1), LiveReason::AfterFork);
             return Decision::Live;
         }
         let Some(at) = at else {
-            live(&mut st, None, LiveReason::NotRecorded);
+            live(st, None, LiveReason::NotRecorded);
             return Decision::Live;
         };
         let step = &loaded.recording.steps[at];
         if self.until.reached(step) {
             st.forked = Some(step.index);
-            live(&mut st, Some(step.index), LiveReason::Fork);
+            live(st, Some(step.index), LiveReason::Fork);
             return Decision::Fork { hold: self.hold };
         }
-        if let Some(d) = divergence(step, name, input) {
+        if let Some(d) = divergence(step, name, input, minted) {
             st.forked = Some(step.index);
             st.outcomes.push(Outcome::Diverged(d.clone()));
             return match self.on_diverge {
@@ -360,7 +490,7 @@ impl Replayer {
                 } else {
                     LiveReason::RecordedError
                 };
-                live(&mut st, Some(step.index), reason);
+                live(st, Some(step.index), reason);
                 Decision::Live
             }
         }
@@ -374,6 +504,7 @@ impl Replayer {
         node_id: &str,
         name: &str,
         input: Option<&Value>,
+        minted: &[&str],
     ) -> Option<usize> {
         let list = loaded.by_node.get(node_id)?;
         let State {
@@ -391,11 +522,13 @@ impl Replayer {
         }
         let mut free = list[*skip..].iter().copied().filter(|&i| !taken[i]);
         let first = free.next()?;
-        if forked.is_some() || divergence(&loaded.recording.steps[first], name, input).is_none() {
+        if forked.is_some()
+            || divergence(&loaded.recording.steps[first], name, input, minted).is_none()
+        {
             return Some(first);
         }
         Some(
-            free.find(|&i| divergence(&loaded.recording.steps[i], name, input).is_none())
+            free.find(|&i| divergence(&loaded.recording.steps[i], name, input, minted).is_none())
                 .unwrap_or(first),
         )
     }
@@ -421,6 +554,7 @@ impl Replayer {
                 reason,
             };
         }
+        self.write_summary(&st);
     }
 }
 
@@ -454,13 +588,27 @@ fn truncated(v: &Value) -> bool {
     }
 }
 
-fn divergence(step: &Step, name: &str, live: Option<&Value>) -> Option<Divergence> {
+fn divergence(
+    step: &Step,
+    name: &str,
+    live: Option<&Value>,
+    minted: &[&str],
+) -> Option<Divergence> {
     let recorded = step
         .input
         .as_ref()
         .filter(|v| !redacted(v) && !truncated(v))?;
     let null = Value::Null;
-    let d = first_diff(recorded, live.unwrap_or(&null))?;
+    let live = live.unwrap_or(&null);
+    let d = match minted {
+        [] => first_diff(recorded, live)?,
+        _ => {
+            // Compared without what the provider minted.
+            let r = crate::model::without_minted(recorded, minted);
+            let l = crate::model::without_minted(live, minted);
+            first_diff(r.as_ref().unwrap_or(recorded), l.as_ref().unwrap_or(live))?
+        }
+    };
     Some(Divergence {
         step: step.index,
         node_id: step.node_id.clone(),

@@ -125,6 +125,40 @@ pub enum LiveReason {
     /// The recorded call has no usable output (hidden, cut to the payload budget, a stream
     /// without recorded chunks, or a value that does not fit the call's type).
     NoOutput,
+    /// The adapter cannot answer this call from a recording without calling its provider
+    /// ([`Node::decline_replay`](crate::node::Node::decline_replay)).
+    NotAnswerable,
+}
+
+impl LiveReason {
+    /// Whether the call ran live because the recording could not answer it (not because a
+    /// fork point asked for it).
+    #[must_use]
+    pub fn unanswered(self) -> bool {
+        matches!(
+            self,
+            Self::NotRecorded | Self::NoOutput | Self::RecordedError | Self::NotAnswerable
+        )
+    }
+
+    /// Why the call ran live, in words.
+    #[must_use]
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::NotRecorded => "the recording has no such call",
+            Self::NoOutput => {
+                "its recorded answer cannot be used (hidden, cut, a stream without recorded chunks, or a value that does not fit)"
+            }
+            Self::RecordedError => {
+                "it recorded an error its error type is not built from (see #[graphmind::tool(replay_errors)])"
+            }
+            Self::NotAnswerable => {
+                "its adapter cannot answer it without calling the provider (see the adapter's README)"
+            }
+            Self::Fork => "the fork point",
+            Self::AfterFork => "after the fork point",
+        }
+    }
 }
 
 /// What happened to one live call.

@@ -28,17 +28,17 @@ fn rec() -> Recording {
 fn calls_are_matched_by_node_and_order_and_served() {
     let r = Replayer::new(rec(), Until::End, OnDiverge::Stop, false);
     assert!(
-        matches!(r.take("tool:a", "a", Some(&json!({"x": 1}))), Decision::Serve(s) if s.output == json!(10))
+        matches!(r.take("tool:a", "a", Some(&json!({"x": 1})), &[]), Decision::Serve(s) if s.output == json!(10))
     );
     assert!(matches!(
-        r.take("tool:b", "b", Some(&json!({"y": 1}))),
+        r.take("tool:b", "b", Some(&json!({"y": 1})), &[]),
         Decision::Live
     ));
     assert!(
-        matches!(r.take("tool:a", "a", Some(&json!({"x": 2}))), Decision::Serve(s) if s.step == 3)
+        matches!(r.take("tool:a", "a", Some(&json!({"x": 2})), &[]), Decision::Serve(s) if s.step == 3)
     );
     assert!(matches!(
-        r.take("tool:a", "a", Some(&json!({"x": 3}))),
+        r.take("tool:a", "a", Some(&json!({"x": 3})), &[]),
         Decision::Live
     ));
     let o = r.outcomes();
@@ -61,7 +61,7 @@ fn calls_are_matched_by_node_and_order_and_served() {
 #[test]
 fn a_changed_input_stops_with_the_step_node_and_path() {
     let r = Replayer::new(rec(), Until::End, OnDiverge::Stop, false);
-    let Decision::Stop(d) = r.take("tool:a", "a", Some(&json!({"x": 5}))) else {
+    let Decision::Stop(d) = r.take("tool:a", "a", Some(&json!({"x": 5})), &[]) else {
         panic!("expected a divergence");
     };
     assert_eq!(
@@ -74,7 +74,7 @@ fn a_changed_input_stops_with_the_step_node_and_path() {
     );
     assert!(
         matches!(
-            r.take("tool:a", "a", Some(&json!({"x": 2}))),
+            r.take("tool:a", "a", Some(&json!({"x": 2})), &[]),
             Decision::Live
         ),
         "live after a divergence"
@@ -85,21 +85,21 @@ fn a_changed_input_stops_with_the_step_node_and_path() {
 fn the_fork_point_goes_live_and_stays_live() {
     let r = Replayer::new(rec(), Until::Step(3), OnDiverge::Stop, true);
     assert!(matches!(
-        r.take("tool:a", "a", Some(&json!({"x": 1}))),
+        r.take("tool:a", "a", Some(&json!({"x": 1})), &[]),
         Decision::Serve(_)
     ));
     assert!(matches!(
-        r.take("tool:a", "a", Some(&json!({"x": 2}))),
+        r.take("tool:a", "a", Some(&json!({"x": 2})), &[]),
         Decision::Fork { hold: true }
     ));
     assert_eq!(r.forked_at(), Some(3));
     let r = Replayer::new(rec(), Until::parse("b"), OnDiverge::Stop, false);
     assert!(matches!(
-        r.take("tool:a", "a", Some(&json!({"x": 1}))),
+        r.take("tool:a", "a", Some(&json!({"x": 1})), &[]),
         Decision::Serve(_)
     ));
     assert!(matches!(
-        r.take("tool:b", "b", None),
+        r.take("tool:b", "b", None, &[]),
         Decision::Fork { hold: false }
     ));
     assert_eq!(Until::parse("step 4"), Until::Step(4));
@@ -115,8 +115,8 @@ fn a_recorded_error_with_its_node_error_is_served_as_that_error() {
         extra: graphmind_protocol::Extra::new(),
     });
     let r = Replayer::new(recording, Until::End, OnDiverge::Stop, false);
-    let _ = r.take("tool:a", "a", Some(&json!({"x": 1})));
-    let Decision::ServeError(served) = r.take("tool:b", "b", Some(&json!({"y": 1}))) else {
+    let _ = r.take("tool:a", "a", Some(&json!({"x": 1})), &[]);
+    let Decision::ServeError(served) = r.take("tool:b", "b", Some(&json!({"y": 1})), &[]) else {
         panic!("expected the recorded error");
     };
     assert_eq!(served.step, 2);
@@ -148,10 +148,10 @@ fn concurrent_calls_in_another_order_are_paired_by_input_not_reported_as_diverge
     let r = Replayer::new(rec(), Until::End, OnDiverge::Stop, false);
     // The second recorded call of tool:a starts first, then the first one.
     assert!(
-        matches!(r.take("tool:a", "a", Some(&json!({"x": 2}))), Decision::Serve(s) if s.step == 3 && s.output == json!(20))
+        matches!(r.take("tool:a", "a", Some(&json!({"x": 2})), &[]), Decision::Serve(s) if s.step == 3 && s.output == json!(20))
     );
     assert!(
-        matches!(r.take("tool:a", "a", Some(&json!({"x": 1}))), Decision::Serve(s) if s.step == 1 && s.output == json!(10))
+        matches!(r.take("tool:a", "a", Some(&json!({"x": 1})), &[]), Decision::Serve(s) if s.step == 1 && s.output == json!(10))
     );
     assert!(
         r.outcomes()
@@ -160,8 +160,8 @@ fn concurrent_calls_in_another_order_are_paired_by_input_not_reported_as_diverge
     );
     // An input no recorded call has is checked against the first one not yet taken.
     let r = Replayer::new(rec(), Until::End, OnDiverge::Stop, false);
-    let _ = r.take("tool:a", "a", Some(&json!({"x": 1})));
-    let Decision::Stop(d) = r.take("tool:a", "a", Some(&json!({"x": 9}))) else {
+    let _ = r.take("tool:a", "a", Some(&json!({"x": 1})), &[]);
+    let Decision::Stop(d) = r.take("tool:a", "a", Some(&json!({"x": 9})), &[]) else {
         panic!("expected a divergence");
     };
     assert_eq!((d.step, d.path.as_str()), (3, "$.x"));
@@ -174,7 +174,7 @@ fn a_divergence_in_a_20_mb_input_is_one_short_line_with_the_path_and_both_length
     recording.steps[0].input = Some(json!({"x": 1, "doc": recorded}));
     let r = Replayer::new(recording, Until::End, OnDiverge::Stop, false);
     let live = format!("{}!", "r".repeat(20 * 1024 * 1024 - 1));
-    let Decision::Stop(d) = r.take("tool:a", "a", Some(&json!({"x": 1, "doc": live}))) else {
+    let Decision::Stop(d) = r.take("tool:a", "a", Some(&json!({"x": 1, "doc": live})), &[]) else {
         panic!("expected a divergence");
     };
     // The values themselves stay whole for `graphmind::testing`'s report.
@@ -202,7 +202,7 @@ fn a_divergence_in_a_20_mb_input_is_one_short_line_with_the_path_and_both_length
         OnDiverge::Stop,
         false,
     );
-    let Decision::Stop(d) = r.take("tool:a", "a", Some(&json!({"x": 7}))) else {
+    let Decision::Stop(d) = r.take("tool:a", "a", Some(&json!({"x": 7})), &[]) else {
         panic!("expected a divergence");
     };
     let line = d.to_string();
@@ -243,7 +243,8 @@ fn two_hundred_thousand_calls_of_one_node_are_answered_in_linear_time() {
     );
     let start = std::time::Instant::now();
     for i in 0..n {
-        let Decision::Serve(s) = r.take("tool:fetch", "fetch", Some(&json!({"page": i}))) else {
+        let Decision::Serve(s) = r.take("tool:fetch", "fetch", Some(&json!({"page": i})), &[])
+        else {
             panic!("call {i} not served");
         };
         assert_eq!(s.output, json!(i * 10));
@@ -257,9 +258,97 @@ fn two_hundred_thousand_calls_of_one_node_are_answered_in_linear_time() {
     // Out of order still pairs by input.
     let r = Replayer::new(rec(), Until::End, OnDiverge::Stop, false);
     assert!(
-        matches!(r.take("tool:a", "a", Some(&json!({"x": 2}))), Decision::Serve(s) if s.step == 3)
+        matches!(r.take("tool:a", "a", Some(&json!({"x": 2})), &[]), Decision::Serve(s) if s.step == 3)
     );
     assert!(
-        matches!(r.take("tool:a", "a", Some(&json!({"x": 1}))), Decision::Serve(s) if s.step == 1)
+        matches!(r.take("tool:a", "a", Some(&json!({"x": 1})), &[]), Decision::Serve(s) if s.step == 1)
     );
+}
+
+#[test]
+fn the_summary_counts_served_live_unanswered_and_failed_calls_naming_their_steps() {
+    let dir = std::env::temp_dir().join(format!("graphmind-summary-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&dir);
+    let path = dir.join("summary.json");
+    let mut r = Replayer::new(rec(), Until::End, OnDiverge::Stop, false);
+    r.summary = Some(path.clone());
+    let read = || -> Value {
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("written")).expect("json")
+    };
+    assert!(matches!(
+        r.take("tool:a", "a", Some(&json!({"x": 1})), &[]),
+        Decision::Serve(_)
+    ));
+    let s = read();
+    assert_eq!(
+        (s["served"].as_u64(), s["live"].as_u64()),
+        (Some(1), Some(0))
+    );
+    assert_eq!(s["recordedRun"], "run_a");
+    assert_eq!(s["recordedSteps"], 3);
+    // Recorded as an error no call type here is built from: it runs live, unanswered.
+    assert!(matches!(
+        r.take("tool:b", "b", Some(&json!({"y": 1})), &[]),
+        Decision::Live
+    ));
+    // Served, then the app failed on the answer.
+    assert!(matches!(
+        r.take("tool:a", "a", Some(&json!({"x": 2})), &[]),
+        Decision::Serve(_)
+    ));
+    r.finished_with_error(3, "tool:a");
+    // A recorded error served back is as recorded: not a failure.
+    r.finished_with_error(2, "tool:b");
+    let s = read();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(s["served"], 2);
+    assert_eq!(s["live"], 1);
+    assert_eq!(s["unanswered"], 1);
+    assert_eq!(s["diverged"], 0);
+    assert_eq!(s["failed"], 1);
+    assert_eq!(
+        s["problems"],
+        json!([
+            "step 2 (tool:b) ran live: it recorded an error its error type is not built from (see #[graphmind::tool(replay_errors)])",
+            "step 3 (tool:a) was answered from the recording but finished with an error"
+        ])
+    );
+}
+
+#[test]
+fn a_provider_minted_field_is_not_a_divergence_but_what_the_program_sent_is() {
+    let recorded = Recording {
+        run_id: "run_m".into(),
+        steps: vec![Step {
+            index: 1,
+            node_id: "llm:step".into(),
+            name: "step".into(),
+            input: Some(json!({"history": [{"text": "hi", "origin": {"id": "chatcmpl-69"}}]})),
+            status: "ok".into(),
+            output: Some(json!({"text": "ok"})),
+            chunks: None,
+            streaming: false,
+            error: None,
+        }],
+    };
+    const MINTED: &[&str] = &["$.history[*].origin"];
+    let live = json!({"history": [{"text": "hi", "origin": {"id": "chatcmpl-92"}}]});
+    let r = Replayer::new(recorded.clone(), Until::End, OnDiverge::Stop, false);
+    assert!(matches!(
+        r.take("llm:step", "step", Some(&live), MINTED),
+        Decision::Serve(_)
+    ));
+    // Not named as minted: the same difference is a divergence at the id.
+    let r = Replayer::new(recorded.clone(), Until::End, OnDiverge::Stop, false);
+    let Decision::Stop(d) = r.take("llm:step", "step", Some(&live), &[]) else {
+        panic!("expected a divergence");
+    };
+    assert_eq!(d.path, "$.history[0].origin.id");
+    // What the program sent still diverges with the minted paths named.
+    let r = Replayer::new(recorded, Until::End, OnDiverge::Stop, false);
+    let changed = json!({"history": [{"text": "hello", "origin": {"id": "chatcmpl-92"}}]});
+    let Decision::Stop(d) = r.take("llm:step", "step", Some(&changed), MINTED) else {
+        panic!("expected a divergence");
+    };
+    assert_eq!(d.path, "$.history[0].text");
 }

@@ -221,3 +221,28 @@ test('the seqs a model applied: in order, out of order, gaps filled, duplicates 
   }
   for (let seq = 0; seq < 700; seq++) assert.equal(t.has(seq), seen.has(seq));
 });
+
+test('a node answered from a recording is replayed, with its step, and not injected', () => {
+  const m = new RunModel('run_a');
+  m.apply(env('node.started', { nodeId: 'llm:step', kind: 'llm', name: 'step', instanceId: 'i:s1' }));
+  m.apply(env('node.finished', { nodeId: 'llm:step', instanceId: 'i:s1', status: 'ok', durationMs: 1, output: { text: 'hi' }, replayed: true, replayStep: 3 }));
+  m.apply(env('node.started', { nodeId: 'tool:x', kind: 'tool', name: 'x', instanceId: 'c1' }));
+  m.apply(env('node.finished', { nodeId: 'tool:x', instanceId: 'c1', status: 'ok', durationMs: 1, output: 1, injected: true }));
+  const step = m.nodes.get('llm:step');
+  assert.equal(step.replayed, true);
+  assert.equal(step.injected, false);
+  assert.equal(step.execs[0].replayed, true);
+  assert.equal(step.execs[0].replayStep, 3);
+  const tool = m.nodes.get('tool:x');
+  assert.equal(tool.replayed, false);
+  assert.equal(tool.execs[0].injected, true);
+});
+
+test('a hold at a replay fork point (a breakpoint marked replayFork) has its own reason', () => {
+  const m = new RunModel('run_a');
+  m.apply(env('node.started', { nodeId: 'llm:step', kind: 'llm', name: 'step', instanceId: 'i:s1' }));
+  m.apply(env('exec.paused', { pauseId: 'p1', nodeId: 'llm:step', point: 'before', reason: 'breakpoint', replayFork: true }));
+  m.apply(env('exec.paused', { pauseId: 'p2', nodeId: 'llm:step', point: 'before', reason: 'breakpoint' }));
+  assert.equal(deriveReason(m.pauses.get('p1'), { mode: 'run' }), 'replay');
+  assert.equal(deriveReason(m.pauses.get('p2'), { mode: 'run' }), 'breakpoint');
+});
