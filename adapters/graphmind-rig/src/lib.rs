@@ -21,7 +21,7 @@
 //!   before the provider is called; the run's first step sends a `graph.hint` naming the
 //!   agent's tools, so the viewer draws them before anything runs.
 //! - The `before` gate holds before the request leaves. Inject there is the turn's content
-//!   (`"text"`, or `{text, toolCalls: [{id, name, arguments}]}`): rig's hooks cannot answer a
+//!   (`"text"`, or `{text, toolCalls: [{id, name, input}]}`): rig's hooks cannot answer a
 //!   completion dispatch themselves, so the request still goes out and its answer is
 //!   replaced by the injected content before rig keeps it.
 //! - Streamed text, reasoning and tool-argument deltas (per call, by the call's part index and
