@@ -318,6 +318,7 @@ impl Inner {
         // Deferred `node.started` of calls polled on this thread come first.
         crate::event::flush_waiting();
         if !self.enabled || self.disposed.load(Relaxed) {
+            self.warn_used_after_close();
             return None;
         }
         let ts = self.ts_at(at);
@@ -364,6 +365,7 @@ impl Inner {
         }
         crate::event::flush_waiting();
         if !self.enabled || self.disposed.load(Relaxed) {
+            self.warn_used_after_close();
             return None;
         }
         let ts = self.ts_at(started);
@@ -563,9 +565,10 @@ impl Inner {
         self.warn_unsent(attached);
     }
 
-    /// Says once that an instrumented call started after the session closed: it is not
-    /// recorded, and the guard of [`init`] (or `dispose`) ended the session before the app's
-    /// work did. Called only on the closed path, so an open session pays nothing for it.
+    /// Says once that an instrumented call ran after the session closed (it started on a
+    /// closed session, or recorded an event after the close): it is not recorded, and the
+    /// session ended before the app's work did. Called only on the closed path, so an open
+    /// session pays nothing for it.
     pub(crate) fn warn_used_after_close(&self) {
         if self.enabled && self.shared.is_closing() {
             self.shared.warn_once(
