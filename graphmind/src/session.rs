@@ -265,9 +265,15 @@ impl Inner {
     fn new(mut config: Config) -> Arc<Self> {
         (config.ping_interval, config.pong_timeout) = config.resolved_liveness();
         let enabled = config.resolved_enabled();
-        let url = config.resolved_url();
         let url_from_env =
             config.url.is_none() && config.var("GRAPHMIND_URL").is_some_and(|v| !v.is_empty());
+        let url = match (enabled && config.url.is_none() && !url_from_env)
+            .then(|| config.resolved_hub_home())
+            .flatten()
+        {
+            Some(home) => found_hub(&config, &home),
+            None => config.resolved_url(),
+        };
         let ring = Ring::new(config.ring_events, config.ring_bytes);
         let hide = config.resolved_hide();
         let loop_guard = config.resolved_loop_guard();
@@ -642,6 +648,39 @@ impl AsRef<Shared> for Inner {
 impl GateSink for Inner {
     fn emit_event(&self, run_id: &str, message: Message) {
         let _ = self.emit(run_id, message);
+    }
+}
+
+/// The URL of a session that names none (no `Config::url`, no `GRAPHMIND_URL`): the one live
+/// `graphmind serve` of this user, found by its run file and said once on stderr, as the
+/// CLI finds a hub started with `--port 0`; else the default URL (several live hubs: that
+/// is said too, naming their ports).
+fn found_hub(config: &Config, home: &std::path::Path) -> String {
+    match transport::discover_hub(home) {
+        Ok(Some((url, file))) => {
+            if url != crate::DEFAULT_URL {
+                config.warn(&format!(
+                    "no GRAPHMIND_URL: reporting to the graphmind serve at {url} (its run \
+                     file is {})",
+                    file.display()
+                ));
+            }
+            url
+        }
+        Ok(None) => config.resolved_url(),
+        Err(ports) => {
+            config.warn(&format!(
+                "no GRAPHMIND_URL, and graphmind serve runs on ports {}: using {}; set \
+                 GRAPHMIND_URL=ws://127.0.0.1:<port>/ingest to choose",
+                ports
+                    .iter()
+                    .map(u16::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                crate::DEFAULT_URL
+            ));
+            config.resolved_url()
+        }
     }
 }
 
