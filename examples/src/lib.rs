@@ -140,6 +140,23 @@ impl graphmind::model::StepChunk for Chunk {
         }
     }
 
+    /// Names each argument piece's call (its id and tool), so the recorded `toolCalls` and
+    /// the streamed arguments carry them; [`deltas`](Self::deltas) alone would name no call.
+    fn call_deltas(&self, emit: &mut dyn FnMut(graphmind::model::Delta<'_>)) {
+        match self {
+            Chunk::ToolCall {
+                id,
+                name,
+                arguments,
+            } => emit(
+                graphmind::model::Delta::new(DeltaKind::ToolArgs, arguments)
+                    .with_call_id(id)
+                    .with_tool_name(name),
+            ),
+            other => other.deltas(&mut |kind, text| emit(graphmind::model::Delta::new(kind, text))),
+        }
+    }
+
     fn usage(&self) -> Option<graphmind::model::Usage> {
         match self {
             Chunk::Done {

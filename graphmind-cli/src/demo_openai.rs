@@ -4,8 +4,7 @@
 //! parallel tool calls (`tool:get_weather`, `tool:convert`, named by the model's call ids).
 //!
 //! Behind the CLI's feature `demo-openai` (off by default): it links async-openai and its
-//! HTTP client, and every `#[graphmind::tool]` of a binary joins the graph hint of every
-//! run, so the default build keeps the support demo's graph to its own tools.
+//! HTTP client.
 
 /// What a demo agent answered: its answer or why it gave up, or the debugger's abort.
 pub(crate) type Outcome = Result<Result<String, String>, graphmind::Aborted>;

@@ -171,6 +171,16 @@ export function replyOf(output) {
   return { model: null, tools: [], about, messages: [{ role: 'assistant', parts }] };
 }
 
+/**
+ * What a tool call is called in the chat: its tool's name, else (a sender that lost the name)
+ * its call id, else "tool call"; `id` is the id shown beside it (none when it is the title).
+ */
+export function callTitle(p) {
+  if (p.name) return { title: p.name, id: p.id || null };
+  if (p.id) return { title: p.id, id: null };
+  return { title: 'tool call', id: null };
+}
+
 // ---- the DOM ------------------------------------------------------------------------------
 
 function el(tag, cls, text) {
@@ -219,7 +229,8 @@ function renderPart(p) {
       c.dataset.testid = 'chat-tool-call';
       c.dataset.callId = p.id ?? '';
       const head = el('div', 'chat-call-head');
-      head.append(el('span', 'chat-arrow', '→ '), el('b', null, p.name ?? 'tool call'), p.id ? el('span', 'chat-id', ` ${p.id}`) : '');
+      const { title, id } = callTitle(p);
+      head.append(el('span', 'chat-arrow', '→ '), el('b', null, title), id ? el('span', 'chat-id', ` ${id}`) : '');
       c.append(head, longText('chat-json', pretty(p.args)));
       return c;
     }

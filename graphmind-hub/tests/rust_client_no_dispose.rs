@@ -1,7 +1,9 @@
 //! A short program that never calls `dispose` (`examples/no_dispose.rs`: `let _gm =
 //! graphmind::init(…)`, twenty tool calls in a run, the guard dropped at the end of `main`
 //! inside the tokio runtime) has its whole run stored by the real hub, every time, on a
-//! multi-threaded and on a single-threaded runtime, and exits promptly without a warning.
+//! multi-threaded and on a single-threaded runtime, and exits promptly without a warning. So
+//! does one that never drops the guard: `std::process::exit` on the main thread, the guard
+//! leaked with `mem::forget`, or `graphmind::shutdown()` before `exit` on another thread.
 
 mod support;
 
@@ -66,10 +68,25 @@ fn run_example(port: u16, home: &std::path::Path, flags: &[&str]) -> (String, St
 
 #[test]
 fn a_program_that_never_calls_dispose_has_its_whole_run_stored() {
+    whole_runs_stored(&[&[], &[], &[], &["--current-thread"]]);
+}
+
+/// Issue 35 item 6: a run was lost silently (0 runs stored, nothing printed) when the guard
+/// was never dropped.
+#[test]
+fn a_program_that_exits_or_forgets_the_guard_still_has_its_whole_run_stored() {
+    whole_runs_stored(&[
+        &["--exit"],
+        &["--exit", "--current-thread"],
+        &["--forget"],
+        &["--exit-from-thread"],
+    ]);
+}
+
+fn whole_runs_stored(cases: &[&[&str]]) {
     let h = hub(|_| {});
-    let cases: [&[&str]; 4] = [&[], &[], &[], &["--current-thread"]];
     let mut seen: Vec<String> = Vec::new();
-    for flags in cases {
+    for &flags in cases {
         let (stdout, stderr, took) = run_example(h.port, &h.home, flags);
         assert!(stdout.contains("total: 210"), "{stdout}");
         assert!(

@@ -103,8 +103,9 @@ pub fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// - Streaming returns are teed: every item reaches the caller unchanged and when it would
 ///   have; deltas (`graphmind::model::StepChunk`) are batched into `node.token` every 34 ms,
 ///   and `node.finished` carries usage and finish reason, also when the stream is dropped.
-/// - The invocation's first step sends `graph.hint`: the agent, `llm:step`, every
-///   `#[graphmind::tool]` in the binary and the names in `tools = [...]`.
+/// - The invocation's first step sends `graph.hint`: the agent, `llm:step` and the step's
+///   own roster, the names in `tools = [...]` (never every `#[graphmind::tool]` in the
+///   binary, which may hold other agents' tools).
 ///
 /// Arguments: `skip(arg, …)`, `retry = false`, `tools = [tool_fn, "tool name", …]` (a path
 /// to a fn must resolve — a misspelt one is a compile error; name a tool renamed with

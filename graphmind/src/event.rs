@@ -666,14 +666,12 @@ mod tests {
         map.insert("model".into(), "gpt-5-mini".into());
         map.insert("responseId".into(), "chatcmpl-1".into());
         map.insert("injected".into(), true.into());
-        map.insert("finishReason".into(), "tool_calls".into());
         let typed = Extras::new()
             .api("chat.completions")
             .attempts(2)
             .model("gpt-5-mini")
             .response_id("chatcmpl-1")
-            .injected()
-            .finish_reason("tool_calls");
+            .injected();
         let record = |extra: Extras| {
             Record::Finished(Finished {
                 node_id: Cow::Borrowed("llm:step"),
@@ -691,7 +689,7 @@ mod tests {
         let typed_json = json(&record(typed));
         assert_eq!(typed_json, json(&record(map.clone().into())));
         assert!(typed_json.ends_with(
-            r#""heldMs":0.0,"api":"chat.completions","attempts":2,"model":"gpt-5-mini","responseId":"chatcmpl-1","injected":true,"finishReason":"tool_calls"}"#
+            r#""heldMs":0.0,"api":"chat.completions","attempts":2,"model":"gpt-5-mini","responseId":"chatcmpl-1","injected":true}"#
         ));
         assert_eq!(typed_json, via_message(record(map.into())));
     }

@@ -30,8 +30,7 @@ use serde_json::Value;
 /// ```
 ///
 /// Only the fields that were set are sent, in this order: `api`, `attempts`, `model`,
-/// `responseId`, `injected`, `streamed`, `providerExecuted`, `ungated`, `finishReason`,
-/// then the fields of a raw map it was made from (`Extras::from(map)`), in that map's order.
+/// `responseId`, `injected`, `streamed`, `providerExecuted`, `ungated`, then the fields of a raw map it was made from (`Extras::from(map)`), in that map's order.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Extras {
     pub(crate) api: Option<String>,
@@ -42,7 +41,6 @@ pub struct Extras {
     pub(crate) streamed: bool,
     pub(crate) provider_executed: bool,
     pub(crate) ungated: bool,
-    pub(crate) finish_reason: Option<String>,
     /// Any other field, sent after the typed ones in its own order.
     pub(crate) rest: Extra,
 }
@@ -150,16 +148,6 @@ impl Extras {
         }
     }
 
-    /// `finishReason`: why the model stopped, in the provider's spelling (beside the
-    /// normalized reason of a model step's output).
-    #[must_use]
-    pub fn finish_reason(self, reason: impl Into<String>) -> Self {
-        Self {
-            finish_reason: Some(reason.into()),
-            ..self
-        }
-    }
-
     /// The typed fields that are set, in the order they are sent.
     pub(crate) fn typed(&self) -> impl Iterator<Item = (&'static str, Field<'_>)> {
         let flag = |on: bool| on.then_some(Field::True);
@@ -172,10 +160,6 @@ impl Extras {
             ("streamed", flag(self.streamed)),
             ("providerExecuted", flag(self.provider_executed)),
             ("ungated", flag(self.ungated)),
-            (
-                "finishReason",
-                self.finish_reason.as_deref().map(Field::Str),
-            ),
         ]
         .into_iter()
         .filter_map(|(k, v)| Some((k, v?)))
@@ -273,8 +257,7 @@ mod tests {
                 .attempts(3)
                 .model("gpt-5-mini")
                 .response_id("resp_\"1")
-                .injected()
-                .finish_reason("stop"),
+                .injected(),
             Extras::new()
                 .ungated()
                 .provider_executed()
@@ -301,7 +284,6 @@ mod tests {
         }
         let text = serde_json::to_string(
             &Extras::new()
-                .finish_reason("stop")
                 .injected()
                 .response_id("r")
                 .model("m")
@@ -311,7 +293,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             text,
-            r#"{"api":"chat","attempts":2,"model":"m","responseId":"r","injected":true,"finishReason":"stop"}"#
+            r#"{"api":"chat","attempts":2,"model":"m","responseId":"r","injected":true}"#
         );
     }
 

@@ -116,7 +116,7 @@ pub use config::{
     Config, LOOP_THRESHOLD, OnLoop, RING_BYTES, RING_EVENTS, TOKEN_INTERVAL, TrustHub, WarnHook,
 };
 pub use env::{DEFAULT_URL, PRODUCTION_VARS};
-pub use session::{InitGuard, Session, Stats, init, session};
+pub use session::{InitGuard, Session, Stats, init, session, shutdown};
 
 /// The wire protocol types (messages, payloads, matchers), for [`Session::emit`] and adapters.
 pub use graphmind_protocol as protocol;

@@ -412,8 +412,8 @@ impl Grouping {
 }
 
 /// One tool call of a model response, as [`ResponseCodec::tool_calls`] reports it: on
-/// `node.finished.output.toolCalls` as `{id, name, arguments}` (the arguments parsed as
-/// JSON when they are JSON, else kept as the string).
+/// `node.finished.output.toolCalls` in GraphMind 0.6's shape `{id, name, input, inputText?}`
+/// (see [`Reply::tool_call`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ToolCall<'a> {
@@ -857,8 +857,8 @@ impl std::fmt::Display for FinishReason {
 /// A model step's `node.finished.output` in GraphMind 0.6's shape:
 /// `{text, finishReason, rawFinishReason, toolCalls}`, with the full response kept under
 /// `response` when given. `finishReason` is normalized ([`FinishReason`]); the provider's
-/// spelling is `rawFinishReason`; each tool call is `{id, name, arguments}` (the arguments
-/// parsed when they are JSON). An answer that ended normally (`stop`, `end_turn`,
+/// spelling is `rawFinishReason`; each tool call is `{id, name, input, inputText?}`
+/// ([`Reply::tool_call`]). An answer that ended normally (`stop`, `end_turn`,
 /// `completed`, …) with tool calls in it stopped for them: its `finishReason` is
 /// `tool-calls` (providers such as the Responses API report `completed` then). A
 /// `#[graphmind::model_step]` whose codec reads the text records exactly this; an adapter
@@ -873,7 +873,8 @@ impl std::fmt::Display for FinishReason {
 ///     .into_value();
 /// assert_eq!(out["finishReason"], "tool-calls");
 /// assert_eq!(out["rawFinishReason"], "tool_calls");
-/// assert_eq!(out["toolCalls"][0]["arguments"]["id"], "A1");
+/// assert_eq!(out["toolCalls"][0]["input"]["id"], "A1");
+/// assert_eq!(out["toolCalls"][0]["id"], "call_1");
 ///
 /// let ended = Reply::new("")
 ///     .finish_reason("completed")
@@ -936,17 +937,30 @@ impl Reply {
         }
     }
 
-    /// With one more tool call.
+    /// With one more tool call, recorded as the GraphMind 0.6 clients record one:
+    /// `{id, name, input, inputText?}`. `id` only when the provider gave a non-empty one;
+    /// `input` the arguments parsed as JSON (`{}` for empty or blank arguments); arguments
+    /// that are not JSON (cut off by a token limit) give `input: null` and the text as
+    /// `inputText`. A call whose name never arrived keeps `name: ""` (a viewer then names it
+    /// by its id) rather than vanishing.
     #[must_use]
     pub fn tool_call(mut self, call: ToolCall<'_>) -> Self {
         let mut entry = serde_json::Map::new();
-        if let Some(id) = call.id {
+        if let Some(id) = call.id.filter(|id| !id.is_empty()) {
             entry.insert("id".into(), id.into_owned().into());
         }
         entry.insert("name".into(), call.name.into_owned().into());
-        let arguments = serde_json::from_str::<serde_json::Value>(&call.arguments)
-            .unwrap_or_else(|_| call.arguments.into_owned().into());
-        entry.insert("arguments".into(), arguments);
+        if call.arguments.trim().is_empty() {
+            entry.insert(
+                "input".into(),
+                serde_json::Value::Object(Default::default()),
+            );
+        } else if let Ok(input) = serde_json::from_str::<serde_json::Value>(&call.arguments) {
+            entry.insert("input".into(), input);
+        } else {
+            entry.insert("input".into(), serde_json::Value::Null);
+            entry.insert("inputText".into(), call.arguments.into_owned().into());
+        }
         self.tool_calls.push(entry.into());
         self
     }
@@ -1163,14 +1177,70 @@ mod tests {
         reply.push(&Delta::new(DeltaKind::ToolArgs, "2}").with_call_id("c2"));
         let out = reply.into_value(Some("tool_use"));
         assert_eq!(
-            out["toolCalls"][0]["arguments"],
-            serde_json::json!({"a": 1})
-        );
-        assert_eq!(
-            out["toolCalls"][1]["arguments"],
-            serde_json::json!({"b": 2})
+            out["toolCalls"],
+            serde_json::json!([{"id": "c1", "name": "", "input": {"a": 1}},
+                               {"id": "c2", "name": "", "input": {"b": 2}}])
         );
         assert_eq!(out["finishReason"], "tool-calls");
+    }
+
+    /// The GraphMind 0.6 client fixtures' `toolCalls` cases (`{id, name, args}` in, the
+    /// recorded entry out), for the ones a Rust codec can produce (arguments as text).
+    #[test]
+    fn tool_calls_take_the_reference_shape_id_name_input_input_text() {
+        let cases = [
+            (
+                Some("call_1"),
+                "search",
+                r#"{"q":"x"}"#,
+                serde_json::json!({"id": "call_1", "name": "search", "input": {"q": "x"}}),
+            ),
+            (
+                Some("call_2"),
+                "write",
+                r#"{"path":"a.txt","content":"hel"#,
+                serde_json::json!({"id": "call_2", "name": "write", "input": null, "inputText": r#"{"path":"a.txt","content":"hel"#}),
+            ),
+            (
+                None,
+                "now",
+                "",
+                serde_json::json!({"name": "now", "input": {}}),
+            ),
+            (
+                None,
+                "now",
+                "  ",
+                serde_json::json!({"name": "now", "input": {}}),
+            ),
+            (
+                None,
+                "many",
+                "[1,2]",
+                serde_json::json!({"name": "many", "input": [1, 2]}),
+            ),
+            (
+                Some(""),
+                "x",
+                "{}",
+                serde_json::json!({"name": "x", "input": {}}),
+            ),
+            (
+                None,
+                "x",
+                "null",
+                serde_json::json!({"name": "x", "input": null}),
+            ),
+        ];
+        for (id, name, args, want) in cases {
+            let call = ToolCall::new(name, args);
+            let call = match id {
+                Some(id) => call.with_id(id),
+                None => call,
+            };
+            let out = Reply::new("").tool_call(call).into_value();
+            assert_eq!(out["toolCalls"][0], want, "{id:?} {name} {args}");
+        }
     }
 }
 

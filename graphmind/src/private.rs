@@ -33,7 +33,7 @@ pub use crate::roster::RosterEntry;
 pub use crate::sites::{StepSite, ToolSite};
 pub use inventory;
 
-/// Registers a tool in the binary's roster (drawn in the graph hint).
+/// Registers a tool in the binary's roster ([`crate::tool_roster`]).
 #[macro_export]
 #[doc(hidden)]
 macro_rules! __graphmind_register_tool {

@@ -1,6 +1,7 @@
 //! The tool roster: every `#[graphmind::tool]` in the binary registers its name here
-//! (distributed registration through `inventory`), so a model step's graph hint can draw
-//! the whole graph before anything runs.
+//! (distributed registration through `inventory`), listed by [`tools`]. A model step's
+//! `graph.hint` does not use it: a binary may hold several agents, so a step hints only its
+//! own `tools = [...]` (an adapter's wrapped client: the request's tools).
 
 /// One registered tool.
 #[derive(Debug)]

@@ -265,9 +265,15 @@ impl Inner {
     fn new(mut config: Config) -> Arc<Self> {
         (config.ping_interval, config.pong_timeout) = config.resolved_liveness();
         let enabled = config.resolved_enabled();
-        let url = config.resolved_url();
         let url_from_env =
             config.url.is_none() && config.var("GRAPHMIND_URL").is_some_and(|v| !v.is_empty());
+        let url = match (enabled && config.url.is_none() && !url_from_env)
+            .then(|| config.resolved_hub_home())
+            .flatten()
+        {
+            Some(home) => found_hub(&config, &home),
+            None => config.resolved_url(),
+        };
         let ring = Ring::new(config.ring_events, config.ring_bytes);
         let hide = config.resolved_hide();
         let loop_guard = config.resolved_loop_guard();
@@ -318,6 +324,7 @@ impl Inner {
         // Deferred `node.started` of calls polled on this thread come first.
         crate::event::flush_waiting();
         if !self.enabled || self.disposed.load(Relaxed) {
+            self.warn_used_after_close();
             return None;
         }
         let ts = self.ts_at(at);
@@ -364,6 +371,7 @@ impl Inner {
         }
         crate::event::flush_waiting();
         if !self.enabled || self.disposed.load(Relaxed) {
+            self.warn_used_after_close();
             return None;
         }
         let ts = self.ts_at(started);
@@ -521,6 +529,7 @@ impl Inner {
         if !self.enabled || self.shared.begin_closing() {
             return;
         }
+        let attached = self.shared.is_attached();
         // New gates continue at once from here on; held ones continue now.
         self.shared.detach();
         self.shared.gates().release_all(ReleaseReason::Dispose);
@@ -534,7 +543,7 @@ impl Inner {
             handle.set_link(Link::Closed);
         }
         self.disposed.store(true, Relaxed);
-        self.warn_unsent();
+        self.warn_unsent(attached);
     }
 
     /// [`Inner::dispose`] without a runtime: blocks this thread (never a runtime's timer or
@@ -544,6 +553,7 @@ impl Inner {
             self.signal_shutdown();
             return;
         }
+        let attached = self.shared.is_attached();
         self.shared.detach();
         self.shared.gates().release_all(ReleaseReason::Dispose);
         self.flush_tokens();
@@ -558,20 +568,36 @@ impl Inner {
             handle.set_link(Link::Closed);
         }
         self.disposed.store(true, Relaxed);
-        self.warn_unsent();
+        self.warn_unsent(attached);
     }
 
-    /// Says once that the session closed before every event reached the debugger it was
-    /// attached to (a session that never attached keeps its events by design, silently).
-    fn warn_unsent(&self) {
-        if self.shared.ever_attached() && self.shared.ring().has_pending() {
+    /// Says once that an instrumented call ran after the session closed (it started on a
+    /// closed session, or recorded an event after the close): it is not recorded, and the
+    /// session ended before the app's work did. Called only on the closed path, so an open
+    /// session pays nothing for it.
+    pub(crate) fn warn_used_after_close(&self) {
+        if self.enabled && self.shared.is_closing() {
             self.shared.warn_once(
-                "unsent",
+                "used-after-close",
                 &format!(
-                    "the session closed before all its events reached the debugger at {}:                      the last run there is incomplete (keep the guard of graphmind::init                      alive to the end of main, or await dispose())",
-                    self.shared.url()
+                    "an instrumented call ran after the session of app \"{}\" closed, so it \
+                     was not recorded (a session closes when the guard of graphmind::init \
+                     drops, on dispose() or graphmind::shutdown(), or as the process exits): \
+                     keep the guard alive until the app's work ends",
+                    self.shared.config().app
                 ),
             );
+        }
+    }
+
+    /// Says once, in one line, that the session closed before every event reached the
+    /// debugger it was attached to, and why: the debugger went away first (`attached` false
+    /// when closing began), or it was still taking them when the close budget ran out. A
+    /// session that never attached keeps its events by design, silently.
+    fn warn_unsent(&self, attached: bool) {
+        if self.shared.ever_attached() && self.shared.ring().has_pending() {
+            self.shared
+                .warn_once("unsent", &unsent_message(self.shared.url(), attached));
         }
     }
 
@@ -622,6 +648,57 @@ impl AsRef<Shared> for Inner {
 impl GateSink for Inner {
     fn emit_event(&self, run_id: &str, message: Message) {
         let _ = self.emit(run_id, message);
+    }
+}
+
+/// The URL of a session that names none (no `Config::url`, no `GRAPHMIND_URL`): the one live
+/// `graphmind serve` of this user, found by its run file and said once on stderr, as the
+/// CLI finds a hub started with `--port 0`; else the default URL (several live hubs: that
+/// is said too, naming their ports).
+fn found_hub(config: &Config, home: &std::path::Path) -> String {
+    match transport::discover_hub(home) {
+        Ok(Some((url, file))) => {
+            if url != crate::DEFAULT_URL {
+                config.warn(&format!(
+                    "no GRAPHMIND_URL: reporting to the graphmind serve at {url} (its run \
+                     file is {})",
+                    file.display()
+                ));
+            }
+            url
+        }
+        Ok(None) => config.resolved_url(),
+        Err(ports) => {
+            config.warn(&format!(
+                "no GRAPHMIND_URL, and graphmind serve runs on ports {}: using {}; set \
+                 GRAPHMIND_URL=ws://127.0.0.1:<port>/ingest to choose",
+                ports
+                    .iter()
+                    .map(u16::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                crate::DEFAULT_URL
+            ));
+            config.resolved_url()
+        }
+    }
+}
+
+/// The one line said when a session closes with events its debugger never got: the debugger
+/// went away while the session was kept (`attached` false when closing began), or the session
+/// was closed while the debugger was still taking them.
+fn unsent_message(url: &str, attached: bool) -> String {
+    if attached {
+        format!(
+            "the session closed while the debugger at {url} was still taking its events \
+             (closing waits {} ms at most): the last run there is incomplete",
+            CLOSE_BUDGET.as_millis()
+        )
+    } else {
+        format!(
+            "the debugger at {url} went away before the session closed: the events \
+             recorded since never reached it, so the last run there is incomplete"
+        )
     }
 }
 
@@ -695,6 +772,7 @@ fn set_default(s: &Session) -> (Option<Session>, bool) {
 pub fn init(config: Config) -> InitGuard {
     let s = Session::new(config);
     let (old, old_from_env) = set_default(&s);
+    arm_close_at_exit();
     if let Some(old) = old.filter(|_| old_from_env) {
         let early = old.inner();
         if early.is_enabled() && early.shared.ring().last_seq().is_some() {
@@ -742,7 +820,56 @@ pub fn session() -> Session {
     );
     *slot = Some(s.clone());
     DEFAULT_GEN.fetch_add(1, Release);
+    drop(slot);
+    arm_close_at_exit();
     s
+}
+
+/// Closes the process default session now, as dropping the [`InitGuard`] of [`init`] does:
+/// every held gate continues, the implicit run is finished and what was recorded is sent,
+/// within 1.5 s at most (a loss is said on stderr). Blocks this thread, never a runtime's
+/// timer or IO. Later events are ignored.
+///
+/// Call it before ending the process where the guard cannot drop and the main thread's exit
+/// does not close the session either: `std::process::exit` called on a thread other than
+/// `main`, or on a platform whose C library does not run the main thread's thread-local
+/// destructors in `exit` (the session is closed there on Linux with glibc). Nothing can
+/// deliver a run after `std::process::abort`, a panic with `panic = "abort"` or a fatal
+/// signal (SIGKILL, or Ctrl-C with no handler).
+pub fn shutdown() {
+    let default = DEFAULT
+        .read()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone();
+    if let Some(s) = default {
+        s.inner().close_blocking(CLOSE_BUDGET);
+    }
+}
+
+/// Closes the default session when the main thread's thread-locals are destroyed: when `main`
+/// returns, and in `std::process::exit` called on the main thread (glibc's `exit` runs them
+/// first). So a guard that never drops (`std::process::exit`, `mem::forget`, a guard moved
+/// into a static) still has its run delivered; after a normal drop this finds the session
+/// closed and does nothing.
+struct CloseAtExit;
+
+impl Drop for CloseAtExit {
+    fn drop(&mut self) {
+        // A panic escaping a thread-local destructor aborts the process.
+        let _ = std::panic::catch_unwind(shutdown);
+    }
+}
+
+thread_local! {
+    static CLOSE_AT_EXIT: CloseAtExit = const { CloseAtExit };
+}
+
+/// Arms [`CloseAtExit`] when called on the main thread (another thread's end is not the
+/// process's: closing there would cut the app's session short).
+fn arm_close_at_exit() {
+    if std::thread::current().name() == Some("main") {
+        let _ = CLOSE_AT_EXIT.try_with(|_| ());
+    }
 }
 
 /// Whether the default session is enabled: one relaxed load once it exists (it is built from
@@ -759,6 +886,28 @@ pub(crate) fn default_enabled() -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 35 item 7: the line had 22 spaces of a string continuation in it and blamed the
+    /// guard whatever happened.
+    #[test]
+    fn the_unsent_warning_is_one_clean_line_saying_what_happened() {
+        let url = "ws://127.0.0.1:4747/ingest";
+        let gone = unsent_message(url, false);
+        let cut = unsent_message(url, true);
+        assert_eq!(
+            gone,
+            "the debugger at ws://127.0.0.1:4747/ingest went away before the session closed: \
+             the events recorded since never reached it, so the last run there is incomplete"
+        );
+        assert_eq!(
+            cut,
+            "the session closed while the debugger at ws://127.0.0.1:4747/ingest was still \
+             taking its events (closing waits 1500 ms at most): the last run there is incomplete"
+        );
+        for line in [gone, cut] {
+            assert!(!line.contains("  ") && !line.contains('\n'), "{line:?}");
+        }
+    }
 
     #[test]
     fn event_ts_follows_the_wall_clock_from_one_monotonic_read() {

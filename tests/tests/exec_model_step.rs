@@ -127,8 +127,8 @@ async fn steps_group_into_invocations_and_the_first_step_hints_the_graph() {
         .collect();
     assert!(tools.contains(&"lookup"), "tools = [lookup]: {tools:?}");
     assert!(
-        tools.contains(&"audit"),
-        "the roster holds every tool in the binary: {tools:?}"
+        !tools.contains(&"audit"),
+        "a tool the step does not name stays out of its roster: {tools:?}"
     );
     let _ = (lookup, audit);
     assert!(
@@ -148,7 +148,13 @@ async fn steps_group_into_invocations_and_the_first_step_hints_the_graph() {
         json!({"inputTokens": 10, "outputTokens": 3, "inclusive": true}),
         "counts that include cached prompt tokens say so"
     );
+    // Said once: the output is the response as it serializes (no text read), so the
+    // finish reason is the loose field.
     assert_eq!(fin.payload()["finishReason"], "stop");
+    assert!(
+        fin.payload()["output"].get("finishReason").is_none(),
+        "{fin:?}"
+    );
     assert_eq!(fin.payload()["output"], json!({"text": "2 messages"}));
     hub.assert_valid();
     gm.dispose().await;

@@ -98,6 +98,29 @@ async fn the_example_agent_holds_at_its_planted_error_and_survives_abort_and_a_d
         ["call_1", "call_2"],
         "the model's tool-call ids are the instance ids"
     );
+    // Issue 35 item 9: the streamed steps' recorded tool calls lost their name and id
+    // (`toolCalls: [{"name": ""}]`); they carry both, in GraphMind 0.6's shape.
+    let calls: Vec<serde_json::Value> = hub
+        .frames_of("node.finished")
+        .iter()
+        .filter(|f| f.run_id() == run_id && f.payload()["nodeId"] == "llm:step")
+        .flat_map(|f| {
+            f.payload()["output"]["toolCalls"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            json!({"id": "call_1", "name": "lookup_order", "input": {"order_id": "ORD-1O42"}}),
+            json!({"id": "call_2", "name": "lookup_order", "input": {"order_id": "ORD-1042"}}),
+            json!({"id": "call_3", "name": "shipping_status", "input": {"tracking": "TRK-1042-NL"}}),
+            json!({"id": "call_4", "name": "issue_refund", "input": {"order_id": "ORD-1042", "amount_cents": 4999}}),
+        ],
+        "each streamed call named, with its id and parsed input"
+    );
 
     // 2. Abort at the same gate: the run ends with Err(Aborted), nothing else runs.
     let task = tokio::spawn(graphmind_examples::handle_ticket(

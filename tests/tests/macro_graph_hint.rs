@@ -1,6 +1,7 @@
 //! The first model step of an invocation sends graph.hint: the agent node, `llm:step` under
-//! it, and under that every `#[graphmind::tool]` in the binary plus `tools = [...]` from the
-//! attribute — so the viewer draws the whole graph before any tool runs.
+//! it, and under that the step's own roster, `tools = [...]` from the attribute — so the
+//! viewer draws the graph before any tool runs. Tools linked into the binary that the step
+//! does not name (another agent's) stay out of it.
 
 mod macro_support;
 
@@ -34,8 +35,15 @@ fn chat(messages: &[&str]) -> Chat {
     }
 }
 
+/// Another agent's tool, linked into the same binary: issue 35 item 10 saw such tools drawn
+/// under every step.
+#[graphmind::tool]
+async fn other_agents_convert(amount: i64) -> i64 {
+    amount
+}
+
 #[tokio::test]
-async fn the_first_step_hints_the_agent_the_step_and_every_tool() {
+async fn the_first_step_hints_the_agent_the_step_and_its_own_tools() {
     let hub = FakeDebugger::start().await;
     let gm = attached(&hub, vec![]).await;
     gm.run("support", async {
@@ -62,14 +70,14 @@ async fn the_first_step_hints_the_agent_the_step_and_every_tool() {
             json!({"nodeId": "llm:step", "kind": "llm", "name": "step", "parentId": "agent:support"}),
             json!({"nodeId": "tool:escalate", "kind": "tool", "name": "escalate", "parentId": "llm:step"}),
             json!({"nodeId": "tool:lookup_order", "kind": "tool", "name": "lookup_order", "parentId": "llm:step"}),
-            json!({"nodeId": "tool:refund", "kind": "tool", "name": "refund", "parentId": "llm:step"}),
-        ]
+        ],
+        "the step's tools = [lookup_order, \"escalate\"], not refund or other_agents_convert"
     );
     let mut roster = graphmind::tool_roster();
     roster.sort_unstable();
     assert_eq!(
         roster,
-        ["lookup_order", "refund"],
+        ["lookup_order", "other_agents_convert", "refund"],
         "the binary's tools, by their names"
     );
     assert_eq!(
@@ -77,7 +85,7 @@ async fn the_first_step_hints_the_agent_the_step_and_every_tool() {
         [
             "run.started",
             "node.started agent:support",
-            "graph.hint agent:support,llm:step,tool:escalate,tool:lookup_order,tool:refund",
+            "graph.hint agent:support,llm:step,tool:escalate,tool:lookup_order",
             "node.started llm:step"
         ],
         "the hint comes before the step's node.started"
@@ -91,5 +99,6 @@ async fn the_first_step_hints_the_agent_the_step_and_every_tool() {
             .unwrap_or_else(|| panic!("{tool} started"));
         assert_eq!(s.payload()["parentId"], "llm:step", "{tool}: {s:?}");
     }
+    let _ = other_agents_convert;
     gm.dispose().await;
 }

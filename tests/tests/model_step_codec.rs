@@ -182,8 +182,8 @@ async fn a_foreign_response_is_recorded_in_graphmind_06_shape() {
             "finishReason": "tool-calls",
             "rawFinishReason": "tool_calls",
             "toolCalls": [
-                {"id": "call_a", "name": "weather", "arguments": {"city": "Lisbon"}},
-                {"id": "call_b", "name": "convert", "arguments": "not json"},
+                {"id": "call_a", "name": "weather", "input": {"city": "Lisbon"}},
+                {"id": "call_b", "name": "convert", "input": null, "inputText": "not json"},
             ],
             "response": response,
         })
@@ -192,7 +192,10 @@ async fn a_foreign_response_is_recorded_in_graphmind_06_shape() {
         fin["usage"],
         json!({"inputTokens": 120, "outputTokens": 30, "inclusive": true, "cacheReadTokens": 100})
     );
-    assert_eq!(fin["finishReason"], "tool_calls");
+    assert!(
+        fin.get("finishReason").is_none(),
+        "one finish reason, in the output: {fin:?}"
+    );
     assert_eq!(fin["model"], "gpt-test");
     assert_eq!(fin["responseId"], "chatcmpl-7");
     hub.assert_valid();
@@ -266,7 +269,10 @@ async fn an_injected_response_replaces_output_usage_and_finish_reason() {
     );
     assert_eq!(fin["injected"], true);
     assert!(fin.get("usage").is_none(), "stale usage: {fin}");
-    assert_eq!(fin["finishReason"], "length");
+    assert!(
+        fin.get("finishReason").is_none(),
+        "one finish reason, in the output: {fin:?}"
+    );
     assert!(fin.get("responseId").is_none(), "stale response id: {fin}");
     assert!(fin.get("model").is_none(), "stale model: {fin}");
 }
@@ -317,7 +323,10 @@ async fn a_foreign_stream_is_read_through_the_codec() {
         fin["usage"],
         json!({"inputTokens": 9, "outputTokens": 2, "inclusive": true})
     );
-    assert_eq!(fin["finishReason"], "length");
+    assert!(
+        fin.get("finishReason").is_none(),
+        "one finish reason, in the output: {fin:?}"
+    );
     assert_eq!(fin["chunks"], 3);
     assert_eq!(
         fin["output"],
@@ -395,8 +404,8 @@ async fn a_streamed_answer_is_recorded_in_graphmind_06_shape() {
             "finishReason": "tool-calls",
             "rawFinishReason": "tool_calls",
             "toolCalls": [
-                {"id": "call_a", "name": "weather", "arguments": {"city": "Lisbon"}},
-                {"id": "call_b", "name": "convert", "arguments": {"amount": 120}},
+                {"id": "call_a", "name": "weather", "input": {"city": "Lisbon"}},
+                {"id": "call_b", "name": "convert", "input": {"amount": 120}},
             ],
         })
     );

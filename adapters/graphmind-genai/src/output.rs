@@ -25,7 +25,7 @@ pub(crate) struct StepOut {
 }
 
 impl StepOut {
-    /// `{text, finishReason, rawFinishReason, toolCalls: [{id, name, arguments}], response}`,
+    /// `{text, finishReason, rawFinishReason, toolCalls: [{id, name, input, inputText?}], response}`,
     /// built by graphmind's [`Reply`] as a `#[graphmind::model_step]` read through the
     /// [`Genai`](crate::Genai) codec records it. An answer that ended normally with tool calls
     /// in it stopped for them: `tool-calls`.
@@ -62,7 +62,7 @@ pub(crate) fn arguments_text(v: &Value) -> String {
     }
 }
 
-/// A genai tool call as the output's `{id, name, arguments}`.
+/// A genai tool call, recorded as the output's `{id, name, input, inputText?}`.
 pub(crate) fn call_of(c: &GenaiToolCall) -> Call {
     Call {
         id: c.call_id.clone(),
@@ -169,7 +169,7 @@ mod tests {
         .to_json(None);
         assert_eq!(out["finishReason"], "tool-calls");
         assert_eq!(out["rawFinishReason"], "end_turn");
-        assert_eq!(out["toolCalls"][0]["arguments"], json!({"a": 1}));
+        assert_eq!(out["toolCalls"][0]["input"], json!({"a": 1}));
     }
 
     /// Regression: a recorded response did not deserialize back into genai's type (genai

@@ -158,13 +158,10 @@ async fn stream_tees_tool_calls_per_call(model: &str, ids: [&str; 2]) {
     assert_eq!(fin["output"]["toolCalls"][0]["id"], ids[0]);
     assert_eq!(fin["output"]["toolCalls"][0]["name"], "get_weather");
     assert_eq!(
-        fin["output"]["toolCalls"][0]["arguments"],
+        fin["output"]["toolCalls"][0]["input"],
         json!({"city": "Lisbon"})
     );
-    assert_eq!(
-        fin["output"]["toolCalls"][1]["arguments"],
-        json!({"tz": "WET"})
-    );
+    assert_eq!(fin["output"]["toolCalls"][1]["input"], json!({"tz": "WET"}));
     assert_eq!(fin["streamed"], true);
     assert!(
         fin["usage"]["inputTokens"].as_u64().is_some(),

@@ -168,10 +168,7 @@ async fn codec_step_tees_tool_arguments_per_call(model: &'static str, ids: [&str
     assert_eq!(fin["output"]["toolCalls"][0]["id"], ids[0]);
     assert_eq!(fin["output"]["toolCalls"][0]["name"], "get_weather");
     assert_eq!(fin["output"]["toolCalls"][1]["id"], ids[1]);
-    assert_eq!(
-        fin["output"]["toolCalls"][1]["arguments"],
-        json!({"tz": "WET"})
-    );
+    assert_eq!(fin["output"]["toolCalls"][1]["input"], json!({"tz": "WET"}));
     hub.assert_valid();
     gm.dispose().await;
 }

@@ -54,9 +54,9 @@ impl Api {
     }
 }
 
-/// The status and extras of `node.finished`: the adapter's extras, model and response id,
-/// `injected`, and the provider's spelling of the finish reason beside the normalized one in
-/// the output, as a `#[graphmind::model_step]` records it.
+/// The status and extras of `node.finished`: the adapter's extras, model and response id and
+/// `injected`, as a `#[graphmind::model_step]` records them (the finish reason is in the
+/// output only, normalized and as the provider spells it).
 fn head_extra(
     model: Option<&str>,
     response_id: Option<&str>,
@@ -73,9 +73,6 @@ fn head_extra(
     if injected {
         extras = extras.injected();
     }
-    if let Some(raw) = raw_finish {
-        extras = extras.finish_reason(raw);
-    }
     let status = if raw_finish == Some("failed") {
         Status::Error
     } else {
@@ -85,7 +82,7 @@ fn head_extra(
 }
 
 /// Finishes `llm:step` with `out` (output, the whole `response` when there is one, usage,
-/// the provider's finish reason, model, response id; graphmind remembers the response id, so that a request naming it
+/// model, response id; graphmind remembers the response id, so that a request naming it
 /// as its `previous_response_id` continues the invocation).
 pub(crate) fn finish_out(
     node: Node,

@@ -28,7 +28,7 @@ pub(crate) struct StepOut {
 }
 
 impl StepOut {
-    /// `{text, finishReason, rawFinishReason, toolCalls: [{id, name, arguments}], response}`,
+    /// `{text, finishReason, rawFinishReason, toolCalls: [{id, name, input, inputText?}], response}`,
     /// built by graphmind's [`Reply`] exactly as a `#[graphmind::model_step]` read through
     /// a codec records it (so an answer that ended normally, `stop` or a Responses answer
     /// `completed`, with tool calls in it is `tool-calls` on both paths).
@@ -368,7 +368,7 @@ mod tests {
     }
 
     #[test]
-    fn tool_arguments_that_are_not_json_stay_a_string() {
+    fn tool_arguments_that_are_not_json_keep_their_text_as_input_text() {
         let out = StepOut {
             tool_calls: vec![ToolCall {
                 id: "c1".into(),
@@ -378,7 +378,8 @@ mod tests {
             raw_finish: Some("tool_calls".into()),
             ..StepOut::default()
         };
-        assert_eq!(out.to_json(None)["toolCalls"][0]["arguments"], "{\"cut");
+        assert_eq!(out.to_json(None)["toolCalls"][0]["input"], Value::Null);
+        assert_eq!(out.to_json(None)["toolCalls"][0]["inputText"], "{\"cut");
         assert_eq!(out.to_json(None)["finishReason"], "tool-calls");
     }
 }

@@ -108,8 +108,8 @@ async fn create_is_one_step_with_the_06_output_usage_and_request_tools_hinted() 
             "finishReason": "tool-calls",
             "rawFinishReason": "tool_calls",
             "toolCalls": [
-                {"id": "call_weather_1", "name": "get_weather", "arguments": {"city": "Lisbon"}},
-                {"id": "call_convert_2", "name": "convert", "arguments": {"amount": 120, "to": "EUR"}}
+                {"id": "call_weather_1", "name": "get_weather", "input": {"city": "Lisbon"}},
+                {"id": "call_convert_2", "name": "convert", "input": {"amount": 120, "to": "EUR"}}
             ]
         })
     );
@@ -184,7 +184,7 @@ async fn a_stream_tees_parallel_tool_calls_apart_and_yields_the_sdks_chunks() {
     let fin = &finished(&hub, "llm:step")[0];
     assert_eq!(fin["output"]["finishReason"], "tool-calls");
     assert_eq!(
-        fin["output"]["toolCalls"][1]["arguments"],
+        fin["output"]["toolCalls"][1]["input"],
         json!({"amount": 120, "to": "EUR"})
     );
     assert_eq!(fin["streamed"], true);

@@ -178,8 +178,8 @@ async fn function_calls_are_the_steps_tool_calls() {
     assert_eq!(
         fin["output"]["toolCalls"],
         json!([
-            {"id": "call_weather_1", "name": "get_weather", "arguments": {"city": "Lisbon"}},
-            {"id": "call_convert_2", "name": "convert", "arguments": {"amount": 120, "to": "EUR"}}
+            {"id": "call_weather_1", "name": "get_weather", "input": {"city": "Lisbon"}},
+            {"id": "call_convert_2", "name": "convert", "input": {"amount": 120, "to": "EUR"}}
         ])
     );
     hub.assert_valid();

@@ -21,7 +21,7 @@
 //!   before the provider is called; the run's first step sends a `graph.hint` naming the
 //!   agent's tools, so the viewer draws them before anything runs.
 //! - The `before` gate holds before the request leaves. Inject there is the turn's content
-//!   (`"text"`, or `{text, toolCalls: [{id, name, arguments}]}`) when the agent's model is
+//!   (`"text"`, or `{text, toolCalls: [{id, name, input}]}`) when the agent's model is
 //!   served through [`gated_model`] / [`GateModelErrors::gate_model_errors`] (not streamed):
 //!   graphmind's layer answers the call with it and the provider is not called; a replay's
 //!   recorded answer is given the same way. rig's hooks cannot answer a completion dispatch

@@ -88,7 +88,7 @@ async fn a_tool_turn_then_a_text_turn_are_two_steps_of_one_invocation_and_one_to
     assert!(s2["instanceId"].as_str().expect("id").ends_with(":s2"));
     assert_eq!(s1["output"]["finishReason"], "tool-calls");
     assert_eq!(s1["output"]["toolCalls"][0]["name"], "add");
-    assert_eq!(s1["output"]["toolCalls"][0]["arguments"]["x"], 2);
+    assert_eq!(s1["output"]["toolCalls"][0]["input"]["x"], 2);
     assert_eq!(s1["usage"]["inputTokens"], 10);
     assert_eq!(s1["usage"]["outputTokens"], 3);
     assert_eq!(s1["usage"]["cacheReadTokens"], 4);

@@ -152,7 +152,7 @@ async fn model_after_refuses_an_inject_rig_cannot_apply_and_stays_held() {
     assert!(hub.resume(p.run_id(), &pause_id(&p), "continue"));
     let p2 = paused(hub, 2).await;
     // A text turn: an inject naming tool calls is refused, text is taken.
-    let calls = json!({"text": "", "toolCalls": [{"name": "add", "arguments": {}}]});
+    let calls = json!({"text": "", "toolCalls": [{"name": "add", "input": {}}]});
     assert!(hub.inject(p2.run_id(), &pause_id(&p2), calls));
     support::wait_count(hub, "exec.refused", 2).await;
     assert!(hub.inject(p2.run_id(), &pause_id(&p2), json!({"text": "five"})));

@@ -113,7 +113,11 @@ pub(crate) trait Host: GateSink + Send + Sync + 'static {
 
 impl Host for crate::session::Inner {
     fn enabled(&self) -> bool {
-        self.is_enabled()
+        let on = self.is_enabled();
+        if !on {
+            self.warn_used_after_close();
+        }
+        on
     }
     fn attached(&self) -> bool {
         // Gates hold only for a debugger that may control the app.

@@ -228,8 +228,9 @@ fn start_step(
             parent_id: parent.as_deref().map(str::to_owned),
             extra: Extra::new(),
         });
-        let mut tools = crate::roster::tools();
-        tools.extend(site.tools.iter().copied());
+        // The step's own roster only: every tool linked into the binary would draw other
+        // agents' tools under this step.
+        let mut tools = site.tools.to_vec();
         tools.sort_unstable();
         tools.dedup();
         nodes.extend(tools.into_iter().map(|t| GraphNodeHint {
@@ -286,10 +287,15 @@ pub(crate) fn begin_by_hand(
     Some((call, node))
 }
 
-/// Usage and the loose fields of a response, read through its codec.
+/// Usage and the loose fields of a response, read through its codec. The finish reason is
+/// said once: in the output when the codec reads the text (`finishReason` normalized,
+/// `rawFinishReason` the provider's spelling, all a GraphMind viewer reads), else, the
+/// output being the response as it serializes, as the loose `finishReason`.
 fn response_usage<K: ResponseCodec<R>, R>(r: &R) -> (Option<Usage>, Extra) {
     let mut extra = Extra::new();
-    if let Some(reason) = K::finish_reason(r) {
+    if K::text(r).is_none()
+        && let Some(reason) = K::finish_reason(r)
+    {
         extra.insert("finishReason".into(), reason.into_owned().into());
     }
     if let Some(model) = K::model(r) {

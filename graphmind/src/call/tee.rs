@@ -93,11 +93,15 @@ impl Drop for Observer {
         let mut extra = std::mem::take(&mut self.extra);
         extra.insert("streaming".into(), true.into());
         extra.insert("chunks".into(), self.chunks.into());
+        // The finish reason is said once (see `step::response_usage`): in the output when
+        // there is a reply, else as the loose field.
         let output = self
             .reply
             .take()
             .map(|reply| reply.into_value(self.finish_reason.as_deref()));
-        if let Some(r) = self.finish_reason.take() {
+        if output.is_none()
+            && let Some(r) = self.finish_reason.take()
+        {
             extra.insert("finishReason".into(), r.into());
         }
         if !self.ended {

@@ -143,3 +143,6 @@ pub fn init(config: Config) -> InitGuard {
 pub fn session() -> Session {
     Session::new(Config::new("rust-app"))
 }
+
+/// Does nothing: there is no session to close.
+pub fn shutdown() {}

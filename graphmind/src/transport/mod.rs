@@ -641,6 +641,47 @@ fn loopback_port(url: &str) -> Option<u16> {
     })
 }
 
+/// The one live `graphmind serve` of this user, found by its run file in `<home>/run` (as
+/// the CLI finds a hub started with `--port 0`): `Ok(Some((url, run file)))` when exactly one
+/// run file names an address that accepts a connection, `Ok(None)` when none does, and
+/// `Err(ports)` when several do (choosing one would be a guess). Only a run file whose name,
+/// `port` and `url` agree on one loopback port counts; the trust rules are unchanged, since
+/// the app then dials the very address that run file names.
+pub(crate) fn discover_hub(
+    home: &std::path::Path,
+) -> Result<Option<(String, std::path::PathBuf)>, Vec<u16>> {
+    let Ok(dir) = std::fs::read_dir(home.join("run")) else {
+        return Ok(None);
+    };
+    let mut live: Vec<(u16, std::path::PathBuf)> = dir
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter_map(|file| {
+            let named: u16 = file
+                .file_name()?
+                .to_str()?
+                .strip_prefix("serve-")?
+                .strip_suffix(".json")?
+                .parse()
+                .ok()?;
+            let address = read_run_file(&file)?.address?;
+            (named != 0 && address.port() == named && address.ip().is_loopback()).then_some(())?;
+            std::net::TcpStream::connect_timeout(&address, std::time::Duration::from_millis(200))
+                .ok()?;
+            Some((named, file))
+        })
+        .collect();
+    live.sort();
+    match live.as_slice() {
+        [] => Ok(None),
+        [(port, file)] => Ok(Some((
+            format!("ws://127.0.0.1:{port}/ingest"),
+            file.clone(),
+        ))),
+        several => Err(several.iter().map(|(p, _)| *p).collect()),
+    }
+}
+
 /// What the app takes from a hub's run file.
 struct RunFile {
     /// `hubSecret`.

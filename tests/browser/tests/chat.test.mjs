@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { ROOT } from '../lib/harness.mjs';
 
-const { chatOf, replyOf } = await import(path.join(ROOT, 'graphmind-hub/assets/chat.js'));
+const { chatOf, replyOf, callTitle } = await import(path.join(ROOT, 'graphmind-hub/assets/chat.js'));
 const brief = (chat) => chat.messages.map((m) => [m.role, m.parts.map((p) => (p.kind === 'text' ? p.text : p.kind === 'call' ? `call ${p.name} ${p.id} ${JSON.stringify(p.args)}` : p.kind === 'result' ? `result ${p.name} ${p.id}` : p.kind))]);
 
 test('Anthropic: system on top, tool_use and tool_result blocks', () => {
@@ -55,4 +55,12 @@ test("a model step's reply in GraphMind 0.6's output shape; other outputs are no
   assert.deepEqual(brief(r), [['assistant', ['Hi', 'call t a {"x":1}', 'call u b "{\\"y\\":"']]]);
   assert.equal(replyOf({ text: '', finishReason: 'stop', rawFinishReason: 'stop' }).about, 'finish: stop');
   for (const v of [undefined, null, 'text', [], { refund: 1 }, { text: 3 }]) assert.equal(replyOf(v), null, JSON.stringify(v));
+});
+
+// Issue 35 item 9: a streamed call recorded without its name (`{"name": ""}`) showed as a bare
+// "→"; it is titled by its call id, and only a call with neither reads "tool call".
+test('a tool call without a name is titled by its id', () => {
+  const r = replyOf({ text: '', toolCalls: [{ id: 'call_1', name: '', input: {} }, { name: 'lookup', id: 'call_2', input: {} }, { name: '', input: {} }] });
+  const titles = r.messages[0].parts.map(callTitle);
+  assert.deepEqual(titles, [{ title: 'call_1', id: null }, { title: 'lookup', id: 'call_2' }, { title: 'tool call', id: null }]);
 });
