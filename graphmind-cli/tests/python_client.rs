@@ -298,7 +298,7 @@ fn cli_breakpoint_holds_the_python_tool_and_inject_sets_its_result() {
 #[test]
 fn the_python_client_0_5_1_is_never_offered_an_edit() {
     require_python_client();
-    let h = hub(|c| c.allow_control = graphmind_hub::AllowControl::Inject);
+    let h = hub(|c| c.allow_control = graphmind_hub::AllowControl::Edit);
     let port = h.port.to_string();
     gm(
         &h.home,
