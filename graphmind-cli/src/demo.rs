@@ -145,7 +145,13 @@ async fn run(args: DemoArgs) -> ExitCode {
     let mut stop = StopSignals::install();
     let json_out = args.serve.json;
     let mut serve_args = args.serve.clone();
-    if args.auto && serve_args.allow_control != AllowControl::Inject {
+    serve_args.started_by = Some("demo");
+    if args.auto
+        && matches!(
+            serve_args.allow_control,
+            AllowControl::Off | AllowControl::Resume
+        )
+    {
         // --auto injects through the control API with the agent token of its own hub
         serve_args.allow_control = AllowControl::Inject;
     }
@@ -185,7 +191,12 @@ async fn run(args: DemoArgs) -> ExitCode {
              (to control the run, open the link its `graphmind serve` printed)"
         ),
     }
-    let opened = !serve_args.no_open && crate::browser::open(&link);
+    let opened = !serve_args.no_open && {
+        let url = link.clone();
+        tokio::task::spawn_blocking(move || crate::browser::open(&url).is_ok())
+            .await
+            .unwrap_or(false)
+    };
     if opened && !args.auto {
         // let the page connect, so the run is watched from its first event
         wait_for_viewer(port, Duration::from_secs(5)).await;
@@ -472,7 +483,7 @@ fn agent_token(port: u16) -> Result<String, String> {
         .map_err(|e| format!("--auto needs the hub's run file {}: {e}", file.display()))?;
     let v: Value =
         serde_json::from_str(&text).map_err(|e| format!("{} is not JSON: {e}", file.display()))?;
-    if v["allowControl"].as_str() != Some("inject") {
+    if !matches!(v["allowControl"].as_str(), Some("inject" | "edit")) {
         return Err(format!(
             "--auto injects through the control API, but the hub on port {port} does not allow \
              it: start it with `graphmind serve --allow-control inject`, or run the demo on a \

@@ -57,8 +57,35 @@ pub struct ExportArgs {
     #[arg(long, value_name = "FILE", conflicts_with = "otlp")]
     pub out: Option<PathBuf>,
     /// Database file (default $GRAPHMIND_HOME/graphmind.db); a hub may be running on it.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "port")]
     pub db: Option<PathBuf>,
+    /// Export from the database of the hub on this port (the `db` of its run file), as the
+    /// other commands take `--port` [default: --db, else $GRAPHMIND_HOME/graphmind.db].
+    #[arg(long)]
+    pub port: Option<u16>,
+}
+
+/// The database of the hub on `port`, from its run file.
+fn db_of_port(port: u16) -> Result<PathBuf, String> {
+    let file = paths::run_file(port);
+    let text = std::fs::read_to_string(&file).map_err(|e| {
+        format!(
+            "no run file {} ({e}): is `graphmind serve` running on port {port} with this \
+             GRAPHMIND_HOME? (or pass --db)",
+            file.display()
+        )
+    })?;
+    let doc: serde_json::Value =
+        serde_json::from_str(&text).map_err(|_| format!("{} is not JSON", file.display()))?;
+    doc.get("db")
+        .and_then(serde_json::Value::as_str)
+        .map(PathBuf::from)
+        .ok_or_else(|| {
+            format!(
+                "{} names no database (a hub of another version?): pass --db",
+                file.display()
+            )
+        })
 }
 
 /// `graphmind export`.
@@ -83,7 +110,11 @@ pub fn main(args: ExportArgs) -> ExitCode {
 }
 
 async fn run(args: &ExportArgs) -> Result<ExitCode, String> {
-    let db = args.db.clone().unwrap_or_else(paths::default_db);
+    let db = match (args.port, &args.db) {
+        (Some(port), _) => db_of_port(port)?,
+        (None, Some(db)) => db.clone(),
+        (None, None) => paths::default_db(),
+    };
     let otlp = args.otlp.config()?;
     let (summary, to) = match (&otlp, &args.out) {
         (Some(config), None) => (

@@ -15,12 +15,14 @@ use crate::paths;
 /// What the agent token (run file) may do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum AllowControl {
-    /// Breakpoints and mode only.
+    /// Nothing: no breakpoints, no mode, no resume (the token still reads).
     Off,
-    /// Also continue, retry and abort held gates.
+    /// Set breakpoints and the mode; continue, retry, abort and reject held gates.
     Resume,
     /// Also inject results.
     Inject,
+    /// Also run held calls with an edited input (`--action continue|retry --input`).
+    Edit,
 }
 
 impl From<AllowControl> for graphmind_hub::AllowControl {
@@ -29,6 +31,7 @@ impl From<AllowControl> for graphmind_hub::AllowControl {
             AllowControl::Off => Self::Off,
             AllowControl::Resume => Self::Resume,
             AllowControl::Inject => Self::Inject,
+            AllowControl::Edit => Self::Edit,
         }
     }
 }
@@ -69,6 +72,10 @@ pub struct ServeArgs {
     /// `edit-input`, shows no gate as editable and refuses an edited resume itself.
     #[arg(long)]
     pub no_edit_input: bool,
+    /// The command that starts the hub, when not `serve` (`demo`): written to the run file,
+    /// so control commands name the right command to restart with.
+    #[arg(skip)]
+    pub started_by: Option<&'static str>,
 }
 
 fn initial_breakpoints(flag: &str) -> Result<Vec<BreakpointMatcher>, String> {
@@ -116,6 +123,9 @@ impl ServeArgs {
         c.memory_runs = self.memory_runs;
         c.otlp = otlp;
         c.edit_input = !self.no_edit_input;
+        if let Some(command) = self.started_by {
+            c.command = command.to_owned();
+        }
         c.abandon_grace = ms("GRAPHMIND_ABANDON_GRACE_MS", c.abandon_grace);
         c.resume_wait = ms("GRAPHMIND_RESUME_WAIT_MS", c.resume_wait);
         c.hello_timeout = ms("GRAPHMIND_HELLO_TIMEOUT_MS", c.hello_timeout);
@@ -184,7 +194,9 @@ pub fn main(args: ServeArgs) -> ExitCode {
             );
         }
         if !args.no_open {
-            let _ = crate::browser::open(&running.viewer_url);
+            // Off the runtime: the opener is watched for a moment for a failure.
+            let url = running.viewer_url.clone();
+            tokio::task::spawn_blocking(move || crate::browser::open(&url));
         }
         let _ = stop.recv().await;
         eprintln!("graphmind: shutting down");

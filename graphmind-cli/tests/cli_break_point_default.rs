@@ -9,7 +9,10 @@ use support::{App, block_on, gm_on, hub};
 
 #[test]
 fn break_clear_with_point_before_clears_a_breakpoint_set_without_a_point() {
-    let h = hub(|c| c.breakpoints.clear());
+    let h = hub(|c| {
+        c.breakpoints.clear();
+        c.allow_control = graphmind_hub::AllowControl::Resume;
+    });
     block_on(async {
         let mut app = App::connect(h.port).await;
         gm_on(

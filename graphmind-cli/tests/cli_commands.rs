@@ -215,7 +215,10 @@ fn pauses_wait_and_resume_release_a_held_gate() {
 
 #[test]
 fn break_and_mode_change_the_debug_state_and_reach_the_app() {
-    let h = hub(|c| c.breakpoints.clear());
+    let h = hub(|c| {
+        c.breakpoints.clear();
+        c.allow_control = graphmind_hub::AllowControl::Resume;
+    });
     block_on(async {
         let mut app = App::connect(h.port).await;
         assert_eq!(app.ack["payload"]["breakpoints"], json!([]));

@@ -30,7 +30,6 @@ fn usage_errors_exit_1_with_one_line() {
         vec![
             "resume", "pause_x", "--run", "run_x", "--action", "bogus", "--port", p,
         ],
-        vec!["resume", "pause_x", "--action", "continue", "--port", p],
         vec![
             "resume", "pause_x", "--run", "r", "--action", "inject", "--port", p,
         ],

@@ -37,7 +37,7 @@ fn plant_run_file(home: &Path, port: u16, pid: u64) {
 
 #[test]
 fn runs_without_port_uses_the_one_live_hub_and_skips_stale_run_files() {
-    let h = hub(|_| {});
+    let h = hub(|c| c.allow_control = graphmind_hub::AllowControl::Resume);
     // A hub that died without cleaning up: nothing listens on its port.
     plant_run_file(&h.home, free_port(), 999_999);
     // A hub of another home now listens on the port a dead hub's run file names.
@@ -85,7 +85,7 @@ fn without_port_several_live_hubs_are_named_and_none_is_picked() {
         line,
         format!(
             "graphmind: no debugger on port {default}, but graphmind serve runs on ports \
-             {lo}, {hi}: pass --port N"
+             {lo}, {hi}: pass --port N (or set GRAPHMIND_PORT)"
         )
     );
     assert_eq!(h.get_json("/api/debug")["mode"], json!("run"));
@@ -124,6 +124,44 @@ fn an_explicit_port_is_never_swapped_for_a_live_hub() {
     let out = gm_default(&h.home, &dead, &["runs", "--port", &dead]).expect(3);
     assert!(
         out.stderr.contains(&format!("no debugger on port {dead}")),
+        "{}",
+        out.stderr
+    );
+}
+
+/// Regression: every control command printed "nothing on port 4747; using …" when the hub was
+/// found through its run file; `GRAPHMIND_PORT` names the hub once for all commands (no
+/// look-up, nothing said), `--port` still wins, and a value that is not a port is refused.
+#[test]
+fn graphmind_port_names_the_hub_without_the_look_up_message() {
+    let h = hub(|_| {});
+    let default = nothing_on_default();
+    let port = h.port.to_string();
+    let looked_up = gm_default(&h.home, &default, &["runs", "--json"]).expect(0);
+    assert!(
+        looked_up
+            .stderr
+            .contains("using the graphmind serve on port")
+            && looked_up.stderr.contains(&format!("GRAPHMIND_PORT={port}")),
+        "{}",
+        looked_up.stderr
+    );
+    let env = [
+        ("GRAPHMIND_DEFAULT_PORT", default.as_str()),
+        ("GRAPHMIND_PORT", port.as_str()),
+    ];
+    let out = gm_env(&h.home, &env, &["runs", "--json"]).expect(0);
+    assert!(out.stderr.is_empty(), "{}", out.stderr);
+    assert!(out.json()["runs"].is_array(), "{}", out.stdout);
+    // --port beats it.
+    let elsewhere = free_port().to_string();
+    let env = [("GRAPHMIND_PORT", elsewhere.as_str())];
+    gm_env(&h.home, &env, &["runs", "--port", &port]).expect(0);
+    let out = gm_env(&h.home, &env, &["runs"]).expect(3);
+    assert!(out.one_line_error().contains(&elsewhere), "{}", out.stderr);
+    let out = gm_env(&h.home, &[("GRAPHMIND_PORT", "47x")], &["runs"]).expect(1);
+    assert!(
+        out.one_line_error().contains("GRAPHMIND_PORT"),
         "{}",
         out.stderr
     );

@@ -47,6 +47,31 @@ fn serve_exports_finished_runs_and_export_sends_or_writes_stored_ones() {
         .expect("decode");
     assert_eq!(req.resource_spans, live);
 
+    // Regression: `--port N` was a usage error although every command takes it; it names
+    // the hub whose database is read (the `db` of its run file).
+    let by_port = h.dir.0.join("run.by-port.pb");
+    let port = h.port.to_string();
+    let o = gm(
+        &h.home,
+        &[
+            "export",
+            run,
+            "--port",
+            &port,
+            "--out",
+            by_port.to_str().unwrap(),
+        ],
+    )
+    .expect(0);
+    assert!(o.stdout.contains("exported 1 run(s)"), "{}", o.stdout);
+    assert_eq!(std::fs::read(&by_port).ok(), std::fs::read(&out).ok());
+    let o = gm(
+        &h.home,
+        &["export", run, "--port", "1", "--out", "/dev/null"],
+    )
+    .expect(1);
+    assert!(o.stderr.contains("no run file"), "{}", o.stderr);
+
     // --otlp: sent again; a missing run is named and the exit code says so.
     let o = gm(
         &h.home,

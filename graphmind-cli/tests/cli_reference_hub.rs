@@ -76,6 +76,12 @@ fn answer(method: &str, path: &str) -> (u16, &'static str, String) {
             "startedAt": 1_700_000_000_000u64, "eventCount": 7
         }]})),
         ("GET", "/api/pauses") => ok(json!({"pauses": [pause]})),
+        // The reference's `/health` (server.ts): its name and version.
+        ("GET", "/health") => ok(json!({"ok": true, "name": "graphmind-ai", "version": "0.6.2"})),
+        // No /api/debug: breakpoints and mode are set over its viewer socket only.
+        ("POST", path) if path.starts_with("/api/debug") => {
+            (404, "Not Found", "404 Not Found".to_owned())
+        }
         ("GET", "/api/runs/run_ts_1/pauses/pause_ts_1") => {
             let mut detail = pause;
             detail["node"] =
@@ -172,6 +178,17 @@ fn the_cli_drives_a_hub_that_answers_in_the_reference_shapes() {
         out.stderr
     );
 
+    // `resume` without --run: the run of the one open pause with that id.
+    let out = gm(
+        &home.0,
+        &["resume", "pause_ts_1", "--action", "continue", "--port", &p],
+    )
+    .expect(0);
+    assert_eq!(
+        out.stdout,
+        "resumed pause_ts_1 of run run_ts_1 (continue)\n"
+    );
+
     let posts: Vec<_> = seen
         .lock()
         .expect("lock")
@@ -179,12 +196,37 @@ fn the_cli_drives_a_hub_that_answers_in_the_reference_shapes() {
         .filter(|(m, _, _)| m == "POST")
         .cloned()
         .collect();
-    assert_eq!(posts.len(), 3, "{posts:?}");
+    assert_eq!(posts.len(), 4, "{posts:?}");
     for (_, path, auth) in &posts {
         assert_eq!(
             auth.as_deref(),
             Some(format!("Bearer {TOKEN}").as_str()),
             "the agentToken of the run file is presented: {path}"
         );
+    }
+}
+
+/// Regression: `graphmind break set` and `graphmind mode` against a reference hub failed with a
+/// bare 404 (it has no `/api/debug`); they are refused (exit 6) naming the hub and its
+/// version, and where breakpoints are set on it.
+#[test]
+fn break_and_mode_against_a_reference_hub_are_refused_naming_its_version() {
+    let (port, _seen) = reference_hub();
+    let home = TempDir::new("ref-hub-debug");
+    run_file(&home, port);
+    let p = port.to_string();
+    for args in [
+        vec!["break", "set", "--kind", "tool", "--port", &p],
+        vec!["break", "clear", "--port", &p],
+        vec!["mode", "step", "--port", &p],
+    ] {
+        let out = gm(&home.0, &args).expect(6);
+        let line = out.one_line_error();
+        assert!(
+            line.contains("graphmind-ai 0.6.2") && line.contains("no /api/debug"),
+            "{args:?}: {line}"
+        );
+        assert!(line.contains("viewer"), "{line}");
+        assert!(!line.contains("404"), "{line}");
     }
 }

@@ -50,7 +50,7 @@ fn edit_flags_that_do_not_fit_the_action_are_usage_errors() {
 
 #[test]
 fn an_edited_input_reaches_the_app_and_a_refusal_exits_6_with_its_code() {
-    let h = hub(|c| c.allow_control = graphmind_hub::AllowControl::Inject);
+    let h = hub(|c| c.allow_control = graphmind_hub::AllowControl::Edit);
     let port = h.port.to_string();
     let run = "run_700000000001";
     block_on(async {

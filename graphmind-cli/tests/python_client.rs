@@ -1,7 +1,8 @@
 //! The hub with the real Python client `graphmind-ai==0.5.1` (`tests/python/agent.py`): its run
 //! is stored with all its events, a breakpoint set with `graphmind break set` holds its tool,
 //! `graphmind resume --action inject` makes the tool return the injected value, and the replay
-//! after the client reconnects to a restarted hub stores no duplicate.
+//! after the client reconnects to a restarted hub stores no duplicate. The hub's answers also
+//! carry the reference family's names (run rows, event totals, pause details).
 //!
 //! Needs `python3` with `graphmind-ai==0.5.1` (scripts/install-test-deps.sh); without it these
 //! tests fail, they do not skip.
@@ -167,7 +168,16 @@ fn python_run_is_stored_with_all_its_events() {
     assert_eq!(r["sdk"], json!({"name": "python", "version": "0.5.1"}));
     assert_eq!(r["eventCount"], json!(6));
     assert_eq!(r["live"], json!(false));
+    // The reference's names beside ours, for the Python client's run as for any.
+    assert_eq!(r["id"], r["runId"]);
+    assert_eq!(
+        (&r["errorCount"], &r["schemaVersion"], &r["source"]),
+        (&json!(0), &json!(1), &json!("live"))
+    );
+    assert_eq!(r["finishedAt"], r["endedAt"]);
     let run = r["runId"].as_str().unwrap();
+    let page = h.get_json(&format!("/api/runs/{run}/events?limit=2"));
+    assert_eq!(page["total"], json!(6), "{page}");
     let events = h.events(run);
     assert_eq!(
         types(&events),
@@ -227,6 +237,14 @@ fn cli_breakpoint_holds_the_python_tool_and_inject_sets_its_result() {
         "the Python agent ran past its breakpoint"
     );
     assert!(agent.lines.try_recv().is_err());
+    // The details in the reference's shape too: `pause.node.input` (a GraphMind 0.6 client).
+    let detail = h.get_json(&format!("/api/runs/{run}/pauses/{pause}"));
+    assert_eq!(
+        detail["pause"]["node"]["input"],
+        json!({"a": 1, "b": 2}),
+        "{detail}"
+    );
+    assert_eq!(detail["pause"]["node"]["name"], json!("add"), "{detail}");
 
     let out = gm(
         &h.home,
@@ -298,7 +316,7 @@ fn cli_breakpoint_holds_the_python_tool_and_inject_sets_its_result() {
 #[test]
 fn the_python_client_0_5_1_is_never_offered_an_edit() {
     require_python_client();
-    let h = hub(|c| c.allow_control = graphmind_hub::AllowControl::Inject);
+    let h = hub(|c| c.allow_control = graphmind_hub::AllowControl::Edit);
     let port = h.port.to_string();
     gm(
         &h.home,

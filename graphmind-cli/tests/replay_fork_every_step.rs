@@ -212,6 +212,21 @@ fn the_support_run_replayed_to_every_step_runs_nothing_before_it_and_the_rest_li
         first.starts_with("step 1 (llm:step `step`): input $.request.messages[0].content is \"You are a support agent."),
         "{d}"
     );
+    // Regression: the text diff of two fetched runs printed "wrote N events to /tmp/…" on
+    // stderr and rows of 250 characters; nothing on stderr, and short rows.
+    let out = differ(gm(&h.home, &["diff", &source, &diverged.0, "--port", &p]));
+    assert!(out.stderr.is_empty(), "{}", out.stderr);
+    assert!(
+        out.stdout.lines().all(|l| l.chars().count() <= 100),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .starts_with(&format!("--- {source}\n+++ {}\n", diverged.0)),
+        "{}",
+        out.stdout
+    );
     // A replay that went live nowhere matches its source (exit 0).
     let out = gm(&h.home, &["diff", &source, &same, "--port", &p, "--json"]).expect(0);
     assert_eq!(out.json()["firstDivergence"], Value::Null, "{}", out.stdout);
@@ -347,12 +362,13 @@ fn diff_exits_0_when_runs_match_1_when_they_differ_and_2_when_they_cannot_be_com
     );
     let out = gm(&home, &["diff", &a, &same]).expect(0);
     assert!(out.stdout.starts_with("no difference"), "{}", out.stdout);
+    // Read like diff(1) and `git diff --stat`: the runs, the divergence as -/+ lines, one
+    // short row per node.
     let out = differ(gm(&home, &["diff", &a, &other]));
-    assert!(
-        out.stdout
-            .starts_with("first divergence: step 1 (tool:a `a`): input $.q"),
-        "{}",
-        out.stdout
+    assert_eq!(
+        out.stdout,
+        "--- run_a\n+++ run_c\nfirst divergence: step 1 (tool:a `a`): input $.q\n- \"x\"\n+ \"y\"\n \
+         tool:a |   1 vs 1   | 1 input differs\n 1 node, 1 differs\n"
     );
     assert!(out.stderr.is_empty(), "{}", out.stderr);
     let out = differ(gm(&home, &["diff", &a, &other, "--json"]));

@@ -62,7 +62,7 @@ where
 
 #[test]
 fn killing_the_hub_releases_a_held_rust_gate_within_100_ms() {
-    let mut h = spawned_hub(&[]);
+    let mut h = spawned_hub(&["--allow-control", "resume"]);
     block_on(async {
         let (gm, task) = hold(&h, "held_on_kill", held_on_kill(41)).await;
         assert!(KILLED_RAN_AT.lock().unwrap().is_none());
@@ -87,7 +87,7 @@ fn killing_the_hub_releases_a_held_rust_gate_within_100_ms() {
 
 #[test]
 fn stopping_the_hub_releases_a_held_rust_gate_within_100_ms() {
-    let mut h = spawned_hub(&[]);
+    let mut h = spawned_hub(&["--allow-control", "resume"]);
     block_on(async {
         let (gm, task) = hold(&h, "held_on_stop", held_on_stop(1)).await;
         let stopped = Instant::now();

@@ -21,7 +21,14 @@ const RING: usize = 1000;
 /// exec.paused, exec.resumed, the tool's finish, the agent's finish, run.finished.
 const RUN_EVENTS: i64 = 8;
 /// Retention keeps every run: what a hub drops by its retention rule is not a loss.
-const HUB_ARGS: [&str; 4] = ["--keep", "100000", "--memory-runs", "100000"];
+const HUB_ARGS: [&str; 6] = [
+    "--keep",
+    "100000",
+    "--memory-runs",
+    "100000",
+    "--allow-control",
+    "resume",
+];
 
 #[graphmind::tool]
 async fn held(i: u32) -> u32 {

@@ -165,7 +165,7 @@ fn check_after(
 fn a_run_made_while_the_hub_was_down_arrives_whole_when_it_is_back() {
     let dir = TempDir::new("rs-offline");
     let db = dir.0.join("hub.db");
-    let mut hub = serve_on_free_port(&dir.0, &db, &[]);
+    let mut hub = serve_on_free_port(&dir.0, &db, &["--allow-control", "resume"]);
     let port = hub.port;
     // A breakpoint on the tool: it must not hold while nobody is there to release it.
     let r = hub.post(

@@ -179,7 +179,7 @@ fn the_rust_client_trusts_the_real_hub_and_holds_at_its_breakpoints() {
 
 #[test]
 fn a_rust_client_that_cannot_read_the_hub_run_file_only_reports() {
-    let h = hub(|_| {});
+    let h = hub(|c| c.allow_control = graphmind_hub::AllowControl::Resume);
     let elsewhere = TempDir::new("no-run-files");
     block_on(async {
         gm_on(&h, &["break", "set", "--kind", "tool", "--name", "guarded"])

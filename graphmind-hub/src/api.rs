@@ -162,11 +162,12 @@ async fn events(
     Path(run_id): Path<String>,
     Query(q): Query<EventsQuery>,
 ) -> Response {
-    match hub.run_anywhere(&run_id).await {
-        Ok(Some(_)) => {}
+    // `total`, as the reference names it: the run's stored events, whatever the page.
+    let total = match hub.run_anywhere(&run_id).await {
+        Ok(Some(r)) => r.get("eventCount").and_then(Value::as_u64).unwrap_or(0),
         Ok(None) => return error(StatusCode::NOT_FOUND, format!("no run {run_id}")),
         Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, e),
-    }
+    };
     let limit = q.limit.unwrap_or(1000).clamp(1, 10_000);
     // The permit is held until the page has been handed over to the connection in full, so
     // the pages in memory at once are bounded however slowly their clients read.
@@ -192,7 +193,7 @@ async fn events(
         let mut body = String::with_capacity(limit.saturating_mul(256).min(PAGE_BYTES) + 128);
         body.push_str(r#"{"runId":"#);
         body.push_str(&Value::from(rid.as_str()).to_string());
-        body.push_str(r#","events":["#);
+        body.push_str(&format!(r#","total":{total},"events":["#));
         let (seqs, more) =
             reader.append_events_within(&rid, after, limit, PAGE_BYTES, lean, &mut body)?;
         let next = if more { seqs.last().copied() } else { None };
@@ -269,12 +270,33 @@ async fn pause(
     Path((run_id, pause_id)): Path<(String, String)>,
 ) -> Response {
     match hub.pause(&run_id, &pause_id) {
-        Some(p) => axum::Json(p).into_response(),
+        Some(p) => axum::Json(with_reference_pause(p)).into_response(),
         None => error(
             StatusCode::NOT_FOUND,
             format!("no pause {pause_id} in run {run_id}"),
         ),
     }
+}
+
+/// A pause's details with the reference's shape beside ours: `pause` holds them again, with
+/// the held node's `kind`, `name`, `instanceId`, `input`, `output` and `error` under `node`
+/// (GraphMind 0.6 clients read `pause.node.input`).
+fn with_reference_pause(mut p: Value) -> Value {
+    let Some(fields) = p.as_object() else {
+        return p;
+    };
+    let mut node = Map::new();
+    for k in ["kind", "name", "instanceId", "input", "output", "error"] {
+        if let Some(v) = fields.get(k).filter(|v| !v.is_null()) {
+            node.insert(k.to_owned(), v.clone());
+        }
+    }
+    let mut nested = fields.clone();
+    nested.insert("node".to_owned(), Value::Object(node));
+    if let Some(m) = p.as_object_mut() {
+        m.insert("pause".to_owned(), Value::Object(nested));
+    }
+    p
 }
 
 /// The status of a resume outcome.
@@ -352,7 +374,7 @@ async fn resume(
     }
     // Token validity first, from the headers: a caller without a token learns nothing else,
     // and none of its body is read.
-    if let Err(o) = hub.authorize_agent(bearer(&headers), Need::Debug) {
+    if let Err(o) = hub.authorize_agent(bearer(&headers), Need::Token) {
         return fail(o);
     }
     let body = match read_body(req, &hub).await {

@@ -6,25 +6,28 @@ use std::time::Duration;
 
 use graphmind_protocol::{BreakpointMatcher, PausePoint};
 
-/// What the agent token (run file) may do.
+/// What the agent token (run file) may do, the levels of the reference family's hubs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum AllowControl {
-    /// Breakpoints and mode only.
+    /// Nothing: no breakpoints, no mode, no resume (reads only).
     #[default]
     Off,
-    /// Also continue, retry and abort held gates.
+    /// Set breakpoints and the mode; continue, retry, abort and reject held gates.
     Resume,
     /// Also inject results.
     Inject,
+    /// Also run held calls with an edited input.
+    Edit,
 }
 
 impl AllowControl {
-    /// The wire name (`off`, `resume`, `inject`), as in the run file.
+    /// The wire name (`off`, `resume`, `inject`, `edit`), as in the run file.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Off => "off",
             Self::Resume => "resume",
             Self::Inject => "inject",
+            Self::Edit => "edit",
         }
     }
 }
@@ -76,6 +79,9 @@ pub struct HubConfig {
     /// capability is not announced, no pause shows editable, and the hub itself refuses an
     /// edited resume (`refused`, code `disabled`).
     pub edit_input: bool,
+    /// The command that started the hub (`serve`, `demo`), written to the run file as
+    /// `command`: a control command's advice names the command to restart with.
+    pub command: String,
 }
 
 impl HubConfig {
@@ -100,6 +106,7 @@ impl HubConfig {
             retention_interval: Duration::from_millis(3_600_000),
             otlp: None,
             edit_input: true,
+            command: "serve".to_owned(),
         }
     }
 }

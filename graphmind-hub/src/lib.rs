@@ -218,6 +218,8 @@ pub async fn start(config: HubConfig) -> Result<Running, HubError> {
         "token": cfg.agent_token.as_str(),
         "viewerToken": cfg.viewer_token.as_str(),
         "allowControl": cfg.allow_control.as_str(),
+        "command": config.command,
+        "db": config.db,
         "version": cfg.version,
         graphmind_protocol::hub_auth::SECRET_KEY: cfg.hub_secret.as_str(),
     });

@@ -56,6 +56,8 @@ pub struct RunRow {
     pub event_count: u64,
     /// Its app announced events of it lost (read side only; written by [`Writer::gap`]).
     pub incomplete: bool,
+    /// Stored `node.error` events (read side only).
+    pub error_count: u64,
 }
 
 /// One write of a [`Writer::queue`]d batch.
@@ -462,6 +464,7 @@ fn run_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RunRow> {
         created_at: u64_of(row.get(7)?).unwrap_or(0),
         event_count: u64_of(row.get(8)?).unwrap_or(0),
         incomplete: row.get::<_, i64>(9)? != 0,
+        error_count: u64_of(row.get(10)?).unwrap_or(0),
     })
 }
 
@@ -469,7 +472,8 @@ fn run_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RunRow> {
 fn load_runs(conn: &Connection, limit: usize) -> rusqlite::Result<Vec<RunRow>> {
     let mut st = conn.prepare_cached(
         "SELECT run_id, app, name, status, started_at, ended_at, sdk, created_at, event_count,
-                EXISTS (SELECT 1 FROM run_gaps g WHERE g.run_id = runs.run_id)
+                EXISTS (SELECT 1 FROM run_gaps g WHERE g.run_id = runs.run_id),
+                (SELECT count(*) FROM events e WHERE e.run_id = runs.run_id AND e.type = 'node.error')
          FROM runs ORDER BY coalesce(started_at, created_at) DESC, run_id DESC LIMIT ?1",
     )?;
     st.query_map([i64_of(limit as u64)], run_row)?.collect()
@@ -485,7 +489,8 @@ fn load_start_runs(conn: &Connection, limit: usize) -> rusqlite::Result<(Vec<Run
         let have: HashSet<String> = runs.iter().map(|r| r.run_id.clone()).collect();
         let mut st = conn.prepare(
             "SELECT run_id, app, name, status, started_at, ended_at, sdk, created_at, event_count,
-                    EXISTS (SELECT 1 FROM run_gaps g WHERE g.run_id = runs.run_id)
+                    EXISTS (SELECT 1 FROM run_gaps g WHERE g.run_id = runs.run_id),
+                (SELECT count(*) FROM events e WHERE e.run_id = runs.run_id AND e.type = 'node.error')
              FROM runs WHERE status = 'running'
              ORDER BY coalesce(started_at, created_at) DESC, run_id DESC",
         )?;
@@ -830,7 +835,8 @@ impl Reader {
         self.with(|c| {
             let mut st = c.prepare_cached(
                 "SELECT run_id, app, name, status, started_at, ended_at, sdk, created_at,
-                        event_count, EXISTS (SELECT 1 FROM run_gaps g WHERE g.run_id = ?1)
+                        event_count, EXISTS (SELECT 1 FROM run_gaps g WHERE g.run_id = ?1),
+                (SELECT count(*) FROM events e WHERE e.run_id = runs.run_id AND e.type = 'node.error')
                  FROM runs WHERE run_id = ?1",
             )?;
             let mut rows = st.query_map([run_id], run_row)?;

@@ -18,7 +18,10 @@ fn named(name: String) -> Value {
 
 #[test]
 fn ten_huge_breakpoint_names_are_refused_and_a_rust_app_still_attaches() {
-    let h = hub(|c| c.breakpoints.clear());
+    let h = hub(|c| {
+        c.breakpoints.clear();
+        c.allow_control = graphmind_hub::AllowControl::Resume;
+    });
     for i in 0..10 {
         let name = format!("{i}{}", "n".repeat(1_900_000));
         let r = h.post(
@@ -52,7 +55,10 @@ fn ten_huge_breakpoint_names_are_refused_and_a_rust_app_still_attaches() {
 
 #[test]
 fn the_list_is_capped_in_bytes_by_one_set_at_a_time_and_by_a_replacement() {
-    let h = hub(|c| c.breakpoints.clear());
+    let h = hub(|c| {
+        c.breakpoints.clear();
+        c.allow_control = graphmind_hub::AllowControl::Resume;
+    });
     let name = |i: usize| format!("{i:0>width$}", width = MAX_MATCHER_NAME_BYTES);
     let mut held = 0;
     let refused = loop {
@@ -100,7 +106,10 @@ fn the_list_is_capped_in_bytes_by_one_set_at_a_time_and_by_a_replacement() {
 
 #[test]
 fn the_feed_refuses_a_huge_name_with_the_limit() {
-    let h = hub(|c| c.breakpoints.clear());
+    let h = hub(|c| {
+        c.breakpoints.clear();
+        c.allow_control = graphmind_hub::AllowControl::Resume;
+    });
     let (port, token) = (h.port, h.viewer_token.clone());
     block_on(async {
         let mut v = Peer::viewer(port).await;

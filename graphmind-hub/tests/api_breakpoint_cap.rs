@@ -14,7 +14,10 @@ fn matcher(i: usize) -> Value {
 
 #[test]
 fn the_257th_breakpoint_is_refused_and_the_answer_names_the_cap() {
-    let h = hub(|c| c.breakpoints.clear());
+    let h = hub(|c| {
+        c.breakpoints.clear();
+        c.allow_control = graphmind_hub::AllowControl::Resume;
+    });
     for i in 0..256 {
         let r = h.post(
             "/api/debug/breakpoints/set",
@@ -47,7 +50,10 @@ fn the_257th_breakpoint_is_refused_and_the_answer_names_the_cap() {
 
 #[test]
 fn a_replacement_list_over_the_cap_changes_nothing() {
-    let h = hub(|c| c.breakpoints.clear());
+    let h = hub(|c| {
+        c.breakpoints.clear();
+        c.allow_control = graphmind_hub::AllowControl::Resume;
+    });
     let r = h.post("/api/debug", &json!({"breakpoints": [matcher(0)]}));
     assert_eq!(r.status, 200, "{}", r.body);
     let many: Vec<Value> = (0..300).map(matcher).collect();
@@ -71,7 +77,10 @@ fn a_replacement_list_over_the_cap_changes_nothing() {
 
 #[test]
 fn the_feed_answers_a_breakpoint_past_the_cap_with_the_reason() {
-    let h = hub(|c| c.breakpoints.clear());
+    let h = hub(|c| {
+        c.breakpoints.clear();
+        c.allow_control = graphmind_hub::AllowControl::Resume;
+    });
     let all: Vec<Value> = (0..256).map(matcher).collect();
     let r = h.post("/api/debug", &json!({"breakpoints": all}));
     assert_eq!(r.status, 200, "{}", r.body);

@@ -8,7 +8,7 @@ use support::*;
 
 #[test]
 fn debug_changes_reach_every_app_and_viewer() {
-    let h = hub(|_| {});
+    let h = hub(|c| c.allow_control = graphmind_hub::AllowControl::Resume);
     let port = h.port;
     let ctl = h.control();
     block_on(async {

@@ -13,7 +13,10 @@ use support::hub;
 
 #[test]
 fn a_body_that_trickles_past_the_body_timeout_is_answered_408() {
-    let h = hub(|c| c.body_timeout = Duration::from_millis(300));
+    let h = hub(|c| {
+        c.body_timeout = Duration::from_millis(300);
+        c.allow_control = graphmind_hub::AllowControl::Resume;
+    });
     for path in [
         "/api/runs/run_x/pauses/pause_x/resume",
         "/api/debug/breakpoints/set",

@@ -28,7 +28,10 @@ fn closed_after(mut s: TcpStream, start: Instant) -> Duration {
 
 #[test]
 fn a_connection_that_sends_nothing_is_closed() {
-    let h = hub(|c| c.header_timeout = std::time::Duration::from_millis(300));
+    let h = hub(|c| {
+        c.header_timeout = std::time::Duration::from_millis(300);
+        c.allow_control = graphmind_hub::AllowControl::Resume;
+    });
     let start = Instant::now();
     let s = TcpStream::connect(("127.0.0.1", h.port)).expect("connect");
     let took = closed_after(s, start);
@@ -39,7 +42,10 @@ fn a_connection_that_sends_nothing_is_closed() {
 
 #[test]
 fn headers_sent_a_byte_at_a_time_do_not_keep_a_connection_open() {
-    let h = hub(|c| c.header_timeout = std::time::Duration::from_millis(300));
+    let h = hub(|c| {
+        c.header_timeout = std::time::Duration::from_millis(300);
+        c.allow_control = graphmind_hub::AllowControl::Resume;
+    });
     let mut s = TcpStream::connect(("127.0.0.1", h.port)).expect("connect");
     let start = Instant::now();
     let head = format!(
@@ -67,7 +73,10 @@ fn headers_sent_a_byte_at_a_time_do_not_keep_a_connection_open() {
 
 #[test]
 fn slow_answers_and_quiet_websockets_are_not_cut() {
-    let h = hub(|c| c.header_timeout = std::time::Duration::from_millis(300));
+    let h = hub(|c| {
+        c.header_timeout = std::time::Duration::from_millis(300);
+        c.allow_control = graphmind_hub::AllowControl::Resume;
+    });
     // A long poll that outlasts the header timeout answers normally.
     let start = Instant::now();
     let r = h.get("/api/pauses?wait=1");

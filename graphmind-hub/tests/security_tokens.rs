@@ -93,10 +93,11 @@ fn missing_wrong_and_viewer_tokens_are_refused_and_the_gate_stays_held() {
 #[test]
 fn allow_control_decides_what_the_agent_token_may_do() {
     use graphmind_hub::AllowControl;
-    for (level, cont, inject) in [
-        (AllowControl::Off, 403, 403),
-        (AllowControl::Resume, 200, 403),
-        (AllowControl::Inject, 200, 200),
+    for (level, cont, inject, debug) in [
+        (AllowControl::Off, 403, 403, 403),
+        (AllowControl::Resume, 200, 403, 200),
+        (AllowControl::Inject, 200, 200, 200),
+        (AllowControl::Edit, 200, 200, 200),
     ] {
         let h = hub(|c| c.allow_control = level);
         let port = h.port;
@@ -153,10 +154,38 @@ fn allow_control_decides_what_the_agent_token_may_do() {
                 }
             }
         });
-        // Breakpoints and mode are allowed at every level.
+        // Breakpoints and mode need `resume`, as in the reference: at `off` nothing.
         let r = h.post("/api/debug/mode", &json!({"mode": "step"}));
-        assert_eq!(r.status, 200, "{level:?}: {}", r.body);
+        assert_eq!(r.status, debug, "{level:?}: {}", r.body);
     }
+}
+
+/// Regression: `--allow-control off` still let the agent token set breakpoints and the mode
+/// (its help said "breakpoints and mode only"); the reference allows nothing at `off`.
+#[test]
+fn allow_control_off_lets_the_agent_token_set_no_breakpoint_and_no_mode() {
+    let h = hub(|_| {});
+    let before = h.get_json("/api/debug");
+    for (path, body) in [
+        ("/api/debug/mode", json!({"mode": "step"})),
+        (
+            "/api/debug/breakpoints/set",
+            json!({"matcher": {"kind": "tool", "point": "before"}}),
+        ),
+        ("/api/debug/breakpoints/clear", json!({"all": true})),
+        ("/api/debug", json!({"breakpoints": [], "mode": "step"})),
+    ] {
+        let r = h.post(path, &body);
+        assert_eq!(r.status, 403, "{path}: {}", r.body);
+        assert!(
+            r.body.contains("--allow-control off") && r.body.contains("--allow-control resume"),
+            "{path}: {}",
+            r.body
+        );
+    }
+    assert_eq!(h.get_json("/api/debug"), before, "nothing changed");
+    // Reads still work with the agent token.
+    assert_eq!(h.get("/api/runs").status, 200);
 }
 
 #[test]

@@ -109,7 +109,7 @@ fn hello_ack_announces_edit_input_unless_editing_is_turned_off() {
 
 #[test]
 fn an_edit_reaches_the_app_and_the_answer_and_the_store_credit_the_agent() {
-    let h = hub(|c| c.allow_control = graphmind_hub::AllowControl::Inject);
+    let h = hub(|c| c.allow_control = graphmind_hub::AllowControl::Edit);
     let (port, ctl) = (h.port, h.control());
     let run = "run_e00000000003";
     block_on(async {
@@ -165,7 +165,7 @@ fn an_edit_reaches_the_app_and_the_answer_and_the_store_credit_the_agent() {
 
 #[test]
 fn a_refused_edit_is_answered_refused_with_its_code_and_a_valid_edit_then_releases_the_gate() {
-    let h = hub(|c| c.allow_control = graphmind_hub::AllowControl::Inject);
+    let h = hub(|c| c.allow_control = graphmind_hub::AllowControl::Edit);
     let (port, ctl) = (h.port, h.control());
     let run = "run_e00000000004";
     block_on(async {
@@ -231,7 +231,7 @@ fn a_refused_edit_is_answered_refused_with_its_code_and_a_valid_edit_then_releas
 #[test]
 fn with_editing_off_no_gate_is_editable_and_the_hub_refuses_an_edit_itself() {
     let h = hub(|c| {
-        c.allow_control = graphmind_hub::AllowControl::Inject;
+        c.allow_control = graphmind_hub::AllowControl::Edit;
         c.edit_input = false;
     });
     let (port, ctl) = (h.port, h.control());
@@ -272,7 +272,7 @@ fn with_editing_off_no_gate_is_editable_and_the_hub_refuses_an_edit_itself() {
 
 #[test]
 fn an_app_without_edit_input_like_python_051_is_never_offered_an_edit() {
-    let h = hub(|c| c.allow_control = graphmind_hub::AllowControl::Inject);
+    let h = hub(|c| c.allow_control = graphmind_hub::AllowControl::Edit);
     let (port, ctl) = (h.port, h.control());
     let run = "run_e00000000006";
     block_on(async {
@@ -300,9 +300,10 @@ fn an_app_without_edit_input_like_python_051_is_never_offered_an_edit() {
     });
 }
 
+/// The reference's levels: `inject` injects results, only `edit` runs an edited input.
 #[test]
-fn an_edit_by_the_agent_token_needs_the_inject_level() {
-    let h = hub(|c| c.allow_control = graphmind_hub::AllowControl::Resume);
+fn an_edit_by_the_agent_token_needs_the_edit_level_not_inject() {
+    let h = hub(|c| c.allow_control = graphmind_hub::AllowControl::Inject);
     let (port, ctl) = (h.port, h.control());
     let run = "run_e00000000007";
     block_on(async {
@@ -317,7 +318,7 @@ fn an_edit_by_the_agent_token_needs_the_inject_level() {
             )
             .await;
         assert_eq!(r.status, 403, "{}", r.body);
-        assert!(r.body.contains("--allow-control inject"), "{}", r.body);
+        assert!(r.body.contains("--allow-control edit"), "{}", r.body);
         assert!(matches!(app.peer.recv(300).await, Got::Timeout));
     });
 }
@@ -390,7 +391,7 @@ fn a_viewer_resume_is_answered_with_the_outcome_and_stored_as_the_viewers() {
 #[test]
 fn a_hung_app_gets_a_timeout_answer_and_the_gate_stays_held() {
     let h = hub(|c| {
-        c.allow_control = graphmind_hub::AllowControl::Inject;
+        c.allow_control = graphmind_hub::AllowControl::Edit;
         c.resume_wait = ms(300);
     });
     let (port, ctl) = (h.port, h.control());
@@ -419,7 +420,7 @@ fn a_hung_app_gets_a_timeout_answer_and_the_gate_stays_held() {
 
 #[test]
 fn a_remembered_decision_releases_further_holds_of_the_node_until_revoked() {
-    let h = hub(|c| c.allow_control = graphmind_hub::AllowControl::Inject);
+    let h = hub(|c| c.allow_control = graphmind_hub::AllowControl::Edit);
     let (port, ctl) = (h.port, h.control());
     let run = "run_e00000000011";
     block_on(async {
@@ -521,7 +522,7 @@ fn a_remembered_decision_releases_further_holds_of_the_node_until_revoked() {
 
 #[test]
 fn a_remembered_decision_is_forgotten_when_its_run_finishes() {
-    let h = hub(|c| c.allow_control = graphmind_hub::AllowControl::Inject);
+    let h = hub(|c| c.allow_control = graphmind_hub::AllowControl::Edit);
     let (port, ctl) = (h.port, h.control());
     let run = "run_e00000000012";
     block_on(async {
@@ -674,7 +675,7 @@ fn a_rejection_needs_a_reason_and_reaches_only_an_app_and_gate_that_take_it() {
 
 #[test]
 fn a_remembered_inject_skips_a_gate_that_does_not_list_inject() {
-    let h = hub(|c| c.allow_control = graphmind_hub::AllowControl::Inject);
+    let h = hub(|c| c.allow_control = graphmind_hub::AllowControl::Edit);
     let (port, ctl) = (h.port, h.control());
     let run = "run_e00000000015";
     block_on(async {

@@ -107,6 +107,32 @@ pub struct ResumeRequest {
     /// A label naming who decided (stamped as `operator`; at most [`MAX_OPERATOR_CHARS`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub operator: Option<String>,
+    /// The resumer's own id for the request, kept (sent to the app and echoed in the answer)
+    /// when [`acceptable_request_id`] says so; otherwise the hub makes one up.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "string_or_none"
+    )]
+    pub request_id: Option<String>,
+}
+
+/// A string, or `None` for any other JSON value (a viewer's frame may number its requests).
+fn string_or_none<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    Ok(match Value::deserialize(d)? {
+        Value::String(s) => Some(s),
+        _ => None,
+    })
+}
+
+/// Whether a resumer's `requestId` is kept as it is: 1 to 128 characters of `A-Z a-z 0-9 . _
+/// : -` (the reference hub's rule), so it can be logged and echoed without escaping.
+#[must_use]
+pub fn acceptable_request_id(id: &str) -> bool {
+    (1..=128).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b':' | b'-'))
 }
 
 /// The answer to a resume request: the app's outcome, or why the hub did not forward it.

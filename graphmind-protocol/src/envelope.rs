@@ -54,7 +54,8 @@ pub enum Message {
     Unknown {
         /// The `type` string.
         kind: String,
-        /// The payload as received.
+        /// The payload as received; `Null` when the frame had no `payload` key (allowed
+        /// for an unknown type only), and then none is written back.
         payload: Value,
     },
 }
@@ -153,7 +154,10 @@ impl Serialize for Envelope {
         m.serialize_entry("ts", &self.ts)?;
         m.serialize_entry("runId", &self.run_id)?;
         m.serialize_entry("type", self.message.type_name())?;
-        m.serialize_entry("payload", &PayloadRef(&self.message))?;
+        let absent = matches!(&self.message, Message::Unknown { payload, .. } if payload.is_null());
+        if !absent {
+            m.serialize_entry("payload", &PayloadRef(&self.message))?;
+        }
         for (k, v) in &self.extra {
             m.serialize_entry(k, v)?;
         }

@@ -69,13 +69,15 @@ impl std::fmt::Display for RunStatus {
 }
 
 /// One run as listed (`GET /api/runs`, `GET /api/runs/{id}`, `hello` and `run` frames).
-/// It also reads a GraphMind 0.6 hub's listing: the id as `id`, and `live`, `startedAt`,
-/// `eventCount` and `incomplete` as absent (false or 0).
+///
+/// Written, it also carries the reference family's names (GraphMind 0.6 hubs): `id` beside
+/// `runId` and `finishedAt` beside `endedAt`, with `schemaVersion`, `source` and `errorCount`.
+/// Read, it takes a GraphMind 0.6 hub's listing too: the id as `id`, the end as `finishedAt`,
+/// and `live`, `startedAt`, `eventCount` and `incomplete` as absent (false or 0).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", remote = "Self")]
 pub struct RunSummary {
     /// The run's id.
-    #[serde(alias = "id")]
     pub run_id: String,
     /// The app that made it.
     pub app: Option<String>,
@@ -96,11 +98,71 @@ pub struct RunSummary {
     /// Events stored.
     #[serde(default)]
     pub event_count: u64,
+    /// `node.error` events stored.
+    #[serde(default)]
+    pub error_count: u64,
     /// Its app announced events of it lost.
     #[serde(default)]
     pub incomplete: bool,
     /// The `sdk` of its `run.started`.
     pub sdk: Option<Value>,
+    /// The envelope `gm` of its events (always 1).
+    #[serde(default = "schema_v1")]
+    pub schema_version: u64,
+    /// Where its events came from: `live` (an app reported them), as the reference names it.
+    #[serde(default = "source_live")]
+    pub source: String,
+}
+
+fn schema_v1() -> u64 {
+    crate::PROTOCOL_VERSION
+}
+
+fn source_live() -> String {
+    "live".to_owned()
+}
+
+/// The derived fields of a [`RunSummary`] (the `remote = "Self"` functions), flattened into
+/// the written form.
+struct SummaryFields<'a>(&'a RunSummary);
+
+impl Serialize for SummaryFields<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        RunSummary::serialize(self.0, s)
+    }
+}
+
+impl Serialize for RunSummary {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Written<'a> {
+            #[serde(flatten)]
+            fields: SummaryFields<'a>,
+            id: &'a str,
+            finished_at: Option<u64>,
+        }
+        Written {
+            fields: SummaryFields(self),
+            id: &self.run_id,
+            finished_at: self.ended_at,
+        }
+        .serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for RunSummary {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let mut m = serde_json::Map::<String, Value>::deserialize(d)?;
+        // Both names of the id and of the end: ours win where both are there.
+        if let Some(id) = m.remove("id") {
+            m.entry("runId").or_insert(id);
+        }
+        if let Some(end) = m.remove("finishedAt") {
+            m.entry("endedAt").or_insert(end);
+        }
+        RunSummary::deserialize(Value::Object(m)).map_err(serde::de::Error::custom)
+    }
 }
 
 /// `GET /api/runs`.
@@ -254,8 +316,11 @@ mod tests {
             ended_at: Some(25),
             duration_ms: Some(15),
             event_count: 7,
+            error_count: 1,
             incomplete: false,
             sdk: Some(json!({"name": "graphmind", "version": "0.1.0"})),
+            schema_version: 1,
+            source: "live".into(),
         }
     }
 
@@ -280,12 +345,14 @@ mod tests {
         }
     }
 
-    /// The exact text the hub sent before these types (its `json!` literals, keys in order).
+    /// The exact text the hub sent before these types (its `json!` literals, keys in order),
+    /// with the reference family's names added (`errorCount`, `schemaVersion`, `source`, `id`,
+    /// `finishedAt`).
     #[test]
     fn a_run_summary_serializes_as_the_hub_always_sent_it() {
         assert_eq!(
             serde_json::to_string(&summary()).unwrap(),
-            r#"{"runId":"run_1","app":"support-agent","name":null,"status":"ok","live":false,"startedAt":10,"endedAt":25,"durationMs":15,"eventCount":7,"incomplete":false,"sdk":{"name":"graphmind","version":"0.1.0"}}"#
+            r#"{"runId":"run_1","app":"support-agent","name":null,"status":"ok","live":false,"startedAt":10,"endedAt":25,"durationMs":15,"eventCount":7,"errorCount":1,"incomplete":false,"sdk":{"name":"graphmind","version":"0.1.0"},"schemaVersion":1,"source":"live","id":"run_1","finishedAt":25}"#
         );
     }
 
@@ -360,8 +427,45 @@ mod tests {
         let bare: RunSummary =
             serde_json::from_value(json!({"id": "r", "status": "running"})).unwrap();
         assert_eq!((bare.started_at, bare.event_count), (0, 0));
-        // Written, the id is always `runId`.
-        assert_eq!(serde_json::to_value(&bare).unwrap()["runId"], "r");
+        // Written, the id is `runId`, and `id` beside it as the reference names it.
+        let written = serde_json::to_value(&bare).unwrap();
+        assert_eq!(
+            (&written["runId"], &written["id"]),
+            (&json!("r"), &json!("r"))
+        );
+    }
+
+    /// Regression: run rows had none of the reference's names; they carry them beside ours
+    /// and still read back (both `runId` and `id` in one row is no duplicate).
+    #[test]
+    fn a_run_row_carries_the_reference_names_beside_ours_and_reads_back() {
+        let written = serde_json::to_value(summary()).unwrap();
+        for (k, v) in [
+            ("runId", json!("run_1")),
+            ("id", json!("run_1")),
+            ("endedAt", json!(25)),
+            ("finishedAt", json!(25)),
+            ("schemaVersion", json!(1)),
+            ("source", json!("live")),
+            ("errorCount", json!(1)),
+            ("eventCount", json!(7)),
+        ] {
+            assert_eq!(written[k], v, "{k} in {written}");
+        }
+        let back: RunSummary = serde_json::from_value(written).unwrap();
+        assert_eq!(back, summary());
+        let reference: RunSummary = serde_json::from_value(json!({"id": "r6", "status": "ok",
+            "finishedAt": 9, "errorCount": 2, "schemaVersion": 1, "source": "import"}))
+        .unwrap();
+        assert_eq!(
+            (
+                reference.run_id.as_str(),
+                reference.ended_at,
+                reference.error_count
+            ),
+            ("r6", Some(9), 2)
+        );
+        assert_eq!(reference.source, "import");
     }
 
     #[test]

@@ -57,15 +57,17 @@ fn parse_shallow(v: Value) -> Parsed {
         Some(g) => g,
         None => return Parsed::Invalid("missing gm".into()),
     };
-    let (Some(seq), Some(ts), Some(run_id), Some(kind), Some(payload)) = (
+    let (Some(seq), Some(ts), Some(run_id), Some(kind)) = (
         obj.shift_remove("seq"),
         obj.shift_remove("ts"),
         obj.shift_remove("runId"),
         obj.shift_remove("type"),
-        obj.shift_remove("payload"),
     ) else {
         return Parsed::Invalid("missing one of seq, ts, runId, type, payload".into());
     };
+    // An unknown type may come without a payload (the reference hub stores it so); a known
+    // type without one is a bad payload, below.
+    let payload = obj.shift_remove("payload");
     if gm.as_u64() != Some(PROTOCOL_VERSION) {
         return Parsed::VersionMismatch(gm);
     }
@@ -81,10 +83,26 @@ fn parse_shallow(v: Value) -> Parsed {
     let Value::String(kind) = kind else {
         return Parsed::Invalid("type must be a string".into());
     };
+    let extra: Extra = obj;
+    let Some(payload) = payload else {
+        if is_known(&kind) {
+            return Parsed::Invalid(format!("bad {kind} payload: missing payload"));
+        }
+        return Parsed::UnknownType(Envelope {
+            gm: PROTOCOL_VERSION,
+            seq,
+            ts,
+            run_id,
+            message: Message::Unknown {
+                kind,
+                payload: Value::Null,
+            },
+            extra,
+        });
+    };
     if !payload.is_object() {
         return Parsed::Invalid("payload must be an object".into());
     }
-    let extra: Extra = obj;
     let message = match decode(&kind, payload) {
         Decoded::Known(Ok(m)) => m,
         Decoded::Known(Err(e)) => return Parsed::Invalid(format!("bad {kind} payload: {e}")),
@@ -124,6 +142,11 @@ fn typed<T: DeserializeOwned>(payload: Value, wrap: fn(T) -> Message) -> Decoded
             .map(wrap)
             .map_err(|e| e.to_string()),
     )
+}
+
+/// Whether `kind` is one of the protocol's types (whose payload is required).
+fn is_known(kind: &str) -> bool {
+    !matches!(decode(kind, Value::Null), Decoded::Unknown(_))
 }
 
 fn decode(kind: &str, payload: Value) -> Decoded {
@@ -232,6 +255,30 @@ mod tests {
         ));
         assert!(matches!(
             parse(r#"{"gm":1,"seq":0,"ts":0,"runId":"*","type":"hello","payload":{}}"#),
+            Parsed::Invalid(_)
+        ));
+    }
+
+    #[test]
+    fn an_unknown_type_without_a_payload_is_kept_and_written_back_without_one() {
+        let text = r#"{"gm":1,"seq":3,"ts":5,"runId":"run_a","type":"x.bare","extra":1}"#;
+        let Parsed::UnknownType(env) = parse(text) else {
+            panic!("an unknown type without a payload is tolerated");
+        };
+        assert_eq!(env.message.type_name(), "x.bare");
+        let back: Value = serde_json::from_str(&env.to_json()).expect("JSON");
+        assert_eq!(
+            back,
+            serde_json::json!({"gm":1,"seq":3,"ts":5,"runId":"run_a","type":"x.bare","extra":1})
+        );
+        // A known type still needs its payload.
+        assert!(matches!(
+            parse(r#"{"gm":1,"seq":3,"ts":5,"runId":"run_a","type":"node.started"}"#),
+            Parsed::Invalid(why) if why.contains("missing payload")
+        ));
+        // And a payload that is there must be an object.
+        assert!(matches!(
+            parse(r#"{"gm":1,"seq":3,"ts":5,"runId":"run_a","type":"x.bare","payload":null}"#),
             Parsed::Invalid(_)
         ));
     }

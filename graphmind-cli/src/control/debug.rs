@@ -33,6 +33,54 @@ fn print_no_debug_api(port: u16, as_json: bool) -> Result<(), Fail> {
     Ok(())
 }
 
+/// What a hub that answered `404` to `/api/debug` is, from its `/health`: `GraphMind
+/// graphmind-ai 0.6.2` for a reference hub, or what little it says.
+fn hub_named(h: &TargetHub) -> String {
+    let health = h
+        .get("/health", READ_TIMEOUT)
+        .ok()
+        .filter(|a| a.status == 200)
+        .map(|a| a.json())
+        .unwrap_or(Value::Null);
+    match (
+        health.get("name").and_then(Value::as_str),
+        health.get("version").and_then(Value::as_str),
+    ) {
+        (Some(name), Some(version)) => format!("{name} {version}"),
+        (None, Some(version)) => format!("version {version}"),
+        (Some(name), None) => name.to_owned(),
+        (None, None) => "of an unknown version".to_owned(),
+    }
+}
+
+/// A breakpoint or mode change the hub has no HTTP API for (a GraphMind 0.6 hub sets them
+/// only from its viewer's socket): refused, naming the hub's version, instead of a bare 404.
+pub(super) fn no_debug_api(h: &TargetHub, what: &str) -> Fail {
+    Fail::new(
+        Exit::Refused,
+        format!(
+            "the hub on port {} ({}) has no /api/debug, so `graphmind {what}` cannot change it: \
+             set breakpoints and the mode in its viewer",
+            h.port,
+            hub_named(h)
+        ),
+    )
+}
+
+/// `POST path`, refused with [`no_debug_api`] when the hub has no debug API.
+pub(super) fn post_debug(
+    h: &TargetHub,
+    path: &str,
+    body: &Value,
+    what: &str,
+) -> Result<Value, Fail> {
+    let a = h.post(path, body, READ_TIMEOUT)?;
+    if a.status == 404 {
+        return Err(no_debug_api(h, what));
+    }
+    expect_ok(a)
+}
+
 pub(super) fn print_debug(state: &Value, as_json: bool) -> Result<(), Fail> {
     if as_json {
         return print_json(state);
@@ -90,18 +138,19 @@ pub(super) fn breakpoints(
             }
             expect_ok(a)?
         }
-        "set" => expect_ok(h.post(
+        "set" => post_debug(
+            &h,
             "/api/debug/breakpoints/set",
             &json!({"matcher": matcher}),
-            READ_TIMEOUT,
-        )?)?,
+            "break set",
+        )?,
         _ => {
             let body = if matcher.is_empty() {
                 json!({"all": true})
             } else {
                 json!({"matcher": matcher})
             };
-            expect_ok(h.post("/api/debug/breakpoints/clear", &body, READ_TIMEOUT)?)?
+            post_debug(&h, "/api/debug/breakpoints/clear", &body, "break clear")?
         }
     };
     print_debug(&state, as_json)

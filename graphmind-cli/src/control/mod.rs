@@ -2,8 +2,9 @@
 //! `open`): they talk to a running `graphmind serve` over its HTTP API (`docs/http-api.md`).
 //!
 //! Exit codes: 0 ok, 1 usage, 2 timeout, 3 unreachable, 4 gone, 5 unauthorized, 6 refused,
-//! 7 taken. Without `--port` a command talks to 4747, or, when nothing answers there, to the one
-//! live hub of the run files (3 when there are several: it names their ports).
+//! 7 taken. Without `--port` a command talks to `$GRAPHMIND_PORT`, else to 4747, or, when
+//! nothing answers there, to the one live hub of the run files (3 when there are several: it
+//! names their ports).
 //!
 //! `http` finds the hub and speaks HTTP/1.1 to it; `runs` lists runs and records one;
 //! `pauses` lists, waits for and resumes pauses; `debug` sets breakpoints and the mode. This
@@ -34,8 +35,8 @@ use target::{DEFAULT_PORT, TargetHub};
 /// Which hub to talk to.
 #[derive(Args, Debug, Clone)]
 pub struct HubArgs {
-    /// Port of the running `graphmind serve` [default: 4747; when nothing answers there, the
-    /// one live hub whose run file is in $GRAPHMIND_HOME/run].
+    /// Port of the running `graphmind serve` [default: $GRAPHMIND_PORT, else 4747; when
+    /// nothing answers there, the one live hub whose run file is in $GRAPHMIND_HOME/run].
     #[arg(long)]
     pub port: Option<u16>,
 }
@@ -129,9 +130,9 @@ pub enum ControlCommand {
         hub: HubArgs,
         /// The pause.
         pause_id: String,
-        /// Its run.
+        /// Its run (default: the run of the one open pause with this id).
         #[arg(long = "run")]
-        run: String,
+        run: Option<String>,
         /// continue, retry, inject, abort or reject.
         #[arg(long, value_parser = ["continue", "retry", "inject", "abort", "reject"])]
         action: String,
@@ -344,7 +345,7 @@ fn run(cmd: ControlCommand) -> Result<(), Fail> {
         } => resume(
             hub.port,
             &pause_id,
-            &run,
+            run.as_deref(),
             &Decision {
                 action,
                 output,
@@ -366,8 +367,8 @@ fn run(cmd: ControlCommand) -> Result<(), Fail> {
         ControlCommand::Open { hub, print } => open::open(hub.port, print),
         ControlCommand::Mode { hub, mode, json } => {
             let h = TargetHub::locate(hub.port)?;
-            let a = h.post("/api/debug/mode", &json!({"mode": mode}), READ_TIMEOUT)?;
-            print_debug(&expect_ok(a)?, json)
+            let state = debug::post_debug(&h, "/api/debug/mode", &json!({"mode": mode}), "mode")?;
+            print_debug(&state, json)
         }
     }
 }
@@ -479,7 +480,7 @@ pub fn usage_line(e: &clap::Error) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::pauses::{output_arg, resume_advice, resume_commands, sh};
+    use super::pauses::{Control, output_arg, resume_advice, resume_commands, sh};
     use super::*;
 
     #[test]
@@ -515,7 +516,7 @@ mod tests {
     fn resume_commands_name_the_port_only_when_not_default() {
         let p = json!({"pauseId": "pause_x_1", "runId": "run_1", "output": {"v": 2}});
         let all = ["continue", "retry", "inject", "abort"];
-        let c = resume_commands(&p, 4747, &all);
+        let c = resume_commands(&p, 4747, &all, true);
         assert_eq!(
             c[0],
             "graphmind resume pause_x_1 --run run_1 --action continue"
@@ -524,7 +525,7 @@ mod tests {
             c[2],
             r#"graphmind resume pause_x_1 --run run_1 --action inject --output '{"v":2}'"#
         );
-        assert!(resume_commands(&p, 5000, &all)[3].ends_with("--port 5000 --action abort"));
+        assert!(resume_commands(&p, 5000, &all, true)[3].ends_with("--port 5000 --action abort"));
     }
 
     #[test]
@@ -533,44 +534,88 @@ mod tests {
         let before = json!({"pauseId": "p_1", "runId": "r", "point": "before",
             "editable": true, "input": {"a": 1}});
         assert_eq!(
-            resume_commands(&before, 4747, &all)[1],
+            resume_commands(&before, 4747, &all, true)[1],
             r#"graphmind resume p_1 --run r --action continue --input '{"a":1}'"#
         );
         for point in ["after", "error"] {
             let p = json!({"pauseId": "p_2", "runId": "r", "point": point,
                 "editable": true, "input": {"a": 1}});
             assert_eq!(
-                resume_commands(&p, 4747, &all)[1],
+                resume_commands(&p, 4747, &all, true)[1],
                 r#"graphmind resume p_2 --run r --action retry --input '{"a":1}'"#,
                 "{point}"
             );
         }
     }
 
+    fn control<'a>(level: Option<&'a str>, problem: Option<&'a str>) -> Control<'a> {
+        Control {
+            allow_control: level,
+            token_problem: problem,
+            started_by: "serve",
+        }
+    }
+
     #[test]
     fn resume_advice_offers_only_what_allow_control_permits() {
-        let p = json!({"pauseId": "pause_x_1", "runId": "run_1"});
-        let (c, note) = resume_advice(&p, 4747, Some("off"), None);
+        let p = json!({"pauseId": "pause_x_1", "runId": "run_1", "editable": true,
+            "point": "before", "input": {"a": 1}});
+        let (c, note) = resume_advice(&p, 4747, &control(Some("off"), None));
         assert!(c.is_empty());
         let note = note.expect("a note for off");
         assert!(note.contains("viewer") && note.contains("--allow-control resume"));
-        let (c, note) = resume_advice(&p, 4747, Some("resume"), None);
+        let (c, note) = resume_advice(&p, 4747, &control(Some("resume"), None));
         assert_eq!(c.len(), 3);
-        assert!(c.iter().all(|c| !c.contains("inject")));
+        assert!(
+            c.iter()
+                .all(|c| !c.contains("inject") && !c.contains("--input"))
+        );
         assert!(
             note.expect("a note for resume")
                 .contains("--allow-control inject")
         );
-        let (c, note) = resume_advice(&p, 4747, Some("inject"), None);
-        assert_eq!((c.len(), note), (4, None));
+        // inject: inject, but no edited input (that is the `edit` level, as in the reference).
+        let (c, note) = resume_advice(&p, 4747, &control(Some("inject"), None));
+        assert_eq!(c.len(), 4, "{c:?}");
+        assert!(c.iter().all(|c| !c.contains("--input")), "{c:?}");
+        assert!(
+            note.expect("a note for an editable gate")
+                .contains("--allow-control edit")
+        );
+        let (c, note) = resume_advice(&p, 4747, &control(Some("edit"), None));
+        assert_eq!((c.len(), note), (5, None));
+        assert!(c[1].contains("--input"), "{c:?}");
         // A gate that says what it accepts: only those are offered.
         let streaming = json!({"pauseId": "pause_x_2", "runId": "run_1", "actions": ["continue", "retry", "abort"]});
-        let (c, _) = resume_advice(&streaming, 4747, Some("inject"), None);
+        let (c, _) = resume_advice(&streaming, 4747, &control(Some("inject"), None));
         assert_eq!(c.len(), 3);
         assert!(c.iter().all(|c| !c.contains("inject")));
-        let (c, note) = resume_advice(&p, 4747, Some("inject"), Some("no run file"));
+        let (c, note) = resume_advice(&p, 4747, &control(Some("inject"), Some("no run file")));
         assert!(c.is_empty());
         assert!(note.expect("a note without token").contains("no run file"));
+    }
+
+    /// Regression: on a `graphmind demo` hub the advice told the user to restart
+    /// `graphmind serve`, which is not running; it names the demo.
+    #[test]
+    fn on_a_demo_hub_the_advice_names_the_demo_not_serve() {
+        let p = json!({"pauseId": "pause_x_1", "runId": "run_1"});
+        let demo = Control {
+            started_by: "demo",
+            ..control(Some("off"), None)
+        };
+        let (_, note) = resume_advice(&p, 4747, &demo);
+        let note = note.expect("a note for off");
+        assert!(
+            note.contains("`graphmind demo --allow-control resume`"),
+            "{note}"
+        );
+        assert!(!note.contains("serve"), "{note}");
+        let (_, note) = resume_advice(&p, 4747, &control(Some("off"), None));
+        assert!(
+            note.expect("a note")
+                .contains("`graphmind serve --allow-control resume`")
+        );
     }
 
     #[test]

@@ -43,19 +43,27 @@ pub fn viewer_link(port: u16) -> Result<String, Fail> {
     Ok(format!("{}/#token={token}", url.trim_end_matches('/')))
 }
 
-/// Opens the viewer of the hub `port` names (or the one found as the other commands find
-/// it) in the browser; with `print`, or when no browser can be started, prints the link on
-/// stdout instead.
+/// Asks the desktop's browser to open the viewer of the hub `port` names (or the one found as
+/// the other commands find it); with `print`, or when no browser can be asked (no display, no
+/// opener), prints the link on stdout instead, saying why on stderr.
 pub fn open(port: Option<u16>, print: bool) -> Result<(), Fail> {
     let hub = TargetHub::locate(port)?;
     let link = viewer_link(hub.port)?;
-    if !print && crate::browser::open(&link) {
-        eprintln!("graphmind: opened the viewer of port {}", hub.port);
+    if print {
+        println!("{link}");
         return Ok(());
     }
-    if !print {
-        eprintln!("graphmind: no browser could be started; open this link:");
+    match crate::browser::open(&link) {
+        Ok(opener) => {
+            eprintln!(
+                "graphmind: asked {opener} to open the viewer of port {}",
+                hub.port
+            );
+        }
+        Err(why) => {
+            eprintln!("graphmind: {why}: open this link in a browser:");
+            println!("{link}");
+        }
     }
-    println!("{link}");
     Ok(())
 }

@@ -75,8 +75,9 @@ pub(super) fn sh(word: &str) -> String {
     }
 }
 
-/// The commands that release `p`, one per action of `actions`.
-pub(super) fn resume_commands(p: &Value, port: u16, actions: &[&str]) -> Vec<String> {
+/// The commands that release `p`, one per action of `actions`, and, with `edit` (the agent
+/// token may edit inputs), the edited-input command at an editable gate.
+pub(super) fn resume_commands(p: &Value, port: u16, actions: &[&str], edit: bool) -> Vec<String> {
     let port = if port == DEFAULT_PORT {
         String::new()
     } else {
@@ -116,7 +117,7 @@ pub(super) fn resume_commands(p: &Value, port: u16, actions: &[&str]) -> Vec<Str
         })
         .collect();
     let edit_action = edit_action(p);
-    if editable && actions.contains(&edit_action) && inject_level(actions) {
+    if editable && actions.contains(&edit_action) && edit {
         out.insert(
             1,
             format!("{base} --action {edit_action} --input {}", sh(&input)),
@@ -134,9 +135,15 @@ fn edit_action(p: &Value) -> &'static str {
     }
 }
 
-/// Whether the actions offered are those of a token that may inject (and so edit inputs).
-fn inject_level(actions: &[&str]) -> bool {
-    actions.contains(&"inject")
+/// What the hub a command talks to lets its agent token do, as its run file says.
+pub(super) struct Control<'a> {
+    /// `allowControl` of the run file (`off`, `resume`, `inject`, `edit`; none: not said).
+    pub allow_control: Option<&'a str>,
+    /// Why there is no agent token, if there is none.
+    pub token_problem: Option<&'a str>,
+    /// The command that started the hub (`serve`, `demo`): the one to start again with
+    /// another `--allow-control`.
+    pub started_by: &'a str,
 }
 
 /// How `p` can be released from here: the `graphmind resume` commands that the hub lets the
@@ -144,10 +151,9 @@ fn inject_level(actions: &[&str]) -> bool {
 pub(super) fn resume_advice(
     p: &Value,
     port: u16,
-    allow_control: Option<&str>,
-    token_problem: Option<&str>,
+    c: &Control<'_>,
 ) -> (Vec<String>, Option<String>) {
-    if let Some(problem) = token_problem {
+    if let Some(problem) = c.token_problem {
         return (
             Vec::new(),
             Some(format!(
@@ -169,13 +175,20 @@ pub(super) fn resume_advice(
             None => wanted.iter().copied().filter(|a| *a != "reject").collect(),
         }
     };
-    match allow_control {
+    let again = |level: &str| {
+        format!(
+            "start the hub again with `graphmind {} --allow-control {level}`",
+            c.started_by
+        )
+    };
+    let editable = p.get("editable").and_then(Value::as_bool) == Some(true);
+    match c.allow_control {
         Some("off") => (
             Vec::new(),
             Some(format!(
-                "resume it in the viewer, or restart serve with --allow-control resume (or \
-                 inject): the hub on port {port} runs with --allow-control off, so \
-                 `graphmind resume` would be refused"
+                "resume it in the viewer, or {} (or inject, edit): the hub on port {port} runs \
+                 with --allow-control off, so `graphmind resume` would be refused",
+                again("resume")
             )),
         ),
         Some("resume") => (
@@ -183,18 +196,34 @@ pub(super) fn resume_advice(
                 p,
                 port,
                 &accepted(&["continue", "retry", "abort", "reject"]),
+                false,
             ),
-            Some(
-                "inject it in the viewer, or restart serve with --allow-control inject: the hub \
-                 runs with --allow-control resume"
-                    .to_owned(),
+            Some(format!(
+                "inject it in the viewer, or {}: the hub runs with --allow-control resume",
+                again("inject")
+            )),
+        ),
+        Some("inject") => (
+            resume_commands(
+                p,
+                port,
+                &accepted(&["continue", "retry", "inject", "abort", "reject"]),
+                false,
             ),
+            editable.then(|| {
+                format!(
+                    "edit its input in the viewer, or {}: the hub runs with --allow-control \
+                     inject",
+                    again("edit")
+                )
+            }),
         ),
         _ => (
             resume_commands(
                 p,
                 port,
                 &accepted(&["continue", "retry", "inject", "abort", "reject"]),
+                true,
             ),
             None,
         ),
@@ -258,12 +287,7 @@ pub(super) fn wait(
         }
     };
     let pause = with_output_example(h, with_node_details(h, pause));
-    let (commands, note) = resume_advice(
-        &pause,
-        h.port,
-        h.allow_control.as_deref(),
-        h.token_problem(),
-    );
+    let (commands, note) = resume_advice(&pause, h.port, &h.control());
     if as_json {
         let mut o = pause.clone();
         if let Some(m) = o.as_object_mut() {
@@ -510,16 +534,50 @@ impl Decision {
     }
 }
 
+/// The run of the open pause `pause_id` (for `resume` without `--run`): the one run whose
+/// open pauses have that id.
+fn run_of_pause(h: &TargetHub, pause_id: &str) -> Result<String, Fail> {
+    let v = expect_ok(h.get(&pauses_path(None, None), READ_TIMEOUT)?)?;
+    let mut runs: Vec<String> = pause_list(&v)
+        .iter()
+        .filter(|p| s(p, "pauseId") == pause_id)
+        .map(|p| s(p, "runId").to_owned())
+        .collect();
+    runs.dedup();
+    match runs.as_slice() {
+        [one] => Ok(one.clone()),
+        [] => Err(Fail::new(
+            Exit::Gone,
+            format!(
+                "no open pause {pause_id} on port {} (`graphmind pauses` lists them; a closed \
+                 one takes --run)",
+                h.port
+            ),
+        )),
+        several => Err(Fail::new(
+            Exit::Usage,
+            format!(
+                "pause {pause_id} is open in runs {}: pass --run",
+                several.join(", ")
+            ),
+        )),
+    }
+}
+
 pub(super) fn resume(
     port: Option<u16>,
     pause_id: &str,
-    run_id: &str,
+    run_id: Option<&str>,
     decision: &Decision,
     as_json: bool,
 ) -> Result<(), Fail> {
     let body = decision.body()?;
     let action = decision.action.as_str();
     let h = &TargetHub::locate(port)?;
+    let run_id = &match run_id {
+        Some(r) => r.to_owned(),
+        None => run_of_pause(h, pause_id)?,
+    };
     let path = format!("/api/runs/{}/pauses/{}/resume", enc(run_id), enc(pause_id));
     let body = serde_json::to_value(&body).map_err(|e| Fail::new(Exit::Usage, e.to_string()))?;
     let a = h.post(&path, &body, RESUME_TIMEOUT)?;

@@ -382,6 +382,15 @@ fn shown(v: Option<&Value>) -> ShownJson {
     )
 }
 
+/// One difference of two runs: `long`, one line with values cut to [`SHOWN_JSON_BYTES`]
+/// bytes (the JSON output), and `short`, a headline and `-`/`+` lines with short values (the
+/// text output, read like `diff`).
+#[derive(Debug, Default, Clone, PartialEq)]
+pub(super) struct Divergence {
+    pub(super) long: String,
+    pub(super) short: Vec<String>,
+}
+
 /// One node's differences between two runs.
 #[derive(Debug, Default, PartialEq)]
 pub(super) struct NodeDiff {
@@ -389,18 +398,99 @@ pub(super) struct NodeDiff {
     pub(super) count_b: usize,
     pub(super) inputs: usize,
     pub(super) outputs: usize,
-    /// The first difference of this node, as a line.
-    pub(super) first: Option<String>,
+    /// The first difference of this node.
+    pub(super) first: Option<Divergence>,
+}
+
+/// The most characters of a value on a `-`/`+` line of the text output.
+const SHORT_VALUE: usize = 72;
+
+fn short(v: Option<&Value>) -> String {
+    let t = shown(v).text;
+    if t.chars().count() > SHORT_VALUE {
+        let cut: String = t.chars().take(SHORT_VALUE).collect();
+        format!("{cut}…")
+    } else {
+        t
+    }
+}
+
+/// Ids a provider or SDK mints for a tool call (`call_id`, `tool_call_id`, `callId`,
+/// `toolCallId`): they differ in every run, so they are no input difference.
+const MINTED_KEYS: [&str; 4] = ["call_id", "tool_call_id", "callId", "toolCallId"];
+
+/// `v` without the [`MINTED_KEYS`] fields, at any depth.
+fn without_minted(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .filter(|(k, _)| !MINTED_KEYS.contains(&k.as_str()))
+                .map(|(k, v)| (k.clone(), without_minted(v)))
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(without_minted).collect()),
+        other => other.clone(),
+    }
+}
+
+/// Which steps of run `run_id` in `text` finished with an injected result (`node.finished`
+/// with `injected: true`), by step (in start order, as [`Recording::parse`] numbers them).
+fn injected_steps(text: &str, run_id: &str) -> Vec<bool> {
+    let mut flags = Vec::new();
+    let mut open: BTreeMap<(String, String), std::collections::VecDeque<usize>> = BTreeMap::new();
+    for line in text.lines() {
+        let Ok(e) = serde_json::from_str::<Value>(line.trim()) else {
+            continue;
+        };
+        if e["runId"].as_str() != Some(run_id) {
+            continue;
+        }
+        let p = &e["payload"];
+        let key = (
+            p["instanceId"].as_str().unwrap_or("").to_owned(),
+            p["nodeId"].as_str().unwrap_or("").to_owned(),
+        );
+        match e["type"].as_str() {
+            Some("node.started") if p["kind"] != "agent" => {
+                open.entry(key).or_default().push_back(flags.len());
+                flags.push(false);
+            }
+            Some("node.finished") => {
+                if let Some(at) = open
+                    .get_mut(&key)
+                    .and_then(std::collections::VecDeque::pop_front)
+                {
+                    flags[at] = p["injected"] == json!(true);
+                }
+            }
+            _ => {}
+        }
+    }
+    flags
+}
+
+/// A recording and, per step, whether its result was injected.
+pub(super) struct Compared {
+    pub(super) rec: Recording,
+    pub(super) injected: Vec<bool>,
+}
+
+impl Compared {
+    fn injected(&self, s: &Step) -> bool {
+        self.injected.get(s.index - 1).copied().unwrap_or(false)
+    }
 }
 
 /// What differs between runs `a` and `b`: the first divergence (in `a`'s order) and the
 /// differences per node. Executions are paired as a replay pairs them: by node, each with the
 /// first execution of `b` not yet paired whose input equals its own (concurrent calls that
-/// started in another order), else with the first not yet paired.
+/// started in another order), else with the first not yet paired. Inputs are compared without
+/// the ids a provider mints for tool calls ([`MINTED_KEYS`]).
 pub(super) fn compare(
-    a: &Recording,
-    b: &Recording,
-) -> (Option<String>, BTreeMap<String, NodeDiff>) {
+    ca: &Compared,
+    cb: &Compared,
+) -> (Option<Divergence>, BTreeMap<String, NodeDiff>) {
+    let (a, b) = (&ca.rec, &cb.rec);
     let mut nodes: BTreeMap<String, NodeDiff> = BTreeMap::new();
     let mut by_node: BTreeMap<&str, Vec<&Step>> = BTreeMap::new();
     for s in &b.steps {
@@ -408,7 +498,8 @@ pub(super) fn compare(
         nodes.entry(s.node_id.clone()).or_default().count_b += 1;
     }
     let mut taken: BTreeMap<&str, Vec<bool>> = BTreeMap::new();
-    let mut first: Option<String> = None;
+    let mut first: Option<Divergence> = None;
+    let input_of = |s: &Step| without_minted(s.input.as_ref().unwrap_or(&Value::Null));
     for s in &a.steps {
         let n = nodes.entry(s.node_id.clone()).or_default();
         n.count_a += 1;
@@ -418,14 +509,8 @@ pub(super) fn compare(
         let used = taken
             .entry(&s.node_id)
             .or_insert_with(|| vec![false; candidates.len()]);
-        let null = Value::Null;
-        let same_input = |o: &Step| {
-            first_diff(
-                s.input.as_ref().unwrap_or(&null),
-                o.input.as_ref().unwrap_or(&null),
-            )
-            .is_none()
-        };
+        let mine = input_of(s);
+        let same_input = |o: &Step| first_diff(&mine, &input_of(o)).is_none();
         let pick = (0..candidates.len())
             .filter(|&i| !used[i])
             .find(|&i| same_input(candidates[i]))
@@ -434,49 +519,69 @@ pub(super) fn compare(
             used[i] = true;
             candidates[i]
         });
+        let head = format!("step {} ({} `{}`)", s.index, s.node_id, s.name);
         let line = match other {
-            None => Some(format!(
-                "step {} ({} `{}`) is only in {}",
-                s.index, s.node_id, s.name, a.run_id
-            )),
+            None => {
+                let l = format!("{head} is only in {}", a.run_id);
+                Some(Divergence {
+                    long: l.clone(),
+                    short: vec![l],
+                })
+            }
             Some(o) => {
-                let field = |what: &str, x: &Option<Value>, y: &Option<Value>| {
-                    let (x, y) = (
-                        x.clone().unwrap_or(Value::Null),
-                        y.clone().unwrap_or(Value::Null),
-                    );
-                    first_diff(&x, &y).map(|d| {
+                let field = |what: &str, x: &Value, y: &Value| {
+                    first_diff(x, y).map(|d| {
                         let (l, r) = (shown(d.left.as_ref()), shown(d.right.as_ref()));
-                        let mut line = format!(
-                            "step {} ({} `{}`): {what} {} is {} in {} but {} in {} (its step {})",
-                            s.index,
-                            s.node_id,
-                            s.name,
-                            d.path,
-                            l.text,
-                            a.run_id,
-                            r.text,
-                            b.run_id,
-                            o.index
+                        let mut long = format!(
+                            "{head}: {what} {} is {} in {} but {} in {} (its step {})",
+                            d.path, l.text, a.run_id, r.text, b.run_id, o.index
                         );
                         if l.cut || r.cut {
                             let _ = write!(
-                                line,
+                                long,
                                 " (values cut to {SHOWN_JSON_BYTES} bytes of JSON; {} bytes in {}, {} bytes in {})",
                                 l.len, a.run_id, r.len, b.run_id
                             );
                         }
-                        line
+                        Divergence {
+                            long,
+                            short: vec![
+                                format!("{head}: {what} {}", d.path),
+                                format!("- {}", short(d.left.as_ref())),
+                                format!("+ {}", short(d.right.as_ref())),
+                            ],
+                        }
                     })
                 };
-                let input = field("input", &s.input, &o.input);
+                let null = Value::Null;
+                let input = field("input", &mine, &input_of(o));
                 let output = if s.status == o.status {
-                    field("output", &s.output, &o.output)
+                    field(
+                        "output",
+                        s.output.as_ref().unwrap_or(&null),
+                        o.output.as_ref().unwrap_or(&null),
+                    )
                 } else {
-                    Some(format!(
-                        "step {} ({} `{}`): status {} in {} but {} in {}",
-                        s.index, s.node_id, s.name, s.status, a.run_id, o.status, b.run_id
-                    ))
+                    // An injected result says so: "ok vs error" alone reads like a fix.
+                    let status = |st: &Step, c: &Compared| {
+                        if c.injected(st) {
+                            format!("{} (injected)", st.status)
+                        } else {
+                            st.status.clone()
+                        }
+                    };
+                    let (sa, sb) = (status(s, ca), status(o, cb));
+                    Some(Divergence {
+                        long: format!(
+                            "{head}: status {sa} in {} but {sb} in {}",
+                            a.run_id, b.run_id
+                        ),
+                        short: vec![
+                            format!("{head}: status"),
+                            format!("- {sa}"),
+                            format!("+ {sb}"),
+                        ],
+                    })
                 };
                 n.inputs += usize::from(input.is_some());
                 n.outputs += usize::from(output.is_some());
@@ -493,11 +598,15 @@ pub(super) fn compare(
             .iter()
             .find(|(_, n)| n.count_b > n.count_a)
             .map(|(id, n)| {
-                format!(
+                let l = format!(
                     "{} has {} more execution(s) of {id}",
                     b.run_id,
                     n.count_b - n.count_a
-                )
+                );
+                Divergence {
+                    long: l.clone(),
+                    short: vec![l],
+                }
             });
     }
     (first, nodes)
@@ -514,49 +623,115 @@ pub(super) mod diff_exit {
     pub(in super::super) const TROUBLE: u8 = 2;
 }
 
-/// `graphmind diff <runA> <runB>`: `Ok(true)` when the runs differ.
+/// A recording with its steps' injected flags.
+fn compared(src: &Source) -> Result<Compared, Fail> {
+    let rec = load(src)?;
+    let text = match src {
+        Source::File(path) => std::fs::read_to_string(path).unwrap_or_default(),
+        Source::Fetched { text, .. } => String::from_utf8_lossy(text).into_owned(),
+    };
+    let injected = injected_steps(&text, &rec.run_id);
+    Ok(Compared { rec, injected })
+}
+
+/// The most characters of a node id on a stat row.
+const NODE_WIDTH: usize = 32;
+
+/// `graphmind diff <runA> <runB>`: `Ok(true)` when the runs differ. The text reads like
+/// `diff` and `git diff --stat`: the runs, the first divergence with its `-`/`+` values, then
+/// one short row per node.
 pub(super) fn diff(port: Option<u16>, a: &str, b: &str, as_json: bool) -> Result<bool, Fail> {
-    let (ra, rb) = (load(&fetch(port, a)?)?, load(&fetch(port, b)?)?);
-    let (first, nodes) = compare(&ra, &rb);
+    let (ca, cb) = (compared(&fetch(port, a)?)?, compared(&fetch(port, b)?)?);
+    let (first, nodes) = compare(&ca, &cb);
+    let (ra, rb) = (&ca.rec, &cb.rec);
     let differ = first.is_some();
     if as_json {
         let nodes: Vec<Value> = nodes
             .iter()
             .map(|(id, n)| {
                 json!({"nodeId": id, "countA": n.count_a, "countB": n.count_b,
-                    "inputsDiffer": n.inputs, "outputsDiffer": n.outputs, "first": n.first})
+                    "inputsDiffer": n.inputs, "outputsDiffer": n.outputs,
+                    "first": n.first.as_ref().map(|d| &d.long)})
             })
             .collect();
-        return print_json(
-            &json!({"runA": ra.run_id, "runB": rb.run_id, "firstDivergence": first, "nodes": nodes}),
-        )
+        return print_json(&json!({"runA": ra.run_id, "runB": rb.run_id,
+            "firstDivergence": first.as_ref().map(|d| &d.long), "nodes": nodes}))
         .map(|()| differ);
     }
     let mut out = String::new();
-    match &first {
-        Some(l) => {
-            let _ = writeln!(out, "first divergence: {}", one_line(l));
+    let Some(first) = &first else {
+        let _ = writeln!(out, "no difference: {} and {} match", ra.run_id, rb.run_id);
+        return std::io::stdout()
+            .lock()
+            .write_all(out.as_bytes())
+            .map_err(io_fail)
+            .map(|()| false);
+    };
+    let _ = writeln!(
+        out,
+        "--- {}\n+++ {}",
+        one_line(&ra.run_id),
+        one_line(&rb.run_id)
+    );
+    for (i, l) in first.short.iter().enumerate() {
+        let l = one_line(l);
+        if i == 0 {
+            let _ = writeln!(out, "first divergence: {l}");
+        } else {
+            let _ = writeln!(out, "{l}");
         }
-        None => {
-            let _ = writeln!(out, "no difference: {} and {} match", ra.run_id, rb.run_id);
+    }
+    let width = nodes
+        .keys()
+        .map(|k| k.chars().count().min(NODE_WIDTH))
+        .max()
+        .unwrap_or(0);
+    let mut differing = 0usize;
+    for (id, n) in &nodes {
+        let mut what = Vec::new();
+        if n.inputs > 0 {
+            what.push(format!(
+                "{} input{}",
+                n.inputs,
+                if n.inputs == 1 { "" } else { "s" }
+            ));
         }
+        if n.outputs > 0 {
+            what.push(format!(
+                "{} output{}",
+                n.outputs,
+                if n.outputs == 1 { "" } else { "s" }
+            ));
+        }
+        if n.count_a != n.count_b {
+            what.push("count".to_owned());
+        }
+        differing += usize::from(!what.is_empty());
+        let total = n.inputs + n.outputs + usize::from(n.count_a != n.count_b);
+        let id: String = one_line(id).chars().take(NODE_WIDTH).collect();
+        let _ = writeln!(
+            out,
+            " {id:<width$} | {:>3} vs {:<3} | {}",
+            n.count_a,
+            n.count_b,
+            if what.is_empty() {
+                "same".to_owned()
+            } else {
+                format!(
+                    "{} {}",
+                    what.join(", "),
+                    if total == 1 { "differs" } else { "differ" }
+                )
+            }
+        );
     }
     let _ = writeln!(
         out,
-        "{:<28} {:>3} {:>3} {:>8} {:>9}  FIRST",
-        "NODE", "A", "B", "INPUTS≠", "OUTPUTS≠"
+        " {} node{}, {differing} differ{}",
+        nodes.len(),
+        if nodes.len() == 1 { "" } else { "s" },
+        if differing == 1 { "s" } else { "" }
     );
-    for (id, n) in &nodes {
-        let _ = writeln!(
-            out,
-            "{id:<28} {:>3} {:>3} {:>8} {:>9}  {}",
-            n.count_a,
-            n.count_b,
-            n.inputs,
-            n.outputs,
-            n.first.as_deref().map_or("-".into(), one_line)
-        );
-    }
     std::io::stdout()
         .lock()
         .write_all(out.as_bytes())
@@ -624,6 +799,17 @@ mod tests {
         assert_eq!(conclude(None, "run_a", None).1, ExitCode::from(1), "killed");
     }
 
+    fn plain(rec: Recording) -> Compared {
+        Compared {
+            rec,
+            injected: Vec::new(),
+        }
+    }
+
+    fn long(first: Option<Divergence>) -> Option<String> {
+        first.map(|d| d.long)
+    }
+
     fn rec(run: &str, second_input: &str) -> Recording {
         let text = format!(
             r#"{{"type":"node.started","runId":"{run}","payload":{{"nodeId":"tool:a","kind":"tool","name":"a","instanceId":"1","input":{{"q":"x"}}}}}}
@@ -636,14 +822,14 @@ mod tests {
 
     #[test]
     fn diff_names_the_first_divergence_and_counts_per_node() {
-        let (first, nodes) = compare(&rec("run_a", "y"), &rec("run_b", "z"));
+        let (first, nodes) = compare(&plain(rec("run_a", "y")), &plain(rec("run_b", "z")));
         assert_eq!(
-            first.as_deref(),
+            long(first).as_deref(),
             Some(r#"step 2 (tool:a `a`): input $.q is "y" in run_a but "z" in run_b (its step 2)"#)
         );
         let n = &nodes["tool:a"];
         assert_eq!((n.count_a, n.count_b, n.inputs, n.outputs), (2, 2, 1, 0));
-        let (first, _) = compare(&rec("run_a", "y"), &rec("run_b", "y"));
+        let (first, _) = compare(&plain(rec("run_a", "y")), &plain(rec("run_b", "y")));
         assert_eq!(first, None);
     }
 
@@ -664,6 +850,7 @@ mod tests {
         };
         let a = Recording::parse(&text("run_a", [("x", 1), ("y", 2)]), None).expect("parses");
         let b = Recording::parse(&text("run_b", [("y", 2), ("x", 1)]), None).expect("parses");
+        let (a, b) = (plain(a), plain(b));
         let (first, nodes) = compare(&a, &b);
         assert_eq!(first, None);
         assert_eq!(
@@ -676,9 +863,9 @@ mod tests {
         );
         // Swapped inputs with swapped outputs still differ, at the output.
         let c = Recording::parse(&text("run_c", [("y", 1), ("x", 2)]), None).expect("parses");
-        let (first, _) = compare(&a, &c);
+        let (first, _) = compare(&a, &plain(c));
         assert_eq!(
-            first.as_deref(),
+            long(first).as_deref(),
             Some("step 1 (tool:a `a`): output $ is 1 in run_a but 2 in run_c (its step 2)")
         );
     }
@@ -692,8 +879,15 @@ mod tests {
             );
             Recording::parse(&text, None).expect("parses")
         };
-        let (first, _) = compare(&big("run_a", "x"), &big("run_b", "yy"));
+        let (first, _) = compare(&plain(big("run_a", "x")), &plain(big("run_b", "yy")));
         let first = first.expect("they differ");
+        // The text output's lines stay short however large the values.
+        assert!(
+            first.short.iter().all(|l| l.chars().count() < 100),
+            "{:?}",
+            first.short
+        );
+        let first = first.long;
         assert!(first.len() < 1_000, "{} bytes", first.len());
         assert!(
             first.starts_with("step 1 (tool:a `a`): input $.doc is \"ddd"),
@@ -704,6 +898,61 @@ mod tests {
                 "(its step 1) (values cut to 300 bytes of JSON; 1000003 bytes in run_a, 1000004 bytes in run_b)"
             ),
             "{first}"
+        );
+    }
+
+    /// Regression: a tool call's provider-minted id (`call_id`, `tool_call_id`) changed in
+    /// every run and was counted as an input difference.
+    #[test]
+    fn a_changed_call_id_is_no_input_difference() {
+        let text = |run: &str, id: &str, q: &str| {
+            format!(
+                r#"{{"type":"node.started","runId":"{run}","payload":{{"nodeId":"tool:a","kind":"tool","name":"a","instanceId":"1","input":{{"call_id":"{id}","args":{{"q":"{q}"}},"messages":[{{"tool_call_id":"{id}"}}]}}}}}}
+{{"type":"node.finished","runId":"{run}","payload":{{"nodeId":"tool:a","instanceId":"1","status":"ok","output":1}}}}"#
+            )
+        };
+        let parse = |t: String| plain(Recording::parse(&t, None).expect("parses"));
+        let (first, nodes) = compare(
+            &parse(text("run_a", "call_1", "x")),
+            &parse(text("run_b", "call_9", "x")),
+        );
+        assert_eq!(first, None);
+        assert_eq!(nodes["tool:a"].inputs, 0);
+        // A change the program made is still one.
+        let (first, _) = compare(
+            &parse(text("run_a", "call_1", "x")),
+            &parse(text("run_b", "call_9", "y")),
+        );
+        assert!(long(first).expect("differs").contains("$.args.q"));
+    }
+
+    /// Regression: "status ok in run_b but error in run_a" did not say that the ok was an
+    /// injected result.
+    #[test]
+    fn a_status_difference_names_the_injected_side() {
+        let text = |run: &str, status: &str, injected: bool| {
+            format!(
+                r#"{{"type":"node.started","runId":"{run}","payload":{{"nodeId":"tool:a","kind":"tool","name":"a","instanceId":"1","input":{{}}}}}}
+{{"type":"node.finished","runId":"{run}","payload":{{"nodeId":"tool:a","instanceId":"1","status":"{status}","injected":{injected}}}}}"#
+            )
+        };
+        let load = |t: String| {
+            let rec = Recording::parse(&t, None).expect("parses");
+            let injected = injected_steps(&t, &rec.run_id);
+            Compared { rec, injected }
+        };
+        let (first, _) = compare(
+            &load(text("run_a", "error", false)),
+            &load(text("run_b", "ok", true)),
+        );
+        let first = first.expect("they differ");
+        assert_eq!(
+            first.long,
+            "step 1 (tool:a `a`): status error in run_a but ok (injected) in run_b"
+        );
+        assert_eq!(
+            first.short,
+            ["step 1 (tool:a `a`): status", "- error", "+ ok (injected)"]
         );
     }
 }

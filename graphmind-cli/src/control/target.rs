@@ -17,8 +17,11 @@ pub struct TargetHub {
     token: Option<String>,
     /// Why there is no token (for the unauthorized message).
     token_problem: Option<String>,
-    /// What the agent token may do (`allowControl` of the run file: off, resume or inject).
+    /// What the agent token may do (`allowControl` of the run file: off, resume, inject or
+    /// edit).
     pub allow_control: Option<String>,
+    /// The command that started the hub (`command` of the run file: `serve` or `demo`).
+    pub started_by: String,
 }
 
 /// The port the control commands talk to without `--port`.
@@ -54,6 +57,7 @@ fn live_hub(file: &std::path::Path) -> Option<u16> {
         token: None,
         token_problem: None,
         allow_control: None,
+        started_by: String::new(),
     };
     hub_http::listening(named, Duration::from_millis(500)).then_some(())?;
     let health = probe.get("/health", Duration::from_secs(2)).ok()?;
@@ -79,13 +83,28 @@ pub fn live_hubs() -> Vec<u16> {
     ports
 }
 
+/// `GRAPHMIND_PORT`: the port of the hub the control commands talk to when `--port` is not
+/// given (no look-up, nothing said). Set but not a port number: a usage error.
+pub fn env_port() -> Result<Option<u16>, Fail> {
+    match std::env::var("GRAPHMIND_PORT") {
+        Ok(v) if v.trim().is_empty() => Ok(None),
+        Ok(v) => v.trim().parse::<u16>().map(Some).map_err(|_| {
+            Fail::new(
+                Exit::Usage,
+                format!("GRAPHMIND_PORT={v:?} is not a port number (1-65535)"),
+            )
+        }),
+        Err(_) => Ok(None),
+    }
+}
+
 impl TargetHub {
-    /// The hub a command talks to: the one on `port`; without `--port` the one on the
-    /// default port, or, when nothing listens there, the one live hub of the run files (it
-    /// says so on stderr). Several live hubs and none on the default port: exit 3 naming
-    /// their ports, as choosing one would be a guess.
+    /// The hub a command talks to: the one on `port` (`--port`, else `GRAPHMIND_PORT`);
+    /// without either the one on the default port, or, when nothing listens there, the one
+    /// live hub of the run files (it says so on stderr). Several live hubs and none on the
+    /// default port: exit 3 naming their ports, as choosing one would be a guess.
     pub fn locate(port: Option<u16>) -> Result<Self, Fail> {
-        if let Some(p) = port {
+        if let Some(p) = port.or(env_port()?) {
             return Ok(Self::find(p));
         }
         let default = Self::find(default_port());
@@ -97,7 +116,7 @@ impl TargetHub {
             [one] => {
                 eprintln!(
                     "graphmind: nothing on port {}; using the graphmind serve on port {one} \
-                     (its run file is in {})",
+                     (its run file is in {}; GRAPHMIND_PORT={one} skips this look-up)",
                     default.port,
                     paths::run_dir().display()
                 );
@@ -106,7 +125,8 @@ impl TargetHub {
             several => Err(Fail::new(
                 Exit::Unreachable,
                 format!(
-                    "no debugger on port {}, but graphmind serve runs on ports {}: pass --port N",
+                    "no debugger on port {}, but graphmind serve runs on ports {}: pass --port N \
+                     (or set GRAPHMIND_PORT)",
                     default.port,
                     several
                         .iter()
@@ -124,6 +144,7 @@ impl TargetHub {
     pub fn find(port: u16) -> Self {
         let file = paths::run_file(port);
         let mut allow_control = None;
+        let mut started_by = "serve".to_owned();
         let (token, token_problem) = match std::fs::read_to_string(&file) {
             Ok(text) => match serde_json::from_str::<Value>(&text) {
                 Ok(v) => {
@@ -131,6 +152,9 @@ impl TargetHub {
                         .get("allowControl")
                         .and_then(Value::as_str)
                         .map(str::to_owned);
+                    if let Some(c) = v.get("command").and_then(Value::as_str) {
+                        c.clone_into(&mut started_by);
+                    }
                     // `agentToken` is the key of the reference family (GraphMind 0.6 hubs
                     // write only that one); `token` is what earlier graphmind hubs wrote.
                     let token = ["agentToken", "token"]
@@ -157,6 +181,16 @@ impl TargetHub {
             token,
             token_problem,
             allow_control,
+            started_by,
+        }
+    }
+
+    /// What the agent token may do here, for the resume advice.
+    pub fn control(&self) -> super::pauses::Control<'_> {
+        super::pauses::Control {
+            allow_control: self.allow_control.as_deref(),
+            token_problem: self.token_problem(),
+            started_by: &self.started_by,
         }
     }
 

@@ -23,10 +23,15 @@ impl HubState {
             return Err(Outcome::Unauthorized("wrong token".into()));
         }
         let allowed = match need {
-            Need::Debug => true,
-            Need::Resume(ResumeAction::Inject) | Need::Edit => {
-                self.cfg.allow_control == AllowControl::Inject
-            }
+            Need::Token => true,
+            // As the reference hub: at `off` the agent token changes nothing, breakpoints
+            // and mode included (they decide which calls hold).
+            Need::Debug => self.cfg.allow_control != AllowControl::Off,
+            Need::Resume(ResumeAction::Inject) => matches!(
+                self.cfg.allow_control,
+                AllowControl::Inject | AllowControl::Edit
+            ),
+            Need::Edit => self.cfg.allow_control == AllowControl::Edit,
             Need::Resume(_) => self.cfg.allow_control != AllowControl::Off,
         };
         if allowed {
@@ -34,11 +39,14 @@ impl HubState {
         } else {
             let (what, flag) = match need {
                 Need::Resume(ResumeAction::Inject) => ("inject", "inject"),
-                Need::Edit => ("edit inputs", "inject"),
+                Need::Edit => ("edit inputs", "edit"),
+                Need::Debug => ("change breakpoints or the mode", "resume"),
                 _ => ("resume gates", "resume"),
             };
             Err(Outcome::Forbidden(format!(
-                "the agent token may not {what}: start graphmind serve with --allow-control {flag}"
+                "the agent token may not {what} (this hub runs with --allow-control {}); that \
+                 needs --allow-control {flag}",
+                self.cfg.allow_control.as_str()
             )))
         }
     }

@@ -246,6 +246,7 @@ impl HubState {
                 sdk: None,
                 created_at: now,
                 event_count: 0,
+                error_count: 0,
                 incomplete: st.gaps_pending.remove(run_id),
                 owner: Some(identity),
                 seqs: Some(HashSet::new()),
@@ -295,6 +296,9 @@ impl HubState {
         let run_arc = Arc::clone(&run.id);
         self.stats.events_accepted.fetch_add(1, Ordering::Relaxed);
         run.event_count += 1;
+        if matches!(env.message, Message::NodeError(_)) {
+            run.error_count += 1;
+        }
         if run.status == RunStatus::Abandoned {
             run.status = RunStatus::Running;
             taken.rows.push(run.row(run_id));

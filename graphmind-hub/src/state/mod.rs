@@ -416,6 +416,8 @@ pub enum Load {
 /// What a token is asked to do.
 #[derive(Debug, Clone, Copy)]
 pub enum Need {
+    /// Nothing but a valid agent token (checked before a body is read).
+    Token,
     /// Change breakpoints or mode.
     Debug,
     /// Resume a gate with this action.
@@ -467,6 +469,8 @@ struct RunState {
     sdk: Option<Value>,
     created_at: u64,
     event_count: u64,
+    /// Its `node.error` events taken in.
+    error_count: u64,
     /// Its app announced events of it lost (`lostRuns`): shown as incomplete.
     incomplete: bool,
     /// The identity (app session) that owns the run.
@@ -704,6 +708,8 @@ impl HubState {
         let st = self.lock();
         json!({
             "ok": true,
+            // The reference family's hubs name themselves here too.
+            "name": "graphmind",
             "version": self.cfg.version,
             "pid": std::process::id(),
             "port": self.cfg.port,

@@ -37,7 +37,11 @@ impl HubState {
             Ok(a) => a,
             Err(o) => return (o, None),
         };
-        let request_id = random_id("req");
+        let request_id = req
+            .request_id
+            .clone()
+            .filter(|id| graphmind_protocol::control::acceptable_request_id(id))
+            .unwrap_or_else(|| random_id("req"));
         let operator = req
             .operator
             .as_deref()

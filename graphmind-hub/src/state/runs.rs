@@ -34,6 +34,7 @@ impl RunState {
                 sdk,
                 created_at: r.created_at,
                 event_count: r.event_count,
+                error_count: r.error_count,
                 incomplete: r.incomplete,
                 owner: None,
                 seqs: None,
@@ -121,6 +122,7 @@ impl RunState {
             created_at: self.created_at,
             event_count: self.event_count,
             incomplete: self.incomplete,
+            error_count: self.error_count,
         }
     }
 }

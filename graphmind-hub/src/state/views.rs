@@ -80,8 +80,11 @@ pub(super) fn run_summary(st: &State, run_id: &str, r: &RunState) -> RunSummary 
         ended_at: r.ended_at,
         duration_ms: r.ended_at.map(|e| e.saturating_sub(started)),
         event_count: r.event_count,
+        error_count: r.error_count,
         incomplete: r.incomplete,
         sdk: r.sdk.clone(),
+        schema_version: graphmind_protocol::PROTOCOL_VERSION,
+        source: "live".to_owned(),
     }
 }
 

@@ -1,7 +1,7 @@
 //! The real hub (`graphmind-hub`, in-process, as `graphmind serve` runs it) for the adapters'
-//! end-to-end tests: started on a free port in a private temporary home with control up to
-//! inject, a session attached to it (and trusting it), and its HTTP API for pauses, resumes
-//! and stored events.
+//! end-to-end tests: started on a free port in a private temporary home with every control
+//! (`edit`: inject and edited inputs too), a session attached to it (and trusting it), and its
+//! HTTP API for pauses, resumes and stored events.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -35,7 +35,7 @@ impl RealHub {
         let mut config = graphmind_hub::HubConfig::new(home.join("runs.db"));
         config.port = 0;
         config.run_dir = Some(home.join("run"));
-        config.allow_control = graphmind_hub::AllowControl::Inject;
+        config.allow_control = graphmind_hub::AllowControl::Edit;
         let hub = graphmind_hub::start(config).await.expect("the hub starts");
         let session = graphmind::Session::new(
             graphmind::Config::new(app)
