@@ -134,7 +134,7 @@ fn tunnel_to(hub_port: u16) -> u16 {
 
 #[test]
 fn ssh_tunnel_to_another_local_port_is_served() {
-    let h = hub(|_| {});
+    let h = hub(|c| c.allow_control = graphmind_hub::AllowControl::Resume);
     let t = tunnel_to(h.port);
     assert_ne!(t, h.port);
     let auth = format!("Bearer {}", h.agent_token);
