@@ -141,7 +141,7 @@ impl graphmind::model::StepChunk for Chunk {
     }
 
     /// Names each argument piece's call (its id and tool), so the recorded `toolCalls` and
-    /// the streamed arguments carry them; [`deltas`](Self::deltas) alone would name no call.
+    /// the streamed arguments carry them; `deltas` alone would name no call.
     fn call_deltas(&self, emit: &mut dyn FnMut(graphmind::model::Delta<'_>)) {
         match self {
             Chunk::ToolCall {
