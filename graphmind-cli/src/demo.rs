@@ -20,10 +20,10 @@ use graphmind_protocol::control::{ResumeAnswer, ResumeRequest};
 use graphmind_protocol::feed::{PausesList, RunSummary, RunsList};
 use serde_json::{Value, json};
 
-use crate::hub_http;
-use crate::paths;
 use crate::serve::{self, AllowControl, ServeArgs};
 use crate::signals::StopSignals;
+use graphmind_connect::http as hub_http;
+use graphmind_connect::paths;
 use graphmind_hub::now_ms;
 
 /// The support agent's app name, as its runs show in the viewer.

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use clap::Args;
 use graphmind_hub::otlp::{MapOptions, OtlpConfig};
 
-use crate::paths;
+use graphmind_connect::paths;
 
 /// The `--otlp` flags (of `serve` and `export`).
 #[derive(Args, Debug, Clone, Default)]

@@ -8,8 +8,6 @@ mod demo;
 #[cfg(feature = "demo")]
 mod demo_openai;
 mod export;
-mod hub_http;
-mod paths;
 mod serve;
 mod signals;
 

@@ -10,7 +10,7 @@ use graphmind_hub::{HubConfig, Running};
 use graphmind_protocol::{BreakpointMatcher, NodeKind, PausePoint};
 use serde_json::json;
 
-use crate::paths;
+use graphmind_connect::paths;
 
 /// What the agent token (run file) may do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

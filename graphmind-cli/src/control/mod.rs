@@ -26,8 +26,8 @@ use std::time::{Duration, Instant};
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 
-use crate::hub_http::Answer;
 use debug::{breakpoints, print_debug};
+use graphmind_connect::Answer;
 use pauses::{Decision, pauses, resume, wait};
 use runs::{record, record_into, runs};
 use target::{DEFAULT_PORT, TargetHub};

@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use super::target::TargetHub;
 use super::{Exit, Fail};
-use crate::paths;
+use graphmind_connect::paths;
 
 /// The viewer link of the hub on `port`: `<url>/#token=<viewer token>` from its run file.
 pub fn viewer_link(port: u16) -> Result<String, Fail> {

@@ -287,7 +287,7 @@ pub(super) fn wait(
         }
     };
     let pause = with_output_example(h, with_node_details(h, pause));
-    let (commands, note) = resume_advice(&pause, h.port, &h.control());
+    let (commands, note) = resume_advice(&pause, h.port, &control(h));
     if as_json {
         let mut o = pause.clone();
         if let Some(m) = o.as_object_mut() {
@@ -628,4 +628,13 @@ pub(super) fn resume(
         _ => f.msg,
     };
     Err(Fail::new(f.code, msg))
+}
+
+/// What the agent token may do on `h`, for the resume advice.
+fn control(h: &TargetHub) -> Control<'_> {
+    Control {
+        allow_control: h.allow_control.as_deref(),
+        token_problem: h.token_problem(),
+        started_by: &h.started_by,
+    }
 }

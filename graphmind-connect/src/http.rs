@@ -1,5 +1,5 @@
-//! The one HTTP client of the binary: an HTTP/1.1 exchange with a hub on 127.0.0.1, used by
-//! the control commands and by `graphmind demo`.
+//! The one HTTP client of the graphmind tools: an HTTP/1.1 exchange with a hub on 127.0.0.1, used by
+//! the control commands, `graphmind demo`, the terminal UI and the MCP server.
 //!
 //! The hub only binds 127.0.0.1 and answers small JSON documents, so one request per
 //! connection over a blocking `TcpStream` (`Connection: close`, body read to the end) is all
@@ -110,7 +110,7 @@ pub fn request(
         .map_err(lost)?;
     let mut req = format!(
         "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\
-         Accept: application/json\r\nUser-Agent: graphmind-cli/{}\r\n",
+         Accept: application/json\r\nUser-Agent: graphmind/{}\r\n",
         env!("CARGO_PKG_VERSION")
     );
     if let Some(token) = token {
