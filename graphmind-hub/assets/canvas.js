@@ -9,6 +9,9 @@ const SVG_NS = 'http://www.w3.org/2000/svg';
 /** Tool calls shown in a card's tail, and the characters one of its lines holds. */
 const TAIL_CALLS = 3;
 const TAIL_LINE_CHARS = 28;
+// The zoom the graph is placed at by itself, at the least: the smallest card text (11 px) is drawn
+// at 11 px or more. Only the user zooms out further (Fit, F, the wheel, the minus button).
+const READABLE_ZOOM = 1;
 const STATUS_LABEL = { ghost: 'not run yet', paused: 'held', unfinished: 'never finished' };
 const STATUS_TITLE = {
   abandoned: 'never finished: the app went away (exited or lost its connection) without ending the run; nobody aborted it',
@@ -135,7 +138,7 @@ export class Canvas {
     }
     this.updateGroups(model, ctx);
     model.dirty.clear();
-    if (relaid && !this.userMoved) this.fit();
+    if (relaid && !this.userMoved) this.fit(false, ctx.holdFocus);
   }
 
   relayout(model) {
@@ -277,7 +280,7 @@ export class Canvas {
     const sel = ctx.selected === n.nodeId;
     // the node of the hold selected in the decision panel
     const focus = st === 'paused' && ctx.holdFocus === n.nodeId;
-    const sig = [st, n.kind, n.name, n.execs.length, bps.length, sel, focus, n.injected, n.replayed, n.ungated, last?.durationMs, last?.heldMs, n.tailText.length, n.tailReasoning.length, n.tailText.slice(-8), n.tailArgs, n.tailCalls?.length].join('|');
+    const sig = [st, n.kind, n.name, n.execs.length, bps.length, sel, focus, n.injected && countOf(n.execs, 'injected'), n.replayed && countOf(n.execs, 'replayed'), n.ungated, last?.durationMs, last?.heldMs, n.tailText.length, n.tailReasoning.length, n.tailText.slice(-8), n.tailArgs, n.tailCalls?.length].join('|');
     if (sig === card.sig) return;
     card.sig = sig;
     const r = card.root;
@@ -304,8 +307,9 @@ export class Canvas {
       card.dur.textContent = '';
       card.dur.title = '';
     }
-    card.injected.hidden = !n.injected;
-    card.replayed.hidden = !n.replayed;
+    // how many of the node's executions: one badge speaks for every execution of the card
+    badgeCount(card.injected, n.injected, n.execs, 'injected', 'the output was injected from the debugger');
+    badgeCount(card.replayed, n.replayed, n.execs, 'replayed', 'answered from the recording: the call did not run');
     card.ungated.hidden = !n.ungated;
     const calls = n.tailCalls && n.tailCalls.length ? n.tailCalls : null;
     const hasTail = n.tailText || n.tailReasoning || calls;
@@ -381,7 +385,13 @@ export class Canvas {
     this.hooks.onTransform?.();
   }
 
-  fit() {
+  /**
+   * Places the graph in the view. By itself (a new layout, a resize) it never zooms out below
+   * READABLE_ZOOM: a graph wider or taller than the view keeps its text readable and is placed
+   * around `focus` (the held node, else the root), the rest reached by panning. Asked for
+   * (`all`: the Fit button, F) it shows the whole graph, zooming out as far as that takes.
+   */
+  fit(all = false, focus = null) {
     const L = this.layout;
     const vw = this.viewport.clientWidth || 800;
     const vh = this.viewport.clientHeight || 600;
@@ -391,8 +401,16 @@ export class Canvas {
       return;
     }
     const pad = 48;
-    const k = Math.max(0.05, Math.min(1, (vw - pad) / L.width, (vh - pad) / L.height));
-    this.t = { k, x: (vw - L.width * k) / 2, y: Math.max(pad / 2, (vh - L.height * k) / 2) };
+    const fitK = Math.min(1, (vw - pad) / L.width, (vh - pad) / L.height);
+    const k = all ? Math.max(0.05, fitK) : Math.max(READABLE_ZOOM, fitK);
+    // centred where it fits; otherwise around the focus, without leaving the graph's edges
+    const place = (size, view, at) => {
+      if (size * k <= view - pad) return (view - size * k) / 2;
+      const want = view / 2 - at * k;
+      return Math.min(pad / 2, Math.max(view - size * k - pad / 2, want));
+    };
+    const a = (focus && this.anchor(focus)) || (this.model?.rootId && this.anchor(this.model.rootId)) || { x: 0, y: 0, w: 0, h: 0 };
+    this.t = { k, x: place(L.width, vw, a.x + a.w / 2), y: place(L.height, vh, a.y + a.h / 2) };
     this.apply();
   }
 
@@ -418,8 +436,8 @@ export class Canvas {
     const s = this.toScreen(a.x, a.y);
     const w = a.w * this.t.k;
     const h = a.h * this.t.k;
-    if (s.x >= 0 && s.y >= 0 && s.x + w <= vw && s.y + h <= vh && this.t.k >= 0.45) return;
-    const k = Math.min(1, Math.max(this.t.k, 0.7));
+    if (s.x >= 0 && s.y >= 0 && s.x + w <= vw && s.y + h <= vh && this.t.k >= READABLE_ZOOM) return;
+    const k = Math.max(this.t.k, READABLE_ZOOM);
     this.t = { k, x: vw / 2 - (a.x + a.w / 2) * k, y: vh / 3 - (a.y + a.h / 2) * k };
     this.userMoved = true;
     this.apply();
@@ -463,4 +481,19 @@ export class Canvas {
     vp.addEventListener('pointerup', end);
     vp.addEventListener('pointercancel', end);
   }
+}
+
+const countOf = (execs, flag) => execs.reduce((c, e) => c + (e[flag] ? 1 : 0), 0);
+
+/**
+ * Shows `badge` when the node carries `flag` (`any`), saying how many of its executions do
+ * when not all (`replayed 3 of 4`): a card stands for every execution of its node.
+ */
+function badgeCount(badge, any, execs, flag, what) {
+  badge.hidden = !any;
+  if (!any) return;
+  const n = countOf(execs, flag);
+  const all = n === execs.length || n === 0;
+  badge.textContent = all ? flag : `${flag} ${n} of ${execs.length}`;
+  badge.title = all ? what : `${n} of its ${execs.length} executions: ${what}`;
 }

@@ -113,6 +113,9 @@ const feed = new Feed(wsUrl, {
     c.textContent = s === 'open' ? 'connected' : s === 'connecting' ? 'connecting…' : s === 'denied' ? (state.token ? 'no access (token refused)' : 'no access (no token)') : `disconnected · retrying in ${Math.ceil((info?.retryInMs ?? 0) / 100) / 10} s`;
     c.title = s === 'open' ? `connected to ${wsUrl}` : 'the page reconnects by itself when the hub is back';
     document.body.classList.toggle('offline', s !== 'open');
+    // the hub sends its breakpoints again on connecting; a restarted hub has its own
+    if (s !== 'open') state.debug.breakpoints = [];
+    renderDebug();
     scheduleRuns();
   },
   onFrame,
@@ -600,7 +603,13 @@ function renderNow() {
           ? `No run ${model.runId} on this hub (it may have been removed by retention).`
           : 'This run has no nodes yet.';
   const fresh = gates.update(runPauses);
-  document.querySelector('main').classList.toggle('holding', gates.banners.size > 0);
+  const mainEl = document.querySelector('main');
+  const holding = gates.banners.size > 0;
+  if (mainEl.classList.contains('holding') !== holding) {
+    // the panel widens or narrows the side column: the canvas changed size, place the graph again
+    mainEl.classList.toggle('holding', holding);
+    if (!canvas.userMoved) canvas.fit(false, gates.current()?.pause.nodeId);
+  }
   if (fresh.length) {
     const p = runPauses.find((x) => x.pauseId === fresh[0]);
     if (p) {
@@ -776,18 +785,19 @@ function runItem(r, c) {
     h.dataset.testid = 'run-held';
     top.append(h);
   }
+  // the app on a line of its own, so a narrow list still names it whole
+  const app = el('div', 'run-app', c.app);
+  app.dataset.testid = 'run-app';
   const bottom = el('div', 'run-bottom');
   // when it started, first: runs of one app often share a name
-  const app = el('span', 'run-app');
   if (c.started) {
     const started = el('span', 'run-started', c.started);
     started.dataset.testid = 'run-started';
-    app.append(started, ' · ');
+    bottom.append(started);
   }
-  app.append(c.app);
-  bottom.append(app, el('span', 'run-dur', c.dur), Object.assign(el('span', 'run-events', `${c.events} ev`), { title: 'events' }));
+  bottom.append(el('span', 'run-dur', c.dur), Object.assign(el('span', 'run-events', `${c.events} ev`), { title: 'events' }));
   if (r.startedAt) li.title = `${r.runId} · started ${fullText(r.startedAt)}`;
-  li.append(top, bottom);
+  li.append(top, app, bottom);
   li.addEventListener('click', () => selectRun(r.runId, true));
   li.addEventListener('keydown', (ev) => ev.key === 'Enter' && selectRun(r.runId, true));
   return li;
@@ -822,6 +832,15 @@ function renderDebug() {
   const poe = $('#pause-on-error');
   poe.checked = breakpoints.some((m) => isPauseOnError(m));
   const list = $('#bps');
+  // the breakpoints shown are the hub's: while disconnected they are not known (a restarted hub
+  // starts with its own), so none are shown, and the list says why
+  if (state.conn !== 'open') {
+    const gone = el('span', 'muted small', 'breakpoints: not known until connected');
+    gone.dataset.testid = 'bps-unknown';
+    list.replaceChildren(gone);
+    for (const e of document.querySelectorAll('.needs-token')) e.disabled = !canControl();
+    return;
+  }
   list.replaceChildren(
     ...breakpoints.map((m) => {
       const chip = el('span', 'chip');
@@ -928,7 +947,7 @@ $('#follow').addEventListener('change', (ev) => {
 });
 $('[data-testid="fit"]').addEventListener('click', () => {
   canvas.userMoved = false;
-  canvas.fit();
+  canvas.fit(true);
 });
 // "Fold groups" does something only where the layout made groups (7 or more leaf siblings)
 const FOLD_TITLE = $('[data-testid="fold-all"]').title;
@@ -970,7 +989,7 @@ document.addEventListener('keydown', (ev) => {
     toggleFold();
   } else if (key === 'f') {
     canvas.userMoved = false;
-    canvas.fit();
+    canvas.fit(true);
   } else if (ev.key === 'Escape') {
     selectNode(null);
   } else if (ev.key === '?') {
@@ -984,8 +1003,8 @@ const KEYS_HELP =
 
 // a resized window keeps the graph fitted (unless the user moved it) and a held card in view
 window.addEventListener('resize', () => {
-  if (!canvas.userMoved) canvas.fit();
   const g = gates.current();
+  if (!canvas.userMoved) canvas.fit(false, g?.pause.nodeId);
   if (g) canvas.reveal(g.pause.nodeId);
 });
 setInterval(() => {

@@ -3,7 +3,7 @@
 // so, and the new link picks up runs that arrive after the restart.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { withHubAndBrowser, startHub, shot, card, waitConn, assertNoPageErrors } from '../lib/harness.mjs';
+import { withHubAndBrowser, startHub, shot, card, waitConn, addBreakpoint, bpChip, assertNoPageErrors } from '../lib/harness.mjs';
 import { sendGeneratedRun } from '../lib/fake-app.mjs';
 
 test('the page reconnects after the hub restarts on the same port', () =>
@@ -17,10 +17,15 @@ test('the page reconnects after the hub restarts on the same port', () =>
     const dot = page.locator(`[data-testid="run-item"][data-run-id="${liveRun}"] [data-testid="run-live"]`);
     await page.locator(`[data-testid="run-item"][data-run-id="${liveRun}"] [data-testid="run-live"].on`).waitFor({ timeout: 10_000 });
 
+    // a breakpoint set on the hub that goes away
+    await addBreakpoint(page, { kind: 'tool', name: 'search', point: 'before' });
     const { port, home } = hub;
     await hub.stop();
     await waitConn(page, 'closed', 5000);
     assert.match(await conn.textContent(), /retrying/);
+    // its chip goes with the hub (a restarted hub starts with its own): the header does not claim it
+    assert.equal(await bpChip(page, 'tool:search @before').count(), 0, `no breakpoint chip while disconnected: ${await page.locator('#bps').innerHTML()}`);
+    assert.match(await page.locator('[data-testid="bps-unknown"]').textContent(), /not known until connected/);
     // the runs list re-renders on the next animation frame after the connection state
     const off = page.locator(`[data-testid="run-item"][data-run-id="${liveRun}"] [data-testid="run-live"]:not(.on)`);
     await off.waitFor({ timeout: 5000 }).catch(() => {});
@@ -39,6 +44,10 @@ test('the page reconnects after the hub restarts on the same port', () =>
       location.hash = hash;
     }, again.viewerUrl().split('#')[1]);
     await waitConn(page, 'open', 10_000);
+    // the restarted hub's breakpoints: its defaults, not the old hub's
+    await bpChip(page, 'any error').waitFor();
+    assert.equal(await bpChip(page, 'tool:search @before').count(), 0, await page.locator('#bps').innerHTML());
+    assert.equal(await page.locator('[data-testid="bps-unknown"]').count(), 0);
 
     const app = await connectApp('after-restart', again);
     const { runId } = sendGeneratedRun(app, { nodes: 3, events: 8 });

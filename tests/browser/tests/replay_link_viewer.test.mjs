@@ -12,6 +12,8 @@ import {
   until,
   exitedOk,
   assertNoPageErrors,
+  card,
+  waitText,
   GRAPHMIND_BIN,
   AGENT_BIN,
 } from '../lib/harness.mjs';
@@ -89,5 +91,37 @@ test('a replayed run links its source run and says where its live part begins', 
     await page.locator(`[data-testid="canvas"][data-run-id="${source.runId}"][data-replayed="true"]`).waitFor({ timeout: 10_000 });
     assert.equal(await page.locator('[data-testid="run-title"] [data-testid="replay-of"]').count(), 0);
     await shot(page, 'replay-link-source');
+    assertNoPageErrors(page);
+  }));
+
+test("a replay held at its fork point says so, and its answered cards are badged replayed, not injected", () =>
+  withHubAndBrowser({ pauseOnError: false, agent: true }, async ({ hub, page, agent }) => {
+    await exitedOk(agent);
+    const source = await until(async () => (await finishedRuns(hub)).find((r) => r.name === 'handle-ticket'), 10_000, 'the recorded run');
+    // `--hold`: the replay holds before step 5, the first live call
+    const replaying = graphmind(hub, [
+      'replay', source.runId, '--port', String(hub.port), '--until', '5', '--hold', '--', AGENT_BIN, '--attach-wait-ms', '10000',
+    ], 60_000);
+    const held = page.locator('[data-testid="gate-banner"][data-point="before"]');
+    await held.waitFor({ timeout: 20_000 });
+    const why = await held.locator('[data-testid="gate-why"]').textContent();
+    assert.match(why, /fork point \(--until\)/, why);
+    assert.doesNotMatch(why, /a breakpoint matched/, why);
+    // the steps before it were answered from the recording: badged "replayed", never "injected"
+    const lookup = card(page, 'tool:lookup_order');
+    await until(async () => (await lookup.locator('[data-testid="replayed-badge"]').isVisible()), 10_000, 'the replayed badge');
+    assert.equal(await lookup.locator('[data-testid="injected-badge"]').isVisible(), false, 'not badged injected');
+    // the held model step ran its two earlier executions from the recording, not this one
+    assert.equal(await card(page, 'llm:step').locator('[data-testid="replayed-badge"]').textContent(), 'replayed 2 of 3');
+    await lookup.click();
+    const inspector = page.locator('[data-testid="inspector"]');
+    await waitText(inspector, /replayed \(step 4\)/, 5_000, 'the inspector names the replayed step');
+    assert.doesNotMatch(await inspector.textContent(), /INJECTED|\binjected\b/i);
+    await shot(page, 'replay-fork-hold');
+
+    await held.locator('[data-testid="gate-continue"]').click();
+    const r = await replaying;
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /RF-1042/, 'the replayed agent finished after the fork point');
     assertNoPageErrors(page);
   }));
