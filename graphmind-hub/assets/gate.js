@@ -228,6 +228,13 @@ export class Gates {
     row.append(send, cancel, hint);
     inject.append(label, ta, err, row);
     const edit = panel(p, 'edit', 'Run the call with this input (JSON)', 'Run with this input', 'Ctrl+Enter sends · Esc closes', true);
+    edit.changes = el('div', 'edit-changes');
+    edit.changes.dataset.testid = 'edit-changes';
+    edit.changes.hidden = true;
+    edit.kept = el('div', 'hint');
+    edit.kept.dataset.testid = 'edit-kept';
+    edit.kept.hidden = true;
+    edit.ta.after(edit.changes, edit.kept);
     const reject = panel(p, 'reject', 'Why is the call rejected? (the caller gets this back)', 'Reject', 'Enter sends · Esc closes', false);
     root.append(where, why, note, actions, rememberLabel, msg, inject, edit.root, reject.root);
 
@@ -376,8 +383,14 @@ export class Gates {
     if (b.edit.root.hidden) {
       b.edit.root.hidden = false;
       if (!b.edit.ta.value) {
-        const v = this.hooks.editPrefill ? this.hooks.editPrefill(b.pause) : b.pause.input;
-        b.edit.ta.value = JSON.stringify(v === undefined ? {} : v, null, 2);
+        const { shown, kept } = splitBookkeeping(b.pause.input, b.pause.instanceId);
+        b.editBase = shown;
+        b.editKept = kept;
+        b.edit.ta.value = JSON.stringify(shown === undefined ? {} : shown, null, 2);
+        const names = Object.keys(kept);
+        b.edit.kept.hidden = names.length === 0;
+        b.edit.kept.textContent = names.length ? `${names.join(', ')} (the call's id) is kept as it was.` : '';
+        this.checkEdit(b);
       }
     }
     b.edit.ta.focus();
@@ -402,6 +415,7 @@ export class Gates {
       const v = JSON.parse(ta.value);
       err.hidden = true;
       ta.classList.remove('invalid');
+      this.showChanges(b, v);
       return v;
     } catch (e) {
       err.hidden = false;
@@ -412,13 +426,25 @@ export class Gates {
     }
   }
 
+  /** Counts and names the fields the edit changed, on the send button and under the editor. */
+  showChanges(b, v) {
+    const paths = changedPaths(b.editBase, v);
+    const n = paths.length;
+    b.edit.send.textContent = n === 0 ? 'Run with this input' : `Run with ${n} change${n === 1 ? '' : 's'}`;
+    b.edit.send.dataset.changes = String(n);
+    b.edit.changes.hidden = n === 0;
+    b.edit.changes.textContent = n ? `Changed: ${paths.slice(0, 8).join(', ')}${n > 8 ? ` and ${n - 8} more` : ''}` : '';
+  }
+
   async sendEdit(b) {
     if (b.busy || !this.hooks.canControl()) return;
-    const value = this.checkEdit(b);
+    let value = this.checkEdit(b);
     if (value === undefined) {
       b.edit.ta.focus();
       return;
     }
+    // the call's id goes back as it was: the app matches the call by it
+    if (isPlainObject(value) && b.editKept) value = { ...value, ...b.editKept };
     this.setBusy(b, true);
     // Before the call the edited input runs in place of the original; after it or when it
     // failed, the call runs again with it (a `continue` with an input is refused there).
@@ -478,4 +504,38 @@ export function outcomeText(r) {
   }[r.outcome] || `Failed (${r.outcome || 'error'})`;
   // the hub's message for a refused token repeats what the base text already says
   return r.message && r.outcome !== 'unauthorized' ? `${base}: ${r.message}` : base;
+}
+
+const isPlainObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
+
+// Input fields that carry the tool call's id (the macro's `call_id = …` argument, or an SDK's
+// `tool_call_id`): bookkeeping the app matches the call by, not something to edit.
+const CALL_ID_KEYS = ['call_id', 'callId', 'tool_call_id', 'toolCallId'];
+
+/** The input as the editor shows it, and the call-id fields kept aside (sent back unchanged). */
+function splitBookkeeping(input, instanceId) {
+  if (!isPlainObject(input) || instanceId == null) return { shown: input, kept: {} };
+  const shown = {};
+  const kept = {};
+  for (const [k, v] of Object.entries(input)) {
+    if (CALL_ID_KEYS.includes(k) && v === instanceId) kept[k] = v;
+    else shown[k] = v;
+  }
+  return { shown, kept };
+}
+
+/** The paths (`a.b`, `items[2]`) at which `b` differs from `a`: changed, added or removed. */
+export function changedPaths(a, b, at = '') {
+  if (JSON.stringify(a) === JSON.stringify(b)) return [];
+  if (isPlainObject(a) && isPlainObject(b)) {
+    const out = [];
+    for (const k of new Set([...Object.keys(a), ...Object.keys(b)])) {
+      out.push(...changedPaths(a[k], b[k], at ? `${at}.${k}` : k));
+    }
+    return out;
+  }
+  if (Array.isArray(a) && Array.isArray(b) && a.length === b.length) {
+    return a.flatMap((x, i) => changedPaths(x, b[i], `${at}[${i}]`));
+  }
+  return [at || '(the whole input)'];
 }

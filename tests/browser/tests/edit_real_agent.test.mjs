@@ -1,7 +1,8 @@
 // Edit with the real Rust client: the support agent's refund, held before it runs, is edited in
 // the viewer (E, type, Ctrl+Enter). A value of the wrong type is refused by the app itself
 // (code schema, shown inline, the gate still held); the fixed input runs, and the agent's
-// answer is the refund of the edited order.
+// answer is the refund of the edited order. The call's id is not offered for editing, and the
+// changed fields are counted on the send button and named under the editor.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { withHubAndBrowser, shot, card, bpChip, waitBanner, exitedOk, assertNoPageErrors } from '../lib/harness.mjs';
@@ -27,6 +28,11 @@ test('the real client refuses a mistyped edit and runs the fixed one', () =>
     await editor.waitFor({ state: 'visible' });
     const prefilled = JSON.parse(await editor.inputValue());
     assert.equal(prefilled.order_id, 'ORD-1042', 'the editor holds the call input');
+    // the call's id is bookkeeping: not offered for editing, and said to be kept
+    assert.equal('call_id' in prefilled, false, 'call_id is not in the editor');
+    assert.match(await refund.locator('[data-testid="edit-kept"]').textContent(), /call_id .* kept as it was/);
+    const send = refund.locator('[data-testid="edit-send"]');
+    assert.equal(await send.textContent(), 'Run with this input', 'nothing changed yet');
 
     // amount_cents is a u64: the app's serde check refuses a string and the gate stays held
     await editor.fill('{"order_id": "ORD-1042", "amount_cents": "lots"}');
@@ -38,6 +44,10 @@ test('the real client refuses a mistyped edit and runs the fixed one', () =>
     await shot(page, 'real-edit-refused');
 
     await editor.fill('{"order_id": "ORD-7777", "amount_cents": 1234}');
+    // both fields changed: counted on the button and named under the editor
+    assert.equal(await send.textContent(), 'Run with 2 changes');
+    assert.equal(await refund.locator('[data-testid="edit-changes"]').textContent(), 'Changed: order_id, amount_cents');
+    await shot(page, 'real-edit-changes');
     await editor.press('Control+Enter');
     await exitedOk(agent);
     assert.match(agent.io.stdout, /RF-7777/, 'the refund ran with the edited order id');
