@@ -301,6 +301,16 @@ impl From<graphmind::RecordedError> for ToolError {
     }
 }
 
+/// A call rejected from the debugger fails with the person's reason, which the model reads.
+impl From<graphmind::Rejection> for ToolError {
+    fn from(r: graphmind::Rejection) -> Self {
+        ToolError(format!("{REJECTED}: {}", r.reason))
+    }
+}
+
+/// How a rejected call's error begins (the scripted model answers it instead of retrying).
+pub const REJECTED: &str = "rejected by a person";
+
 /// The model failed (the scripted one never does, but the signature is a real model's).
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct ModelError(pub String);
@@ -365,8 +375,9 @@ pub async fn shipping_status(call_id: String, tracking: String) -> Result<Shipme
     })
 }
 
-/// Refunds an order.
-#[graphmind::tool(call_id = call_id, replay_errors)]
+/// Refunds an order. A person at its `before` gate may reject it (`reject`): the refund is
+/// not issued and the model is told why.
+#[graphmind::tool(call_id = call_id, replay_errors, reject)]
 pub async fn issue_refund(
     call_id: String,
     order_id: String,
@@ -418,6 +429,16 @@ pub fn scripted_reply(request: &ChatRequest) -> Vec<Chunk> {
             "Let me look that order up.",
             Some(("lookup_order", serde_json::json!({"order_id": "ORD-1O42"}))),
         ),
+        Some(m) if m.content.contains(REJECTED) => {
+            let why = serde_json::from_str::<serde_json::Value>(&m.content)
+                .ok()
+                .and_then(|v| v.get("error")?.as_str().map(str::to_owned))
+                .unwrap_or_default();
+            let answer = format!(
+                "I could not issue the refund for ORD-1042 ({why}). A colleague will follow up with you."
+            );
+            return text_chunks(&answer, "stop", step);
+        }
         Some(m) if m.content.contains("\"error\"") => (
             "That id did not match; the ticket says ORD-1042, with a zero.",
             Some(("lookup_order", serde_json::json!({"order_id": "ORD-1042"}))),

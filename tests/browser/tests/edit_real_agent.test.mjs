@@ -5,7 +5,7 @@
 // changed fields are counted on the send button and named under the editor.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { withHubAndBrowser, shot, card, bpChip, waitBanner, exitedOk, assertNoPageErrors } from '../lib/harness.mjs';
+import { withHubAndBrowser, shot, card, bpChip, waitBanner, waitCardStatus, exitedOk, assertNoPageErrors } from '../lib/harness.mjs';
 
 test('the real client refuses a mistyped edit and runs the fixed one', () =>
   withHubAndBrowser({ agent: true }, async ({ page, agent }) => {
@@ -53,5 +53,25 @@ test('the real client refuses a mistyped edit and runs the fixed one', () =>
     assert.match(agent.io.stdout, /RF-7777/, 'the refund ran with the edited order id');
     assert.doesNotMatch(agent.io.stdout, /RF-1042/);
     await shot(page, 'real-edit-done');
+    assertNoPageErrors(page);
+  }));
+
+test('the support agent refund can be rejected with a reason, which the agent tells the customer', () =>
+  withHubAndBrowser({ pauseOnError: false, breakpoints: [{ kind: 'tool', name: 'issue_refund', point: 'before' }], agent: true }, async ({ page, agent }) => {
+    const refund = await waitBanner(page, 'tool:issue_refund', 'before');
+    // the tool opts in (`reject`), so the gate offers it, with its key
+    const reject = refund.locator('[data-testid="gate-reject"]');
+    await reject.waitFor({ state: 'visible' });
+    assert.match(await reject.textContent(), /Reject/);
+    await page.keyboard.press('x');
+    const why = refund.locator('[data-testid="reject-editor"]');
+    await why.waitFor({ state: 'visible' });
+    await why.fill('refunds over 40 EUR need a manager');
+    await shot(page, 'real-reject');
+    await why.press('Enter');
+    await exitedOk(agent);
+    assert.match(agent.io.stdout, /could not issue the refund .*rejected by a person: refunds over 40 EUR need a manager/);
+    assert.doesNotMatch(agent.io.stdout, /RF-1042/, 'no refund was issued');
+    await waitCardStatus(page, 'tool:issue_refund', 'error');
     assertNoPageErrors(page);
   }));
