@@ -717,10 +717,20 @@ function renderTitle() {
 /** The run list's items by run id, each with what it shows (rebuilt only when that changes). */
 let runItems = new Map();
 
+/** Whether run `r` passes the list's search and status filter. */
+function runShown(r, held) {
+  const want = $('#run-status').value;
+  if (want === 'held' ? !held : want && r.status !== want) return false;
+  const q = $('#run-search').value.trim().toLowerCase();
+  if (!q) return true;
+  return [r.name, r.app, r.runId].some((v) => typeof v === 'string' && v.toLowerCase().includes(q));
+}
+
 function renderRuns() {
   const ul = $('#runs');
-  const list = [...state.runs.values()].sort((a, b) => (b.startedAt ?? 0) - (a.startedAt ?? 0));
   const heldRuns = new Set(state.pauses.map((p) => p.runId));
+  const all = [...state.runs.values()];
+  const list = all.filter((r) => runShown(r, heldRuns.has(r.runId))).sort((a, b) => (b.startedAt ?? 0) - (a.startedAt ?? 0));
   const kept = new Map();
   const items = list.map((r) => {
     const shown = runItemContent(r, heldRuns.has(r.runId));
@@ -745,8 +755,27 @@ function renderRuns() {
   const runsEmpty = $('#runs-empty');
   runsEmpty.hidden = items.length > 0;
   // with no token the hub lists nothing: that is not "no runs"
-  runsEmpty.textContent = canControl() ? 'No runs yet.' : 'Runs are listed with the viewer token.';
+  if (!canControl()) runsEmpty.replaceChildren('Runs are listed with the viewer token.');
+  else if (all.length > 0) runsEmpty.replaceChildren(`No run matches (${all.length} hidden by the search or the status filter).`);
+  else runsEmpty.replaceChildren(...firstRunHelp());
   renderTitle();
+}
+
+/** What a first-time user does to see a run here: the demo, their own app, an app elsewhere. */
+function firstRunHelp() {
+  const code = (t) => el('code', null, t);
+  const line = (...parts) => {
+    const li = el('li');
+    li.append(...parts);
+    return li;
+  };
+  const ol = el('ol', 'first-run');
+  ol.append(
+    line(code('graphmind demo'), ' — a scripted support agent held at a failed call (it starts a hub and viewer of its own)'),
+    line('your app: tools marked ', code('#[graphmind::tool]'), ', the task in ', code('graphmind::run!'), ', run on this machine — it finds this hub by itself'),
+    line('an app elsewhere (a container, another home): ', code(`GRAPHMIND_URL=ws://127.0.0.1:${location.port || '80'}/ingest`)),
+  );
+  return ['No runs yet. To see one:', ol];
 }
 
 /** Everything a run's item in the list shows. */
@@ -945,6 +974,8 @@ $('#follow').addEventListener('change', (ev) => {
     if (n) selectRun(n.runId, false);
   }
 });
+$('#run-search').addEventListener('input', scheduleRuns);
+$('#run-status').addEventListener('change', scheduleRuns);
 $('[data-testid="fit"]').addEventListener('click', () => {
   canvas.userMoved = false;
   canvas.fit(true);

@@ -14,6 +14,10 @@ test('ghost cards for every declared tool appear before the first model step run
       assert.equal(await c.getAttribute('data-status'), 'ghost', `${tool} is a ghost before it runs`);
     }
     assert.equal(await card(page, 'llm:step').getAttribute('data-status'), 'paused');
+    // only the step's own roster is drawn (graph.hint names the tools of the step, not every
+    // tool linked into the binary)
+    const tools = await page.locator('[data-testid="node-card"][data-kind="tool"]').evaluateAll((els) => els.map((e) => e.dataset.nodeId).sort());
+    assert.deepEqual(tools, ['tool:issue_refund', 'tool:lookup_order', 'tool:shipping_status']);
     const edges = Number(await page.locator('[data-testid="edges"]').getAttribute('data-count'));
     assert.ok(edges >= 4, `edges from parentId drawn (${edges})`);
     await shot(page, 'ghost-graph');

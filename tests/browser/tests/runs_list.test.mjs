@@ -63,3 +63,24 @@ test('a deep link to a run the hub does not have says so', async () => {
   await shot(page, 'runs-deep-link-unknown');
   await page.close();
 });
+
+test('the list is searched by name, app or run id and filtered by status; a filter that hides every run says so', async () => {
+  const page = await gm.openViewer();
+  const items = runItem(page);
+  await until(async () => (await items.count()) === 2, 10_000, 'two runs listed');
+  const ids = () => items.evaluateAll((els) => els.map((e) => e.dataset.runId));
+  await page.fill('[data-testid="run-search"]', 'still-go');
+  await until(async () => (await items.count()) === 1, 5_000, 'searched by name');
+  assert.deepEqual(await ids(), [live]);
+  await page.fill('[data-testid="run-search"]', older.slice(4, 12));
+  await until(async () => (await ids())[0] === older && (await items.count()) === 1, 5_000, 'searched by run id');
+  await page.fill('[data-testid="run-search"]', 'LIST-APP');
+  await until(async () => (await items.count()) === 2, 5_000, 'searched by app, any case');
+  await page.selectOption('[data-testid="run-status"]', 'running');
+  await until(async () => (await items.count()) === 1, 5_000, 'filtered by status');
+  assert.deepEqual(await ids(), [live]);
+  await page.selectOption('[data-testid="run-status"]', 'aborted');
+  await until(async () => (await items.count()) === 0, 5_000, 'no aborted run');
+  assert.equal(await page.locator('[data-testid="runs-empty"]').textContent(), 'No run matches (2 hidden by the search or the status filter).');
+  await page.close();
+});
