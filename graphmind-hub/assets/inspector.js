@@ -65,7 +65,9 @@ const NEVER_FINISHED = {
 function gateText(p) {
   if (!p.action) return `${p.point} (held)${p.refused ? ` refused: ${p.refused.message || p.refused.code}` : ''}`;
   const before = p.refusals ? ` (after ${p.refusals} refused)` : '';
-  return `${p.point} → ${p.action}${before}`;
+  // the hub's stamp: the principal (viewer, agent, anonymous) and, when given, the operator
+  const who = p.principal ? ` by ${p.principal}${p.operator ? ` (${p.operator})` : ''}` : p.operator ? ` by ${p.operator}` : '';
+  return `${p.point} → ${p.action}${who}${before}`;
 }
 
 /** The output an `after` gate of this execution holds, from the hub's pause or the event. */
@@ -300,7 +302,10 @@ export class Inspector {
     }
     if (e.error) {
       const msg = `${e.error.name || 'Error'}: ${e.error.message ?? ''}`;
-      d.append(block('error', msg, 'exec-error', 'error'));
+      // an execution that failed and then recovered at its error gate ended ok: its error is
+      // history, said as such, not a red ERROR block beside the output
+      const recovered = e.status === 'ok' ? (e.injected ? 'error, then an injected output took its place' : `error of an earlier attempt, then retried: it succeeded`) : null;
+      d.append(block(recovered ?? 'error', msg, 'exec-error', recovered ? 'recovered' : 'error'));
       if (e.error.stack) d.append(block('stack', String(e.error.stack), 'exec-stack', 'error'));
     }
     if (Object.keys(e.extras).length) d.append(block('extras', json(e.extras), 'exec-extras'));

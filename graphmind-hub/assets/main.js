@@ -750,6 +750,9 @@ function renderRuns() {
     if (li) {
       revealRun = null;
       li.scrollIntoView({ block: 'nearest' });
+      // runs out of view are laid out at an estimated height (content-visibility): once the
+      // ones scrolled past are drawn at their real height, scroll to it again
+      requestAnimationFrame(() => li.scrollIntoView({ block: 'nearest' }));
     }
   }
   const runsEmpty = $('#runs-empty');

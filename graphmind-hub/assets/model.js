@@ -425,6 +425,9 @@ export class RunModel {
     const pause = this.pauses.get(p.pauseId);
     if (!pause) return;
     pause.action = str(p.action) ?? 'continue';
+    // who released it, as the hub stamped it (never the app's word)
+    pause.principal = str(p.principal) ?? null;
+    pause.operator = str(p.operator) ?? null;
     // the call ran with an edited input: the node shows it, marked, with the original kept
     if (isObj(p.edited) && 'after' in p.edited) {
       const n = this.nodes.get(pause.nodeId);

@@ -1,5 +1,6 @@
 // Inject: a value typed into the editor becomes the tool's return value (the agent's answer
-// shows it), at an error gate and at a before gate; the card and the inspector say "injected".
+// shows it), at an error gate and at a before gate; the card and the inspector say "injected",
+// the recovered error is shown as history, and the gate names who released it.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -52,6 +53,12 @@ test('injected values replace a failed lookup and the refund the agent reports',
     const first = inspectorExecs(page).last();
     assert.match(await first.locator('[data-testid="exec-error"]').textContent(), /ORD-1O42/);
     assert.match(await first.locator('[data-testid="exec-injected"]').textContent(), /injected/);
+    // it ended ok: the error is said to be history, not shown as the execution's outcome
+    const err = first.locator('[data-testid="exec-error"]');
+    assert.equal(await err.locator('.field-label').textContent(), 'error, then an injected output took its place');
+    assert.doesNotMatch(await err.getAttribute('class'), /\berror\b/);
+    // who released the gate, as the hub stamped it
+    assert.match(await first.locator('[data-testid="exec-gates"]').textContent(), /error → inject by viewer\b/);
     await shot(page, 'inject-done');
     assertNoPageErrors(page);
   }));
