@@ -7,6 +7,7 @@ import { RunModel, deriveReason } from './model.js';
 import { Canvas, fmtMs, clockText, two } from './canvas.js';
 import { Gates, outcomeText } from './gate.js';
 import { Inspector } from './inspector.js';
+import { Timeline } from './timeline.js';
 
 // The viewer token is kept per hub address in localStorage: a deep link opened in a new tab
 // and a reload stay signed in; a token the hub refuses is forgotten (tokens are new on every
@@ -417,6 +418,23 @@ const canvas = new Canvas($('#viewport'), {
   },
 });
 
+// the run as a waterfall, beside the graph (⇧T switches)
+const timeline = new Timeline($('#timeline'), { onSelect: (id) => selectNode(id) });
+let view = 'graph';
+
+function setView(v) {
+  view = v;
+  const tl = v === 'timeline';
+  $('#timeline').hidden = !tl;
+  $('#viewport').hidden = tl;
+  for (const id of ['fold-all', 'zoom-out', 'zoom-in', 'fit']) $(`[data-testid="${id}"]`).hidden = tl;
+  const b = $('[data-testid="view-toggle"]');
+  b.textContent = tl ? 'Graph' : 'Timeline';
+  b.setAttribute('aria-pressed', String(tl));
+  document.querySelector('.canvas-pane').dataset.view = v;
+  scheduleCanvas();
+}
+
 const gates = new Gates($('#decisions'), $('#decision-list'), $('#decisions-head'), {
   act,
   step,
@@ -590,6 +608,7 @@ function renderNow() {
   const focus = gates.current();
   const ctx = { held: heldMap(), breakpoints: state.debug.breakpoints, selected: state.selectedNode, ended, runStatus: run?.status ?? model.status, holdFocus: focus ? focus.pause.nodeId : null };
   canvas.render(model, ctx);
+  if (view === 'timeline') timeline.render(model, ctx);
   releaseRuns();
   renderFoldButton();
   empty.hidden = model.nodes.size > 0;
@@ -977,6 +996,7 @@ $('#follow').addEventListener('change', (ev) => {
     if (n) selectRun(n.runId, false);
   }
 });
+$('[data-testid="view-toggle"]').addEventListener('click', () => setView(view === 'graph' ? 'timeline' : 'graph'));
 $('#run-search').addEventListener('input', scheduleRuns);
 $('#run-status').addEventListener('change', scheduleRuns);
 $('[data-testid="fit"]').addEventListener('click', () => {
@@ -1007,6 +1027,11 @@ $('[data-testid="zoom-out"]').addEventListener('click', () => canvas.zoomBy(0.8)
 document.addEventListener('keydown', (ev) => {
   if (takesTyping(ev.target)) return;
   if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
+  if (ev.key === 'T' && ev.shiftKey) {
+    ev.preventDefault();
+    setView(view === 'graph' ? 'timeline' : 'graph');
+    return;
+  }
   const key = ev.key.toLowerCase();
   const g = gates.current();
   if (g && ['c', 's', 'r', 'i', 'e', 'x'].includes(key)) {
@@ -1033,7 +1058,7 @@ document.addEventListener('keydown', (ev) => {
 
 const KEYS_HELP =
   'Keys — at a held gate: C continue · S step · R retry · I inject · E edit the input (Ctrl+Enter sends, Esc closes) · X reject with a reason (Enter sends); Abort has no key. ' +
-  'Anywhere: F fit the graph · G fold or unfold groups · Esc deselect the node · ? this help.';
+  'Anywhere: ⇧T switch between the graph and the timeline · F fit the whole graph · G fold or unfold groups · Esc deselect the node · ? this help.';
 
 // a resized window keeps the graph fitted (unless the user moved it) and a held card in view
 window.addEventListener('resize', () => {
@@ -1045,6 +1070,8 @@ setInterval(() => {
   let any = false;
   for (const r of state.runs.values()) if (r.status === 'running') any = true;
   if (any) scheduleRuns();
+  // open executions' bars grow with the clock
+  if (view === 'timeline' && state.runs.get(state.selectedRun)?.status === 'running') scheduleCanvas();
   if (gates.banners.size) for (const b of gates.banners.values()) gates.describe(b);
 }, 1000);
 

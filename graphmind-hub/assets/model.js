@@ -163,6 +163,8 @@ export class RunModel {
     /** nodeIds whose card content changed since the last render */
     this.dirty = new Set();
     this.unknownTypes = 0;
+    /** every execution as it was first seen, with its node (the timeline's rows) */
+    this.execOrder = [];
   }
 
   node(nodeId, kind, name) {
@@ -219,6 +221,7 @@ export class RunModel {
     const id = instanceId != null ? String(instanceId) : `${n.nodeId}#${n.execs.length + 1}`;
     const e = new Exec(id, ts);
     n.execs.push(e);
+    this.execOrder.push({ n, e });
     n.byInstance.set(id, e);
     n.ghost = false;
     n.tailText = '';
@@ -283,10 +286,10 @@ export class RunModel {
         this.onError(p);
         break;
       case 'exec.paused':
-        this.onPaused(p, seq);
+        this.onPaused(p, seq, ts);
         break;
       case 'exec.resumed':
-        this.onResumed(p);
+        this.onResumed(p, ts);
         break;
       case 'exec.refused':
         this.onRefused(p);
@@ -394,7 +397,7 @@ export class RunModel {
     if (num(p.heldMs) != null) e.heldMs = p.heldMs;
   }
 
-  onPaused(p, seq) {
+  onPaused(p, seq, ts = null) {
     if (typeof p.pauseId !== 'string' || typeof p.nodeId !== 'string') return;
     const n = this.node(p.nodeId);
     const e = this.findExec(n, p.instanceId);
@@ -413,6 +416,9 @@ export class RunModel {
       hasOutput: 'output' in p,
       output: p.output,
       seq,
+      // when it held and when it was released (the events' times: the timeline draws them)
+      pausedAt: ts,
+      resumedAt: null,
     };
     this.pauses.set(p.pauseId, pause);
     if (e) {
@@ -421,10 +427,11 @@ export class RunModel {
     }
   }
 
-  onResumed(p) {
+  onResumed(p, ts = null) {
     const pause = this.pauses.get(p.pauseId);
     if (!pause) return;
     pause.action = str(p.action) ?? 'continue';
+    pause.resumedAt = ts;
     // who released it, as the hub stamped it (never the app's word)
     pause.principal = str(p.principal) ?? null;
     pause.operator = str(p.operator) ?? null;

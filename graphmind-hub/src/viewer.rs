@@ -47,6 +47,7 @@ const ASSETS: &[Asset] = &[
     asset!("gate.js", JS),
     asset!("inspector.js", JS),
     asset!("chat.js", JS),
+    asset!("timeline.js", JS),
     asset!("viewer.css", "text/css; charset=utf-8"),
     asset!("favicon.svg", "image/svg+xml"),
 ];
