@@ -28,4 +28,6 @@ export GRAPHMIND_SHOTS="${GRAPHMIND_SHOTS:-$TARGET/browser-screenshots}"
 export NO_PROXY=127.0.0.1,localhost
 
 # one file at a time: each starts its own hub, browser and agents on a 2-core machine
-node --test --test-concurrency=1 tests/*.test.mjs
+# (TESTS names some of them: scripts/screenshots.sh runs the two that take the README's images)
+# shellcheck disable=SC2086
+node --test --test-concurrency=1 ${TESTS:-tests/*.test.mjs}

@@ -199,6 +199,16 @@ export async function shot(page, name) {
   return file;
 }
 
+/**
+ * A screenshot the README shows: taken as `shot` does, and copied to `docs/img/<name>.png`
+ * when GRAPHMIND_UPDATE_DOCS_IMG=1 (`scripts/screenshots.sh` sets it).
+ */
+export async function docShot(page, name) {
+  const file = await shot(page, name);
+  if (process.env.GRAPHMIND_UPDATE_DOCS_IMG === '1') fs.copyFileSync(file, path.join(ROOT, 'docs', 'img', `${name}.png`));
+  return file;
+}
+
 function spawnApp(cmd, args, hub, env) {
   // The hub's home too: a Rust app reads the hub's run file there to check that the hub is the
   // user's own (its signed channel); without it the app would only report, and no gate would hold.

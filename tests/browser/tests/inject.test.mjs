@@ -3,9 +3,7 @@
 // the recovered error is shown as history, and the gate names who released it.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import path from 'node:path';
-import { ROOT, withHubAndBrowser, shot, card, bpChip, inspectorExecs, waitBanner, waitCardStatus, assertNoPageErrors, exitedOk } from '../lib/harness.mjs';
+import { withHubAndBrowser, shot, docShot, card, bpChip, inspectorExecs, waitBanner, waitCardStatus, assertNoPageErrors, exitedOk } from '../lib/harness.mjs';
 
 test('injected values replace a failed lookup and the refund the agent reports', () =>
   withHubAndBrowser({ agent: true }, async ({ page, agent }) => {
@@ -18,8 +16,7 @@ test('injected values replace a failed lookup and the refund the agent reports',
     const editor = held.locator('[data-testid="inject-editor"]');
     await editor.waitFor();
     await editor.fill('{\n  "order_id": "ORD-1042",\n  "amount_cents": 4999,\n  "tracking": "TRK-1042-NL"\n}');
-    const file = await shot(page, 'held-gate');
-    if (process.env.GRAPHMIND_UPDATE_DOCS_IMG === '1') fs.copyFileSync(file, path.join(ROOT, 'docs/img/held-gate.png'));
+    await docShot(page, 'held-gate');
     // the inspector shows the held node by itself
     assert.equal(await page.locator('[data-testid="inspector"]').getAttribute('data-node-id'), 'tool:lookup_order');
 

@@ -4,7 +4,7 @@
 // click selects the node in the inspector.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { withHubAndBrowser, shot, waitBanner, exitedOk, until, sleep, assertNoPageErrors } from '../lib/harness.mjs';
+import { withHubAndBrowser, shot, docShot, waitBanner, exitedOk, until, sleep, assertNoPageErrors } from '../lib/harness.mjs';
 
 const rows = (page) => page.locator('[data-testid="timeline-row"]');
 
@@ -39,7 +39,7 @@ test('the support agent run as a timeline: start order, the held error gate draw
     // a click opens the execution's node in the inspector
     await rows(page).nth(4).click();
     await until(async () => (await page.locator('[data-testid="inspector"]').getAttribute('data-node-id')) === 'tool:shipping_status', 5_000, 'the inspector follows');
-    await shot(page, 'timeline');
+    await docShot(page, 'timeline');
     // and back to the graph
     await page.click('[data-testid="view-toggle"]');
     await page.locator('[data-testid="canvas"]').waitFor({ state: 'visible' });
