@@ -13,6 +13,7 @@
 //! [`SKILL`] is the skill file (`SKILL.md`) `graphmind skill` writes for coding agents.
 
 mod server;
+mod stdio;
 pub mod view;
 
 use std::time::Duration;
@@ -36,14 +37,22 @@ pub fn serve_stdio(port: Option<u16>) -> Result<(), String> {
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
     let out = rt.block_on(async move {
         use rmcp::ServiceExt as _;
+        let (session_end, bridge_end) = tokio::io::duplex(1 << 20);
+        let bridge = tokio::spawn(stdio::bridge(
+            tokio::io::stdin(),
+            tokio::io::stdout(),
+            bridge_end,
+        ));
         let service = GraphmindMcp::new(port)
-            .serve(rmcp::transport::stdio())
+            .serve(session_end)
             .await
             .map_err(|e| format!("the MCP session did not start: {e}"))?;
         service
             .waiting()
             .await
             .map_err(|e| format!("the MCP session failed: {e}"))?;
+        // Its last answers out (the client closed stdin, or the session ended on its own).
+        let _ = tokio::time::timeout(Duration::from_secs(2), bridge).await;
         Ok(())
     });
     // A read of stdin still pending cannot be cancelled: do not wait for it.
