@@ -1,0 +1,199 @@
+//! The whole debugging loop through `graphmind mcp`, driven by the Python MCP SDK's stdio
+//! client against a real `graphmind serve` and the support example agent: a breakpoint set
+//! through MCP holds the agent's order lookup, the held call is read through MCP, a fixed
+//! result is injected through MCP, and the run finishes ok with what the fix made the agent
+//! do — the lookup never ran, the refund was issued. The hub stamps the release with principal
+//! `agent` and operator `mcp:<client name>`.
+
+mod mcp_client;
+mod support;
+
+use std::time::{Duration, Instant};
+
+use mcp_client::McpClient;
+use serde_json::{Value, json};
+use support::*;
+
+/// The value after `key` on its line of `text` (`pauseId: pause_…`).
+fn field(text: &str, key: &str) -> String {
+    text.lines()
+        .find_map(|l| l.strip_prefix(key))
+        .unwrap_or_else(|| panic!("no {key} in {text}"))
+        .trim()
+        .to_owned()
+}
+
+#[test]
+fn a_breakpoint_set_through_mcp_holds_the_support_agent_and_an_injected_fix_finishes_the_run() {
+    let dir = TempDir::new("mcp-loop");
+    let hub = SpawnedHub::start_in(&dir.0, &["--allow-control", "inject"]);
+    let port = hub.port;
+    let mut mcp = McpClient::start(&dir.0, port, "claude-code-test");
+
+    let set = mcp
+        .call(
+            "set_breakpoint",
+            json!({"kind": "tool", "name": "lookup_order"}),
+        )
+        .ok();
+    assert!(
+        set.contains("kind=tool name=lookup_order (point before)"),
+        "{set}"
+    );
+
+    let before = graphmind_examples::calls();
+    let (mut mcp, answer, run_id) = block_on(async move {
+        let gm = attached(port, "support-agent").await;
+        let agent = tokio::spawn({
+            let gm = gm.clone();
+            async move {
+                gm.run_result(
+                    "handle-ticket",
+                    graphmind_examples::support_agent(graphmind_examples::TICKET),
+                )
+                .await
+            }
+        });
+        let (mcp, run, held, inject) = tokio::task::spawn_blocking(move || {
+            let pause = mcp
+                .call_within("wait_for_pause", json!({"timeoutSeconds": 60}), 90, true)
+                .ok();
+            assert!(
+                pause.starts_with("paused: tool:lookup_order at before (breakpoint)"),
+                "{pause}"
+            );
+            assert!(pause.contains("ORD-1O42"), "the held input: {pause}");
+            let allowed = field(&pause, "resume_pause actions allowed here:");
+            assert!(allowed.contains("inject"), "{pause}");
+            assert!(!allowed.contains("edit"), "inject level, no edit: {pause}");
+            let run = pause
+                .lines()
+                .next()
+                .and_then(|l| l.rsplit(' ').next())
+                .expect("run id")
+                .to_owned();
+            let pause_id = field(&pause, "pauseId:");
+            let exec = field(&pause, "executionId:");
+            // The held call read through MCP: its execution, with its input.
+            let held = mcp
+                .call("get_execution", json!({"runId": run, "executionId": exec}))
+                .ok();
+            let inject = mcp
+                .call(
+                    "resume_pause",
+                    json!({"pauseId": pause_id, "runId": run, "action": "inject",
+                           "output": {"order_id": "ORD-1042", "amount_cents": 4999,
+                                      "tracking": "TRK-1042-NL"}}),
+                )
+                .ok();
+            (mcp, run, held, inject)
+        })
+        .await
+        .expect("the MCP side");
+        assert!(
+            held.contains("tool:lookup_order (tool lookup_order), running"),
+            "{held}"
+        );
+        assert!(held.contains(r#""order_id":"ORD-1O42""#), "{held}");
+        assert!(
+            inject.starts_with("resumed ") && inject.contains("(inject)"),
+            "{inject}"
+        );
+        assert!(
+            inject.contains("stamped: principal agent, operator mcp:claude-code-test"),
+            "{inject}"
+        );
+        let answer = tokio::time::timeout(Duration::from_secs(60), agent)
+            .await
+            .expect("the agent finished in time")
+            .expect("joined")
+            .expect("not aborted")
+            .expect("the agent answered");
+        gm.dispose().await;
+        (mcp, answer, run)
+    });
+
+    // What the fix made the agent do: the injected order was used, the lookup body never
+    // ran, the parcel was checked and the refund issued.
+    assert!(answer.contains("reference RF-1042"), "{answer}");
+    let calls = graphmind_examples::calls().since(before);
+    assert_eq!(
+        calls.lookup_order, 0,
+        "the injected result stood in for the lookup"
+    );
+    assert_eq!(calls.shipping_status, 1);
+    assert_eq!(calls.issue_refund, 1);
+
+    // The run as MCP reads it once stored: finished ok, its executions in order, no errors.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let run = loop {
+        let text = mcp.call("get_run", json!({"runId": run_id})).ok();
+        if text.lines().next().is_some_and(|l| l.contains("  ok  ")) {
+            break text;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the run is not ok in 30 s: {text}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(!run.contains("errors ("), "{run}");
+    let order: Vec<&str> = run
+        .lines()
+        .filter_map(|l| l.trim().split_whitespace().nth(1))
+        .filter(|n| n.starts_with("tool:"))
+        .collect();
+    assert_eq!(
+        order,
+        [
+            "tool:lookup_order",
+            "tool:shipping_status",
+            "tool:issue_refund"
+        ],
+        "{run}"
+    );
+    assert!(
+        run.contains("RF-1042"),
+        "the refund's result previewed: {run}"
+    );
+
+    // The release as the hub stored it: credited to the agent token, labelled with the client.
+    let events = hub.events(&run_id);
+    let resumed: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "exec.resumed")
+        .collect();
+    assert_eq!(resumed.len(), 1, "{resumed:?}");
+    assert_eq!(resumed[0]["payload"]["principal"], json!("agent"));
+    assert_eq!(
+        resumed[0]["payload"]["operator"],
+        json!("mcp:claude-code-test")
+    );
+    assert_eq!(resumed[0]["payload"]["action"], json!("inject"));
+}
+
+#[test]
+fn waiting_for_a_pause_reports_progress_and_ends_at_its_timeout() {
+    let dir = TempDir::new("mcp-wait");
+    let hub = SpawnedHub::start_in(&dir.0, &["--allow-control", "resume"]);
+    let mut mcp = McpClient::start(&dir.0, hub.port, "wait-test");
+    let started = Instant::now();
+    let answer = mcp.call_within("wait_for_pause", json!({"timeoutSeconds": 5}), 60, true);
+    let took = started.elapsed();
+    let mcp_client::Answer::Result {
+        is_error: false,
+        text,
+        progress,
+    } = answer
+    else {
+        panic!("{answer:?}");
+    };
+    assert!(text.starts_with("no pause opened within 5 s"), "{text}");
+    assert!(took >= Duration::from_secs(5), "{took:?}");
+    assert!(took < Duration::from_secs(40), "{took:?}");
+    assert!(!progress.is_empty(), "no progress notification");
+    assert!(
+        progress.windows(2).all(|w| w[0] <= w[1]) && progress.iter().all(|p| *p <= 5.0),
+        "{progress:?}"
+    );
+}
