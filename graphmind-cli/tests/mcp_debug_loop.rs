@@ -140,7 +140,7 @@ fn a_breakpoint_set_through_mcp_holds_the_support_agent_and_an_injected_fix_fini
     assert!(!run.contains("errors ("), "{run}");
     let order: Vec<&str> = run
         .lines()
-        .filter_map(|l| l.trim().split_whitespace().nth(1))
+        .filter_map(|l| l.split_whitespace().nth(1))
         .filter(|n| n.starts_with("tool:"))
         .collect();
     assert_eq!(
