@@ -3,7 +3,8 @@
 //! through MCP holds the agent's order lookup, the held call is read through MCP, a fixed
 //! result is injected through MCP, and the run finishes ok with what the fix made the agent
 //! do — the lookup never ran, the refund was issued. The hub stamps the release with principal
-//! `agent` and operator `mcp:<client name>`.
+//! `agent` and operator `mcp:<client name>`. A `step` resume continues the held call and holds
+//! the next one; `abort` ends the run; waiting reports progress and ends at its timeout.
 
 mod mcp_client;
 mod support;
@@ -195,5 +196,103 @@ fn waiting_for_a_pause_reports_progress_and_ends_at_its_timeout() {
     assert!(
         progress.windows(2).all(|w| w[0] <= w[1]) && progress.iter().all(|p| *p <= 5.0),
         "{progress:?}"
+    );
+}
+
+#[test]
+fn step_through_mcp_continues_the_held_call_and_holds_the_next_one_then_abort_ends_the_run() {
+    let dir = TempDir::new("mcp-step");
+    let hub = SpawnedHub::start_in(&dir.0, &["--allow-control", "resume"]);
+    let port = hub.port;
+    let mut mcp = McpClient::start(&dir.0, port, "step-test");
+    mcp.call(
+        "set_breakpoint",
+        json!({"kind": "tool", "name": "lookup_order"}),
+    )
+    .ok();
+    let (outcome, run, first, second) = block_on(async move {
+        let gm = attached(port, "support-agent").await;
+        let agent = tokio::spawn({
+            let gm = gm.clone();
+            async move {
+                gm.run_result(
+                    "handle-ticket",
+                    graphmind_examples::support_agent(graphmind_examples::TICKET),
+                )
+                .await
+            }
+        });
+        let (run, first, second) = tokio::task::spawn_blocking(move || {
+            let pause = mcp
+                .call_within("wait_for_pause", json!({"timeoutSeconds": 60}), 90, false)
+                .ok();
+            let run = pause
+                .lines()
+                .next()
+                .and_then(|l| l.rsplit(' ').next())
+                .expect("run id")
+                .to_owned();
+            let first = field(&pause, "pauseId:");
+            let step = mcp
+                .call(
+                    "resume_pause",
+                    json!({"pauseId": first, "runId": run, "action": "step"}),
+                )
+                .ok();
+            assert!(step.contains("(step)"), "{step}");
+            assert!(
+                step.contains("the hub is in step mode: the next call holds"),
+                "{step}"
+            );
+            let next = mcp
+                .call_within(
+                    "wait_for_pause",
+                    json!({"timeoutSeconds": 60, "runId": run}),
+                    90,
+                    false,
+                )
+                .ok();
+            let second = field(&next, "pauseId:");
+            assert_ne!(second, first, "{next}");
+            let abort = mcp
+                .call(
+                    "resume_pause",
+                    json!({"pauseId": second, "runId": run, "action": "abort"}),
+                )
+                .ok();
+            assert!(abort.contains("(abort)"), "{abort}");
+            mcp.call("set_mode", json!({"mode": "run"})).ok();
+            (run, first, second)
+        })
+        .await
+        .expect("the MCP side");
+        let outcome = tokio::time::timeout(Duration::from_secs(60), agent)
+            .await
+            .expect("the agent finished in time")
+            .expect("joined");
+        gm.dispose().await;
+        (outcome.is_err(), run, first, second)
+    });
+    assert!(outcome, "the run was aborted");
+    let events = hub.events(&run);
+    let resumed: Vec<(&str, &str)> = events
+        .iter()
+        .filter(|e| e["type"] == "exec.resumed")
+        .map(|e| {
+            (
+                e["payload"]["pauseId"].as_str().unwrap_or(""),
+                e["payload"]["action"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        resumed,
+        [(first.as_str(), "continue"), (second.as_str(), "abort")]
+    );
+    assert!(
+        events
+            .iter()
+            .filter(|e| e["type"] == "exec.resumed")
+            .all(|e| e["payload"]["operator"] == json!("mcp:step-test"))
     );
 }
