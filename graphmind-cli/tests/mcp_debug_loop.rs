@@ -4,7 +4,7 @@
 //! result is injected through MCP, and the run finishes ok with what the fix made the agent
 //! do — the lookup never ran, the refund was issued. The hub stamps the release with principal
 //! `agent` and operator `mcp:<client name>`. A `step` resume continues the held call and holds
-//! the next one; `abort` ends the run; waiting reports progress and ends at its timeout.
+//! the next one; `abort` ends the run; the run is an MCP resource; waiting reports progress and ends at its timeout.
 
 mod mcp_client;
 mod support;
@@ -14,6 +14,9 @@ use std::time::{Duration, Instant};
 use mcp_client::McpClient;
 use serde_json::{Value, json};
 use support::*;
+
+/// The support agent's call counters are per process: its tests take turns.
+static AGENT: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// The value after `key` on its line of `text` (`pauseId: pause_…`).
 fn field(text: &str, key: &str) -> String {
@@ -26,6 +29,9 @@ fn field(text: &str, key: &str) -> String {
 
 #[test]
 fn a_breakpoint_set_through_mcp_holds_the_support_agent_and_an_injected_fix_finishes_the_run() {
+    let _turn = AGENT
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let dir = TempDir::new("mcp-loop");
     let hub = SpawnedHub::start_in(&dir.0, &["--allow-control", "inject"]);
     let port = hub.port;
@@ -158,6 +164,29 @@ fn a_breakpoint_set_through_mcp_holds_the_support_agent_and_an_injected_fix_fini
         "the refund's result previewed: {run}"
     );
 
+    // The run as an MCP resource: listed, and read as the same text.
+    let uri = format!("graphmind://runs/{run_id}");
+    let listed = mcp.resources();
+    let r = listed
+        .iter()
+        .find(|r| r["uri"] == json!(uri))
+        .unwrap_or_else(|| panic!("{uri} not in {listed:?}"));
+    assert_eq!(r["title"], json!("handle-ticket"), "{r}");
+    let read = mcp.read(&uri);
+    let text = read["contents"][0]["text"].as_str().expect("text");
+    assert!(
+        text.lines().next().is_some_and(|l| l.contains("  ok  ")),
+        "{text}"
+    );
+    assert!(text.contains("tool:issue_refund"), "{text}");
+    let missing = mcp.read("graphmind://runs/run_nope");
+    assert!(
+        missing["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("no run run_nope")),
+        "{missing}"
+    );
+
     // The release as the hub stored it: credited to the agent token, labelled with the client.
     let events = hub.events(&run_id);
     let resumed: Vec<&Value> = events
@@ -201,6 +230,9 @@ fn waiting_for_a_pause_reports_progress_and_ends_at_its_timeout() {
 
 #[test]
 fn step_through_mcp_continues_the_held_call_and_holds_the_next_one_then_abort_ends_the_run() {
+    let _turn = AGENT
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let dir = TempDir::new("mcp-step");
     let hub = SpawnedHub::start_in(&dir.0, &["--allow-control", "resume"]);
     let port = hub.port;

@@ -1,7 +1,7 @@
 //! `graphmind mcp`: an MCP server (over stdio) through which a coding agent debugs a running
 //! agent — it reads the runs of a graphmind hub, waits for a pause, reads the held call and
 //! resumes it (continue, step, retry, inject, edit the input, reject, abort), and sets the
-//! breakpoints and the mode.
+//! breakpoints and the mode. The newest runs are also resources (`graphmind://runs/<runId>`).
 //!
 //! The server finds the hub as the `graphmind` control commands do
 //! ([`graphmind_connect::Hub::locate`]: `--port`, else `GRAPHMIND_PORT`, else 4747, else the

@@ -14,8 +14,9 @@ use graphmind_protocol::control::{ResumeAnswer, ResumeRequest, operator_label};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
-    CallToolResult, ContentBlock, Implementation, ProgressNotificationParam, ServerCapabilities,
-    ServerConfig,
+    CallToolResult, ContentBlock, Implementation, ListResourcesResult, PaginatedRequestParams,
+    ProgressNotificationParam, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    Resource, ResourceContents, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, tool, tool_handler, tool_router};
@@ -42,6 +43,10 @@ const MAX_ID_CHARS: usize = 256;
 const MAX_RESUME_BYTES: usize = 900 * 1024;
 /// The deepest `output` or `input` sent with a resume (the hub refuses deeper ones).
 const MAX_RESUME_DEPTH: usize = graphmind_protocol::MAX_DEPTH - 2;
+/// The runs listed as resources (newest first).
+const RESOURCE_RUNS: usize = 100;
+/// The URI of a run resource, before its id.
+const RUN_URI: &str = "graphmind://runs/";
 /// The longest breakpoint name (the hub's limit is 4 KiB).
 const MAX_NAME_BYTES: usize = 4096;
 
@@ -704,59 +709,12 @@ impl GraphmindMcp {
                 if !(1..=500).contains(&limit) {
                     return Err(Fail::Params("limit must be 1 to 500".into()));
                 }
-                let offset = a.offset.unwrap_or(0) as usize;
-                let h = locate(port)?;
-                let summary = run_summary(&h, &a.run_id)?;
-                let (events, more) = run_events(&h, &a.run_id)?;
-                let execs = view::executions(&events);
-                let pauses = open_pauses(&h, Some(&a.run_id), None)?;
-                let mut out = format!("run {}\n", view::run_line(&summary));
-                if more {
-                    let _ = writeln!(
-                        out,
-                        "(only the first {} events are read here: a very long run)",
-                        events.len()
-                    );
-                }
-                if let Some(err) = events
-                    .iter()
-                    .rev()
-                    .find(|e| e["type"] == "run.finished")
-                    .and_then(|e| e["payload"].get("error"))
-                    .filter(|e| !e.is_null())
-                {
-                    let _ = writeln!(out, "run error: {}", view::error_message(err));
-                }
-                if !pauses.is_empty() {
-                    let _ = writeln!(out, "open pauses ({}):", pauses.len());
-                    for p in &pauses {
-                        let _ = writeln!(out, "  {}", view::pause_line(p));
-                    }
-                }
-                let errors: Vec<&view::Execution> =
-                    execs.iter().filter(|x| x.error.is_some()).collect();
-                if !errors.is_empty() {
-                    let _ = writeln!(out, "errors ({}):", errors.len());
-                    for x in errors.iter().take(20) {
-                        let _ = writeln!(out, "  {}", view::execution_line(x));
-                    }
-                }
-                let shown: Vec<&view::Execution> =
-                    execs.iter().skip(offset).take(limit as usize).collect();
-                let _ = writeln!(
-                    out,
-                    "executions {}..{} of {}:",
-                    (offset + 1).min(execs.len()),
-                    offset + shown.len(),
-                    execs.len()
-                );
-                for x in &shown {
-                    let _ = writeln!(out, "  {}", view::execution_line(x));
-                }
-                if offset + shown.len() < execs.len() {
-                    let _ = writeln!(out, "(more: get_run with offset {})", offset + shown.len());
-                }
-                Ok(out)
+                run_text(
+                    port,
+                    &a.run_id,
+                    a.offset.unwrap_or(0) as usize,
+                    limit as usize,
+                )
             })
             .await,
         )
@@ -1039,6 +997,60 @@ impl GraphmindMcp {
     }
 }
 
+/// A run as text: its summary, open pauses, errors, then executions `offset..offset+limit`.
+fn run_text(port: Option<u16>, run: &str, offset: usize, limit: usize) -> Result<String, Fail> {
+    let h = locate(port)?;
+    let summary = run_summary(&h, run)?;
+    let (events, more) = run_events(&h, run)?;
+    let execs = view::executions(&events);
+    let pauses = open_pauses(&h, Some(run), None)?;
+    let mut out = format!("run {}\n", view::run_line(&summary));
+    if more {
+        let _ = writeln!(
+            out,
+            "(only the first {} events are read here: a very long run)",
+            events.len()
+        );
+    }
+    if let Some(err) = events
+        .iter()
+        .rev()
+        .find(|e| e["type"] == "run.finished")
+        .and_then(|e| e["payload"].get("error"))
+        .filter(|e| !e.is_null())
+    {
+        let _ = writeln!(out, "run error: {}", view::error_message(err));
+    }
+    if !pauses.is_empty() {
+        let _ = writeln!(out, "open pauses ({}):", pauses.len());
+        for p in &pauses {
+            let _ = writeln!(out, "  {}", view::pause_line(p));
+        }
+    }
+    let errors: Vec<&view::Execution> = execs.iter().filter(|x| x.error.is_some()).collect();
+    if !errors.is_empty() {
+        let _ = writeln!(out, "errors ({}):", errors.len());
+        for x in errors.iter().take(20) {
+            let _ = writeln!(out, "  {}", view::execution_line(x));
+        }
+    }
+    let shown: Vec<&view::Execution> = execs.iter().skip(offset).take(limit).collect();
+    let _ = writeln!(
+        out,
+        "executions {}..{} of {}:",
+        (offset + 1).min(execs.len()),
+        offset + shown.len(),
+        execs.len()
+    );
+    for x in &shown {
+        let _ = writeln!(out, "  {}", view::execution_line(x));
+    }
+    if offset + shown.len() < execs.len() {
+        let _ = writeln!(out, "(more: get_run with offset {})", offset + shown.len());
+    }
+    Ok(out)
+}
+
 /// The request `a` makes, or why it does not fit.
 fn resume_request(a: &ResumeArgs, operator: String) -> Result<ResumeRequest, Fail> {
     let action = a.action;
@@ -1207,15 +1219,89 @@ fn resume(port: Option<u16>, a: ResumeArgs, operator: String) -> Result<String, 
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for GraphmindMcp {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new("graphmind", env!("CARGO_PKG_VERSION")))
-            .with_instructions(
-                "graphmind is a live debugger for AI agents. The loop: set_breakpoint on the \
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .build(),
+        )
+        .with_server_info(Implementation::new("graphmind", env!("CARGO_PKG_VERSION")))
+        .with_instructions(
+            "graphmind is a live debugger for AI agents. The loop: set_breakpoint on the \
                  call to inspect (or set_mode step), run the agent, wait_for_pause, read the \
                  held call (get_execution, get_run), then resume_pause: continue, inject a \
                  fixed result, edit the input, reject or abort. list_runs and get_run read \
                  finished runs. What may be changed is the hub's --allow-control level.",
-            )
+        )
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let port = self.port;
+        let runs = blocking(move || {
+            let h = locate(port)?;
+            let v = get_json(
+                &h,
+                &format!("/api/runs?limit={RESOURCE_RUNS}"),
+                READ_TIMEOUT,
+            )?;
+            Ok(v.get("runs")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default())
+        })
+        .await
+        .map_err(|e| match e {
+            Fail::Params(m) | Fail::Tool(m) => ErrorData::internal_error(m, None),
+        })?;
+        let items = runs
+            .iter()
+            .filter_map(|r| {
+                let id = r.get("runId").or_else(|| r.get("id"))?.as_str()?;
+                let name = r.get("name").and_then(Value::as_str).unwrap_or(id);
+                Some(
+                    Resource::new(format!("{RUN_URI}{id}"), id)
+                        .with_title(view::one_line(name))
+                        .with_description(view::run_line(r))
+                        .with_mime_type("text/plain"),
+                )
+            })
+            .collect();
+        Ok(ListResourcesResult::with_all_items(items))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let uri = request.uri;
+        let Some(run) = uri.strip_prefix(RUN_URI).map(str::to_owned) else {
+            return Err(ErrorData::resource_not_found(
+                format!(
+                    "no resource {}: runs are {RUN_URI}<runId>",
+                    view::one_line(&uri)
+                ),
+                None,
+            ));
+        };
+        if let Err(Fail::Params(m) | Fail::Tool(m)) = check_id("runId", &run) {
+            return Err(ErrorData::invalid_params(m, None));
+        }
+        let port = self.port;
+        let text = blocking(move || run_text(port, &run, 0, 500))
+            .await
+            .map_err(|e| match e {
+                Fail::Params(m) => ErrorData::invalid_params(m, None),
+                Fail::Tool(m) => ErrorData::resource_not_found(m, None),
+            })?;
+        Ok(ReadResourceResult::new(vec![
+            ResourceContents::text(text, uri).with_mime_type("text/plain"),
+        ])
+        .into())
     }
 }
 

@@ -135,6 +135,19 @@ impl McpClient {
         v["tools"].as_array().cloned().expect("tools")
     }
 
+    /// The resources the server lists.
+    pub fn resources(&mut self) -> Vec<Value> {
+        self.send(&json!({"op": "resources"}));
+        let v = self.next(60);
+        v["resources"].as_array().cloned().expect("resources")
+    }
+
+    /// Reads resource `uri`: its contents, or the JSON-RPC error.
+    pub fn read(&mut self, uri: &str) -> Value {
+        self.send(&json!({"op": "read", "uri": uri}));
+        self.next(60)
+    }
+
     /// Calls `name` with `args`; the SDK waits `secs` for the answer, this helper a minute
     /// more.
     pub fn call_within(&mut self, name: &str, args: Value, secs: u64, progress: bool) -> Answer {

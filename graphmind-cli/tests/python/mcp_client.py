@@ -11,6 +11,8 @@ Requests:
                                        -> {"isError": bool, "text": str, "progress": [n...]}
                                           or {"error": {"code": c, "message": m}}
                                           or {"timeout": true}
+  {"op": "resources"}                  -> {"resources": [{"uri", "name", "title", "description"}]}
+  {"op": "read", "uri": U}             -> {"contents": [{"uri", "text"}]} or {"error": {...}}
   {"op": "quit"}
 The first line printed is {"ready": <server name>}.
 """
@@ -55,6 +57,24 @@ async def main() -> None:
                          "inputSchema": t.input_schema}
                         for t in tools.tools
                     ]})
+                    continue
+                if op == "resources":
+                    res = await session.list_resources()
+                    say({"resources": [
+                        {"uri": str(r.uri), "name": r.name, "title": r.title,
+                         "description": r.description}
+                        for r in res.resources
+                    ]})
+                    continue
+                if op == "read":
+                    try:
+                        res = await session.read_resource(req["uri"])
+                        say({"contents": [
+                            {"uri": str(c.uri), "text": getattr(c, "text", None)}
+                            for c in res.contents
+                        ]})
+                    except MCPError as e:
+                        say({"error": {"code": e.code, "message": e.message}})
                     continue
                 progress = []
 
