@@ -17,6 +17,12 @@ if [ "$(python3 -c 'import importlib.metadata as m; print(m.version("graphmind-a
     || missing "graphmind-ai==0.5.1 (pip)"
 fi
 
+# The Python MCP SDK (its stdio client drives `graphmind mcp` in graphmind-cli/tests/mcp_*.rs).
+if [ "$(python3 -c 'import importlib.metadata as m; print(m.version("mcp"))' 2>/dev/null)" != "2.3.0" ]; then
+  python3 -m pip install --quiet --disable-pip-version-check 'mcp==2.3.0' \
+    || missing "mcp==2.3.0 (pip)"
+fi
+
 # Datadog's APM test agent: an OTLP/HTTP receiver nobody here wrote, for the OTLP export test
 # (graphmind-hub/tests/otlp_ddapm_test_agent.rs).
 if [ "$(python3 -c 'import importlib.metadata as m; print(m.version("ddapm-test-agent"))' 2>/dev/null)" != "1.69.1" ] \

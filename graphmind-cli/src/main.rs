@@ -8,6 +8,7 @@ mod demo;
 #[cfg(feature = "demo")]
 mod demo_openai;
 mod export;
+mod mcp;
 mod serve;
 mod signals;
 
@@ -37,6 +38,12 @@ enum Command {
     Demo(demo::DemoArgs),
     /// Export stored runs to an OpenTelemetry collector (OTLP/HTTP) or to a file.
     Export(export::ExportArgs),
+    /// Serve MCP on stdio: a coding agent reads the runs of a running hub, waits for its
+    /// pauses and resumes them (as `--allow-control` allows).
+    Mcp(mcp::McpArgs),
+    /// Print (or write with --install / --out) the SKILL.md that teaches a coding agent to
+    /// debug with graphmind.
+    Skill(mcp::SkillArgs),
     /// Commands that talk to a running `graphmind serve`.
     #[command(flatten)]
     Control(control::ControlCommand),
@@ -59,6 +66,8 @@ fn main() -> ExitCode {
         #[cfg(feature = "demo")]
         Command::Demo(args) => demo::main(args),
         Command::Export(args) => export::main(args),
+        Command::Mcp(args) => mcp::mcp(args),
+        Command::Skill(args) => mcp::skill(args),
         Command::Control(cmd) => control::main(cmd),
     }
 }
