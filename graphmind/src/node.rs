@@ -410,6 +410,20 @@ impl Node {
         &self.instance_id
     }
 
+    /// The W3C `traceparent` of this execution (`00-<trace id>-<span id>-01`): the trace id
+    /// the hub's OTLP export gives the node's run and the span id it gives this execution
+    /// ([`graphmind_protocol::trace`]). Hand it to a service the call reaches (an adapter
+    /// writes it into the request's metadata), and that service's spans join the run's trace
+    /// under this node.
+    #[must_use]
+    pub fn traceparent(&self) -> String {
+        graphmind_protocol::trace::traceparent(
+            &self.run.run_id,
+            &self.run.node_id,
+            &self.instance_id,
+        )
+    }
+
     /// A gate at `point`: continues at once unless a debugger is attached and a breakpoint
     /// or step mode holds it. `inject` is accepted as any JSON without the redaction
     /// placeholder; `retry` is allowed.

@@ -10,7 +10,7 @@ use graphmind::protocol::{Extra, GraphHint, GraphNodeHint, NodeKind, PausePoint,
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ContentBlock, GetPromptRequestParams, GetPromptResult,
     JsonObject, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
-    ReadResourceResult, Tool,
+    ReadResourceResult, RequestMetaObject, Tool,
 };
 use rmcp::service::{Peer, RoleClient, ServiceError};
 use serde::Serialize;
@@ -286,6 +286,8 @@ impl GatedPeer {
         let Some(node) = prepared else {
             return self.peer.call_tool(params).await;
         };
+        let mut params = params;
+        params.meta = with_traceparent(params.meta.take(), &node);
         let peer = &self.peer;
         run_gated::<_, ToolInject, _, _>(node, &TOOL, "", |edited| {
             let mut p = params.clone();
@@ -323,6 +325,8 @@ impl GatedPeer {
         let Some(node) = started else {
             return self.peer.read_resource(params).await;
         };
+        let mut params = params;
+        params.meta = with_traceparent(params.meta.take(), &node);
         let peer = &self.peer;
         run_gated::<_, ResourceInject, _, _>(node, &RESOURCE, &uri, |_| {
             let p = params.clone();
@@ -357,6 +361,8 @@ impl GatedPeer {
         let Some(node) = started else {
             return self.peer.get_prompt(params).await;
         };
+        let mut params = params;
+        params.meta = with_traceparent(params.meta.take(), &node);
         let peer = &self.peer;
         run_gated::<_, PromptInject, _, _>(node, &PROMPT, "", |_| {
             let p = params.clone();
@@ -364,6 +370,16 @@ impl GatedPeer {
         })
         .await
     }
+}
+
+/// The request's `_meta` with the node's `traceparent` (W3C trace context, as MCP servers
+/// instrumented with OpenTelemetry read it), unless the app set one itself.
+fn with_traceparent(meta: Option<RequestMetaObject>, node: &Node) -> Option<RequestMetaObject> {
+    let mut meta = meta.unwrap_or_default();
+    if meta.0.get_traceparent().is_none() {
+        meta.0.set_traceparent(node.traceparent());
+    }
+    Some(meta)
 }
 
 /// Starts one call's node: the reference's identity, with the server and the method as

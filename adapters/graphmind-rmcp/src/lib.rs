@@ -40,6 +40,8 @@
 //!   the error or the result as it was), abort.
 //! - `node.finished`: the `CallToolResult` (or `{error}` for a JSON-RPC error) as output,
 //!   `attempts` when sent more than once, `injected` and `injectedAt`.
+//! - The request carries the node's W3C `traceparent` in `params._meta` (unless the app set
+//!   one): the trace and span ids the hub's OTLP export gives the run and this call's node.
 //! - A call whose future is dropped (at a held gate or in flight) finishes `aborted` with
 //!   `cancelled: true`; rmcp itself sends `notifications/cancelled` for a request already sent.
 //!

@@ -142,3 +142,44 @@ async fn prompts_get_is_a_prompt_node_with_the_arguments_as_input() {
     );
     w.gm.dispose().await;
 }
+
+#[tokio::test]
+async fn the_calls_traceparent_reaches_the_server_in_its_meta() {
+    let w = world(vec![], plain()).await;
+    let task = spawn_in_run(&w.gm, w.mcp.clone(), |mcp| async move {
+        mcp.call_tool(call("add", json!({"x": 2, "y": 3}))).await
+    });
+    join(task).await.expect("not aborted").expect("answered");
+    done(&w).await;
+    let s = &started(&w.hub, "tool:add")[0];
+    let run_id = w.hub.frames_of("run.started")[0].run_id().to_owned();
+    let instance = s["instanceId"].as_str().expect("instanceId");
+    let expected = graphmind::protocol::trace::traceparent(&run_id, "tool:add", instance);
+    let seen = w.files.traceparents.lock().expect("not poisoned").clone();
+    assert_eq!(seen, vec![Some(expected.clone())]);
+    // The trace id is the one the hub's OTLP export gives the run.
+    let trace: String = graphmind::protocol::trace::trace_id(&run_id)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(expected.split('-').nth(1), Some(trace.as_str()));
+    w.gm.dispose().await;
+}
+
+#[tokio::test]
+async fn a_traceparent_the_app_set_itself_is_kept() {
+    let w = world(vec![], plain()).await;
+    let own = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+    let task = spawn_in_run(&w.gm, w.mcp.clone(), move |mcp| async move {
+        let mut params = call("add", json!({"x": 2, "y": 3}));
+        let mut meta = rmcp::model::RequestMetaObject::default();
+        meta.0.set_traceparent(own);
+        params.meta = Some(meta);
+        mcp.call_tool(params).await
+    });
+    join(task).await.expect("not aborted").expect("answered");
+    done(&w).await;
+    let seen = w.files.traceparents.lock().expect("not poisoned").clone();
+    assert_eq!(seen, vec![Some(own.to_owned())]);
+    w.gm.dispose().await;
+}

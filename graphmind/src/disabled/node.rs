@@ -146,6 +146,12 @@ impl Node {
         match self.0 {}
     }
 
+    /// This execution's W3C `traceparent`.
+    #[must_use]
+    pub fn traceparent(&self) -> String {
+        match self.0 {}
+    }
+
     /// A gate.
     pub async fn gate(&mut self, point: PausePoint) -> Resume {
         let _ = point;

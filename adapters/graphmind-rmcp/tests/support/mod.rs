@@ -44,6 +44,8 @@ impl Seen {
 pub struct Files {
     /// What reached it.
     pub seen: Seen,
+    /// The `traceparent` each tool call carried in its `_meta` (`None` when it had none).
+    pub traceparents: Arc<Mutex<Vec<Option<String>>>>,
     flaky: Arc<AtomicUsize>,
 }
 
@@ -92,9 +94,11 @@ impl ServerHandler for Files {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let args = request.arguments.clone().unwrap_or_default();
+        let tp = context.meta.0.get_traceparent().map(str::to_owned);
+        self.traceparents.lock().expect("not poisoned").push(tp);
         self.seen
             .0
             .lock()
