@@ -9,6 +9,8 @@ mod demo;
 mod demo_openai;
 mod export;
 mod hub_http;
+#[cfg(feature = "mcp-proxy")]
+mod mcp_proxy;
 mod paths;
 mod serve;
 mod signals;
@@ -37,6 +39,10 @@ enum Command {
     /// untouched, run it with `GRAPHMIND_HOME=$(mktemp -d)`.
     #[cfg(feature = "demo")]
     Demo(demo::DemoArgs),
+    /// Run an MCP server over stdio behind graphmind: each tools/call, resources/read and
+    /// prompts/get is gated (`graphmind mcp-proxy -- <server command> [args…]`).
+    #[cfg(feature = "mcp-proxy")]
+    McpProxy(mcp_proxy::McpProxyArgs),
     /// Export stored runs to an OpenTelemetry collector (OTLP/HTTP) or to a file.
     Export(export::ExportArgs),
     /// Commands that talk to a running `graphmind serve`.
@@ -60,6 +66,8 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve::main(args),
         #[cfg(feature = "demo")]
         Command::Demo(args) => demo::main(args),
+        #[cfg(feature = "mcp-proxy")]
+        Command::McpProxy(args) => mcp_proxy::main(args),
         Command::Export(args) => export::main(args),
         Command::Control(cmd) => control::main(cmd),
     }

@@ -67,6 +67,8 @@
 mod client;
 mod holds;
 mod inject;
+#[cfg(feature = "proxy")]
+pub mod proxy;
 
 pub use client::{ABORTED, GatedPeer};
 pub use holds::{Config, HOLD_DESTRUCTIVE_ENV, HOLD_READ_ONLY_ENV};

@@ -1,0 +1,59 @@
+//! `mcp-proxy` gating the calls a client sends to an MCP server written with the Python
+//! `mcp` SDK: its destructive tool held by default and answered by an inject (the server
+//! never runs it), its read-only tool never held.
+
+#[path = "support/proxy.rs"]
+mod proxy_support;
+
+use graphmind_tests::FakeDebugger;
+use graphmind_tests::adapter::{SECOND, events, inject_at};
+use proxy_support::{conversation, converse, proxied};
+use serde_json::{Value, json};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_destructive_tool_holds_and_an_inject_answers_the_client() {
+    let hub = FakeDebugger::start().await;
+    hub.set_breakpoints(vec![]);
+    let gm = graphmind::init(hub.config("mcp-proxy-tests"));
+    assert!(gm.ready(SECOND * 5).await, "attached");
+    let (task, to, from) = proxied();
+    let lines = conversation(&[
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"add","arguments":{"x":2,"y":3}}}"#,
+        r#"{"jsonrpc":"2.0","id":"d","method":"tools/call","params":{"name":"delete_file","arguments":{"path":"/"}}}"#,
+    ]);
+    let talk = tokio::spawn(async move { converse(&lines, to, from).await });
+    let p = inject_at(&hub, 1, json!("kept everything")).await;
+    assert_eq!(p.payload()["nodeId"], "tool:delete_file");
+    assert_eq!(
+        p.payload()["holdReason"],
+        "held before it runs: MCP server `py-files` marks tool `delete_file` destructive (destructiveHint: true)"
+    );
+    let answers = tokio::time::timeout(SECOND * 30, talk)
+        .await
+        .expect("answered")
+        .expect("joined");
+    let add: Value = serde_json::from_slice(&answers[2]).expect("json");
+    assert_eq!(add["result"]["content"][0]["text"], "5");
+    let deleted: Value = serde_json::from_slice(&answers[3]).expect("json");
+    assert_eq!(deleted["id"], "d");
+    assert_eq!(deleted["result"]["content"][0]["text"], "kept everything");
+    hub.wait_count("node.finished", 2, SECOND * 10).await;
+    let lines = events(&hub);
+    assert_eq!(
+        lines
+            .iter()
+            .filter(|l| l.starts_with("exec.paused"))
+            .count(),
+        1,
+        "only the destructive tool held: {lines:?}"
+    );
+    let fin = hub
+        .frames_of("node.finished")
+        .into_iter()
+        .find(|f| f.payload()["nodeId"] == "tool:delete_file")
+        .expect("finished");
+    assert_eq!(fin.payload()["injected"], true);
+    hub.assert_valid();
+    drop(task);
+    gm.dispose().await;
+}
