@@ -42,6 +42,8 @@
 //!   `attempts` when sent more than once, `injected` and `injectedAt`.
 //! - The request carries the node's W3C `traceparent` in `params._meta` (unless the app set
 //!   one): the trace and span ids the hub's OTLP export gives the run and this call's node.
+//! - rmcp's own request timeout never runs while a gate holds: `before` holds before the
+//!   request is handed to rmcp, `after` and `error` once rmcp has returned the answer.
 //! - A call whose future is dropped (at a held gate or in flight) finishes `aborted` with
 //!   `cancelled: true`; rmcp itself sends `notifications/cancelled` for a request already sent.
 //!
