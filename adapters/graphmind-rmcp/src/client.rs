@@ -17,6 +17,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use crate::cancel::Cancel;
 use crate::guard;
 use crate::holds::{Config, annotations_value};
 use crate::inject::{self, PromptInject, ResourceInject, ToolInject};
@@ -551,30 +552,4 @@ async fn aborted<O>(node: Node) -> Result<O, ServiceError> {
     Err(ServiceError::Cancelled {
         reason: Some(ABORTED.to_owned()),
     })
-}
-
-/// The node of a call in flight: dropped unfinished (the caller dropped the call's future,
-/// at a held gate or during the request), it finishes `aborted` with `cancelled: true`.
-struct Cancel(Option<Node>);
-
-impl Cancel {
-    fn get(&mut self) -> &mut Node {
-        self.0
-            .as_mut()
-            .expect("the node is taken only to finish it")
-    }
-
-    fn take(&mut self) -> Node {
-        self.0.take().expect("the node is taken only once")
-    }
-}
-
-impl Drop for Cancel {
-    fn drop(&mut self) {
-        if let Some(node) = self.0.take() {
-            let mut extra = Extra::new();
-            extra.insert("cancelled".into(), Value::Bool(true));
-            node.finish_with(Status::Aborted, None, None, extra);
-        }
-    }
 }

@@ -66,6 +66,7 @@
 //! once. The adapter's bookkeeping runs under `catch_unwind`: should it panic, the call goes
 //! on uninstrumented with a rate-limited warning.
 
+mod cancel;
 mod client;
 mod holds;
 mod inject;

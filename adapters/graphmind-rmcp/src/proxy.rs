@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
 
+use crate::cancel::Cancel;
 use crate::holds::Config;
 use crate::inject::{self, PromptInject, ResourceInject, ToolInject};
 
@@ -57,6 +58,9 @@ struct Proxy {
     tools: Mutex<HashMap<String, Tool>>,
     server: Mutex<Option<String>>,
     counter: AtomicU64,
+    /// The tasks of requests held at their `before` gate, by JSON-RPC id: a client's
+    /// `notifications/cancelled` for one ends it (a cancellation).
+    held: Mutex<HashMap<String, tokio::task::AbortHandle>>,
 }
 
 /// The command as a run name: the executable's and path arguments' base names.
@@ -114,6 +118,7 @@ pub async fn run(
         tools: Mutex::new(HashMap::new()),
         server: Mutex::new(None),
         counter: AtomicU64::new(0),
+        held: Mutex::new(HashMap::new()),
     });
     let relay = {
         let proxy = Arc::clone(&proxy);
@@ -169,12 +174,19 @@ async fn client_loop(proxy: Arc<Proxy>, input: impl AsyncRead + Unpin) {
             .filter(|v| v.get("id").is_some() && gated_method(v).is_some());
         match gated {
             Some(request) => {
-                let proxy = Arc::clone(&proxy);
-                tokio::spawn(graphmind::in_current_run(async move {
-                    proxy.request(request, line).await;
+                let key = request["id"].to_string();
+                let task = tokio::spawn(graphmind::in_current_run({
+                    let proxy = Arc::clone(&proxy);
+                    async move { proxy.request(request, line).await }
                 }));
+                proxy
+                    .held
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .insert(key, task.abort_handle());
             }
             None => {
+                proxy.cancelled(&line);
                 let _ = proxy.to_server.send(line);
             }
         }
@@ -308,6 +320,29 @@ impl Proxy {
         }
     }
 
+    /// A client's `notifications/cancelled` for a request still held at its `before` gate
+    /// ends that gate's task: its node finishes `aborted` with `cancelled: true`, and the
+    /// server never sees the request (the notification goes on to it as it came).
+    fn cancelled(&self, line: &[u8]) {
+        let Ok(v) = serde_json::from_slice::<Value>(line) else {
+            return;
+        };
+        if v.get("method").and_then(Value::as_str) != Some("notifications/cancelled") {
+            return;
+        }
+        let Some(id) = v.get("params").and_then(|p| p.get("requestId")) else {
+            return;
+        };
+        let task = self
+            .held
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&id.to_string());
+        if let Some(task) = task {
+            task.abort();
+        }
+    }
+
     fn reply(&self, id: &Value, body: Value) {
         let mut frame = json!({"jsonrpc": "2.0", "id": id});
         if let (Value::Object(f), Value::Object(b)) = (&mut frame, body) {
@@ -380,7 +415,14 @@ impl Proxy {
             _ => String::new(),
         };
         let mut sent = raw;
-        match gate(&mut node, &method, PausePoint::Before).await {
+        let mut held = Cancel(Some(node));
+        let decision = gate(held.get(), &method, PausePoint::Before).await;
+        self.held
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&id.to_string());
+        let node = held.take();
+        match decision {
             Resume::Inject(v) => {
                 let out = coerce(&method, v, &uri);
                 node.finish_with(

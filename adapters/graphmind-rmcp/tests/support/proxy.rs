@@ -29,10 +29,18 @@ pub fn conversation(calls: &[&str]) -> Vec<String> {
 /// Sends each line and, for a request, reads its one answer line (bytes as they came).
 pub async fn converse(
     lines: &[String],
-    mut to: impl AsyncWrite + Unpin,
+    to: impl AsyncWrite + Unpin,
     from: impl AsyncRead + Unpin,
 ) -> Vec<Vec<u8>> {
-    let mut from = BufReader::new(from);
+    converse_on(lines, &mut { to }, &mut BufReader::new(from)).await
+}
+
+/// [`converse`] on streams the caller keeps.
+pub async fn converse_on(
+    lines: &[String],
+    to: &mut (impl AsyncWrite + Unpin),
+    from: &mut (impl AsyncBufReadExt + Unpin),
+) -> Vec<Vec<u8>> {
     let mut answers = Vec::new();
     for line in lines {
         to.write_all(format!("{line}\n").as_bytes())
