@@ -1,5 +1,6 @@
 //! `graphmind`: the debugger hub (`graphmind serve`, over the `graphmind-hub` library), the
-//! commands that control it and, with the `demo` feature (on by default), `graphmind demo`.
+//! commands that control it and, with the `demo` feature (on by default), `graphmind demo`;
+//! with the `mcp-proxy` feature (on by default), `graphmind mcp-proxy`.
 
 mod browser;
 mod control;
