@@ -52,12 +52,20 @@ pub fn span_id(run_id: &str, node_id: &str, instance_id: &str, nth: usize) -> [u
 /// `run_id`: `00-<trace id>-<span id>-01`, the ids the hub's OTLP export gives that run and
 /// that execution's span.
 pub fn traceparent(run_id: &str, node_id: &str, instance_id: &str) -> String {
-    let hex = |bytes: &[u8]| bytes.iter().map(|b| format!("{b:02x}")).collect::<String>();
-    format!(
-        "00-{}-{}-01",
-        hex(&trace_id(run_id)),
-        hex(&span_id(run_id, node_id, instance_id, 1))
-    )
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    fn put(out: &mut String, bytes: &[u8]) {
+        for b in bytes {
+            out.push(char::from(HEX[usize::from(b >> 4)]));
+            out.push(char::from(HEX[usize::from(b & 0xf)]));
+        }
+    }
+    let mut out = String::with_capacity(55);
+    out.push_str("00-");
+    put(&mut out, &trace_id(run_id));
+    out.push('-');
+    put(&mut out, &span_id(run_id, node_id, instance_id, 1));
+    out.push_str("-01");
+    out
 }
 
 #[cfg(test)]

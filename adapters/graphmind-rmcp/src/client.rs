@@ -524,8 +524,13 @@ where
                     None => Status::Ok,
                 };
                 let extras: Extra = with_attempts(Extras::new(), attempts).into();
-                node.take()
-                    .finish_with(status, recorded(&out), None, extras);
+                // A result is written straight into the recorded JSON text (no Value tree).
+                match &out {
+                    Ok(result) => node.take().finish_serialized(status, result, None, extras),
+                    Err(_) => node
+                        .take()
+                        .finish_with(status, recorded(&out), None, extras),
+                }
                 return out;
             }
         }
