@@ -31,6 +31,13 @@ if [ "$(python3 -c 'import importlib.metadata as m; print(m.version("ddapm-test-
     || missing "ddapm-test-agent==1.69.1 (pip)"
 fi
 
+# The Python MCP SDK: an MCP server nobody here wrote, behind `graphmind mcp-proxy`
+# (adapters/graphmind-rmcp/tests/proxy_*.rs).
+if [ "$(python3 -c 'import importlib.metadata as m; print(m.version("mcp"))' 2>/dev/null)" != "2.3.0" ]; then
+  python3 -m pip install --quiet --disable-pip-version-check 'mcp==2.3.0' \
+    || missing "mcp==2.3.0 (pip)"
+fi
+
 # Headless Chromium for the viewer's browser tests.
 if ! command -v chromium >/dev/null 2>&1; then
   sudo=""

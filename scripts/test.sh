@@ -63,6 +63,9 @@ cargo test -p graphmind-genai --tests
 restore_lock
 trap - EXIT
 
+step "graphmind-rmcp's mcp-proxy (feature proxy) with the Python mcp SDK's server behind it"
+cargo test -p graphmind-rmcp --features proxy --tests
+
 step "the support agent's recorded run replayed with networking disabled (unshare -n)"
 # Built by the workspace tests above; in a network namespace of its own (no interface but a
 # down loopback) the replay must still pass: no hub, no socket.

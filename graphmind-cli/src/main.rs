@@ -1,5 +1,6 @@
 //! `graphmind`: the debugger hub (`graphmind serve`, over the `graphmind-hub` library), the
-//! commands that control it and, with the `demo` feature (on by default), `graphmind demo`.
+//! commands that control it and, with the `demo` feature (on by default), `graphmind demo`;
+//! with the `mcp-proxy` feature (on by default), `graphmind mcp-proxy`.
 
 mod browser;
 mod control;
@@ -9,6 +10,8 @@ mod demo;
 mod demo_openai;
 mod export;
 mod mcp;
+#[cfg(feature = "mcp-proxy")]
+mod mcp_proxy;
 mod serve;
 mod signals;
 
@@ -36,6 +39,10 @@ enum Command {
     /// untouched, run it with `GRAPHMIND_HOME=$(mktemp -d)`.
     #[cfg(feature = "demo")]
     Demo(demo::DemoArgs),
+    /// Run an MCP server over stdio behind graphmind: each tools/call, resources/read and
+    /// prompts/get is gated (`graphmind mcp-proxy -- <server command> [args…]`).
+    #[cfg(feature = "mcp-proxy")]
+    McpProxy(mcp_proxy::McpProxyArgs),
     /// Export stored runs to an OpenTelemetry collector (OTLP/HTTP) or to a file.
     Export(export::ExportArgs),
     /// Serve MCP on stdio: a coding agent reads the runs of a running hub, waits for its
@@ -65,6 +72,8 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve::main(args),
         #[cfg(feature = "demo")]
         Command::Demo(args) => demo::main(args),
+        #[cfg(feature = "mcp-proxy")]
+        Command::McpProxy(args) => mcp_proxy::main(args),
         Command::Export(args) => export::main(args),
         Command::Mcp(args) => mcp::mcp(args),
         Command::Skill(args) => mcp::skill(args),

@@ -23,6 +23,7 @@ mod parse;
 mod payloads;
 pub mod recording;
 mod shrink;
+pub mod trace;
 
 pub use envelope::{Envelope, Message, RUN_ANY};
 pub use parse::{MAX_DEPTH, Parsed, parse, parse_value, within_depth};

@@ -61,6 +61,8 @@ pub struct Node {
     reject: bool,
     /// [`Node::retryable`]: whether the next gates offer retry.
     retry: bool,
+    /// [`Node::hold_before`]: why the next `before` gate holds.
+    hold: Option<String>,
 }
 
 impl std::fmt::Debug for Node {
@@ -277,6 +279,7 @@ impl Node {
             edit: None,
             reject: false,
             retry: true,
+            hold: None,
         })
     }
 
@@ -319,6 +322,7 @@ impl Node {
                 instance_id: InstanceId::Text(instance_id.as_str().into()),
                 parent_id: call.run.as_ref().map(|r| r.agent_node.clone()),
                 input: input.map(|v| Payload::Json(Box::new(v))),
+                extra: Extra::new(),
             },
         );
         Some(Self {
@@ -328,13 +332,96 @@ impl Node {
             edit: None,
             reject: false,
             retry: true,
+            hold: None,
         })
+    }
+
+    /// [`Node::start_with`] for a call an agent makes (a tool called over a protocol, say):
+    /// parented as a `#[graphmind::tool]` call is (under `llm:step` once the run has had a
+    /// model step, else under the run's agent node), with `extra` as loose fields of its
+    /// `node.started` (for example the server that answers the call). `None` when the
+    /// session is disabled.
+    #[must_use]
+    pub fn start_call(
+        kind: NodeKind,
+        name: &str,
+        node_id: &str,
+        instance_id: Option<String>,
+        input: Option<Value>,
+        extra: Extra,
+    ) -> Option<Self> {
+        if !crate::call::scope::Scope::enabled_now() {
+            return None;
+        }
+        let (call, host, run_id) = crate::call::context::Call::current(
+            kind,
+            std::borrow::Cow::Owned(name.to_owned()),
+            true,
+        );
+        if !host.enabled() {
+            return None;
+        }
+        let instance_id = instance_id.unwrap_or_else(|| crate::ids::next_id("call"));
+        let run = NodeRun::start(
+            host,
+            run_id,
+            StartSpec {
+                node_id: Cow::Owned(node_id.to_owned()),
+                kind,
+                name: Cow::Owned(name.to_owned()),
+                instance_id: InstanceId::Text(instance_id.as_str().into()),
+                parent_id: call.parent(),
+                input: input.map(|v| Payload::Json(Box::new(v))),
+                extra,
+            },
+        );
+        Some(Self {
+            call,
+            run,
+            instance_id,
+            edit: None,
+            reject: false,
+            retry: true,
+            hold: None,
+        })
+    }
+
+    /// Holds this node's next `before` gate while a debugger that may control the app is
+    /// attached, whatever the breakpoints say: a hold an adapter decides (graphmind-rmcp
+    /// holds a tool its server marks destructive). `why` says so to the person: on the wire
+    /// the hold is reason `breakpoint` (the reason every peer's schema knows) with the loose
+    /// extra `holdReason: why`, left out when a breakpoint or step mode holds the gate
+    /// anyway. Detached, the gate continues at once as ever.
+    pub fn hold_before(&mut self, why: impl Into<String>) -> &mut Self {
+        self.hold = Some(why.into());
+        self
+    }
+
+    /// Whether a debugger that may control the app is attached to this node's session now
+    /// (its gates may hold).
+    #[must_use]
+    pub fn attached(&self) -> bool {
+        self.run.host.attached()
     }
 
     /// This execution's instanceId.
     #[must_use]
     pub fn instance_id(&self) -> &str {
         &self.instance_id
+    }
+
+    /// The W3C `traceparent` of this execution (`00-<trace id>-<span id>-01`): the trace id
+    /// the hub's OTLP export gives the node's run and the span id it gives this execution
+    /// ([`graphmind_protocol::trace`]). Hand it to a service the call reaches (an adapter
+    /// writes it into the request's metadata), and that service's spans join the run's trace
+    /// under this node.
+    #[must_use]
+    pub fn traceparent(&self) -> String {
+        graphmind_protocol::trace::traceparent(
+            &self.run.run_id,
+            &self.run.node_id,
+            &self.instance_id,
+        )
     }
 
     /// A gate at `point`: continues at once unless a debugger is attached and a breakpoint
@@ -449,6 +536,19 @@ impl Node {
                 Err(hold) => forced = hold,
             }
         }
+        let mut held_value = Extra::new();
+        if point == PausePoint::Before
+            && let Some(why) = self.hold.take()
+            && forced.is_none()
+            && self.run.host.attached()
+        {
+            if crate::call::should_pause(&*self.run.host, self.call.kind, &self.call.name, point)
+                .is_none()
+            {
+                held_value.insert("holdReason".into(), Value::String(why));
+            }
+            forced = Some(graphmind_protocol::PauseReason::Breakpoint);
+        }
         let edit = match (self.edit, &self.run.edit) {
             (Some(check), Some(state))
                 if point == PausePoint::Before
@@ -482,7 +582,7 @@ impl Node {
             abort: true,
             clock: self.call.scope.clock.clone(),
             run_clock: self.call.run.as_ref().map(|r| Arc::clone(&r.held)),
-            held_value: Extra::new(),
+            held_value,
             forced,
             edit,
             reject: self.reject,

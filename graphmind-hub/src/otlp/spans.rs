@@ -19,55 +19,12 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::names as n;
+use graphmind_protocol::trace::span_id;
+pub use graphmind_protocol::trace::trace_id;
 
 /// Longest JSON content attribute written (content opt-in), in bytes; longer ones are cut at
 /// a character boundary and end with `…`.
 pub const MAX_CONTENT_BYTES: usize = 64 * 1024;
-
-/// A 64-bit FNV-1a hash of `parts`, separated so `("ab","c")` and `("a","bc")` differ.
-fn fnv(seed: u64, parts: &[&[u8]]) -> u64 {
-    let mut h = 0xcbf2_9ce4_8422_2325_u64 ^ seed;
-    for p in parts {
-        for b in *p {
-            h ^= u64::from(*b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-        h ^= 0xff;
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    // Mix the low bits up (FNV leaves them weak for short inputs).
-    h ^= h >> 33;
-    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    h ^= h >> 33;
-    h
-}
-
-/// The trace id of a run: 16 bytes derived from the run id alone, so exporting a run twice
-/// (live, then `graphmind export`) gives the same trace. Never all zero.
-pub fn trace_id(run_id: &str) -> [u8; 16] {
-    let a = fnv(1, &[run_id.as_bytes()]);
-    let b = fnv(2, &[run_id.as_bytes()]).max(1);
-    let mut id = [0u8; 16];
-    id[..8].copy_from_slice(&a.to_be_bytes());
-    id[8..].copy_from_slice(&b.to_be_bytes());
-    id
-}
-
-/// The span id of one node execution (the `nth` execution with this node and instance id).
-fn span_id(run_id: &str, node_id: &str, instance_id: &str, nth: usize) -> [u8; 8] {
-    let nth = nth.to_string();
-    fnv(
-        3,
-        &[
-            run_id.as_bytes(),
-            node_id.as_bytes(),
-            instance_id.as_bytes(),
-            nth.as_bytes(),
-        ],
-    )
-    .max(1)
-    .to_be_bytes()
-}
 
 /// What goes into the spans besides structure.
 #[derive(Debug, Clone, Copy, Default)]

@@ -68,6 +68,8 @@ pub(crate) struct StartSpec {
     pub(crate) instance_id: InstanceId,
     pub(crate) parent_id: Option<crate::inline_str::SmallStr>,
     pub(crate) input: Option<Payload>,
+    /// Loose fields of its `node.started` (a node with any is recorded as a message).
+    pub(crate) extra: Extra,
 }
 
 /// How a node ended.
@@ -335,6 +337,22 @@ fn record_started_at(
     spec: StartSpec,
     at: Instant,
 ) -> (Instant, Option<u64>) {
+    if !spec.extra.is_empty() {
+        let seq = emit_budgeted(
+            host,
+            run_id,
+            Message::NodeStarted(NodeStarted {
+                node_id: spec.node_id.into_owned(),
+                kind: spec.kind,
+                name: spec.name.into_owned(),
+                instance_id: spec.instance_id.to_string(),
+                parent_id: spec.parent_id.map(|p| p.to_string()),
+                input: spec.input.map(Payload::into_value),
+                extra: spec.extra,
+            }),
+        );
+        return (at, seq);
+    }
     let label = Label::named(spec.node_id, spec.kind, spec.name);
     record_labelled(
         host,

@@ -260,6 +260,7 @@ fn start_step(
             instance_id: crate::event::InstanceId::Text(instance_id.into()),
             parent_id: parent,
             input: Some(input),
+            extra: Extra::new(),
         },
         at,
     )

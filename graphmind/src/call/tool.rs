@@ -74,6 +74,7 @@ fn start_tool(
             instance_id,
             parent_id: parent,
             input: Some(input),
+            extra: Extra::new(),
         },
     );
     node.loop_fp = loop_fp;

@@ -114,9 +114,41 @@ impl Node {
         None
     }
 
+    /// Always `None` when compiled out.
+    #[must_use]
+    pub fn start_call(
+        kind: NodeKind,
+        name: &str,
+        node_id: &str,
+        instance_id: Option<String>,
+        input: Option<Value>,
+        extra: graphmind_protocol::Extra,
+    ) -> Option<Self> {
+        let _ = (kind, name, node_id, instance_id, input, extra);
+        None
+    }
+
+    /// Holds the next `before` gate while attached.
+    pub fn hold_before(&mut self, why: impl Into<String>) -> &mut Self {
+        let _ = why.into();
+        match self.0 {}
+    }
+
+    /// Whether a debugger is attached.
+    #[must_use]
+    pub fn attached(&self) -> bool {
+        match self.0 {}
+    }
+
     /// This execution's instanceId.
     #[must_use]
     pub fn instance_id(&self) -> &str {
+        match self.0 {}
+    }
+
+    /// This execution's W3C `traceparent`.
+    #[must_use]
+    pub fn traceparent(&self) -> String {
         match self.0 {}
     }
 

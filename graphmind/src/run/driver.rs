@@ -61,6 +61,7 @@ where
             instance_id: crate::event::InstanceId::Text((&*run_id).into()),
             parent_id: None,
             input: None,
+            extra: Extra::new(),
         },
     );
     let mut guard = RunGuard {
