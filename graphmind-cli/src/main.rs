@@ -10,6 +10,7 @@ mod demo_openai;
 mod export;
 mod serve;
 mod signals;
+mod tui;
 
 use std::process::ExitCode;
 
@@ -37,6 +38,8 @@ enum Command {
     Demo(demo::DemoArgs),
     /// Export stored runs to an OpenTelemetry collector (OTLP/HTTP) or to a file.
     Export(export::ExportArgs),
+    /// Watch runs and decide held calls in the terminal (keyboard first; works over SSH).
+    Tui(tui::TuiArgs),
     /// Commands that talk to a running `graphmind serve`.
     #[command(flatten)]
     Control(control::ControlCommand),
@@ -59,6 +62,7 @@ fn main() -> ExitCode {
         #[cfg(feature = "demo")]
         Command::Demo(args) => demo::main(args),
         Command::Export(args) => export::main(args),
+        Command::Tui(args) => tui::main(args),
         Command::Control(cmd) => control::main(cmd),
     }
 }

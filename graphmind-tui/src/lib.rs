@@ -7,7 +7,13 @@
 //! connection, the loop) behind [`run`].
 
 pub mod access;
+mod app;
+pub mod conn;
 pub mod event;
 pub mod overlay;
 pub mod state;
+pub mod term;
 pub mod ui;
+pub mod views;
+
+pub use app::{Options, resume_result, run};

@@ -143,10 +143,8 @@ impl HoldOverlay {
                     }
                     ResumeResult::Refused(why) => {
                         self.stage = Stage::Choose;
-                        self.say(
-                            format!("refused {}: {why} (the gate stays held)", action.label()),
-                            true,
-                        );
+                        let _ = action;
+                        self.say(format!("{why} (the gate stays held)"), true);
                     }
                     ResumeResult::Gone(why) => {
                         self.stage = Stage::Gone;

@@ -201,6 +201,7 @@ impl Ui {
         if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
             return vec![AppEvent::Quit];
         }
+        self.status = None;
         if self.overlay.is_some() {
             return self.overlay_key(s, key);
         }
