@@ -143,6 +143,16 @@ fn payloads<'a>(events: &'a [Value], ty: &str, node: &str) -> Vec<&'a Value> {
         .collect()
 }
 
+/// The `Hold <pauseId>` title of the overlay on `screen` (empty when none).
+fn overlay_title(screen: &str) -> String {
+    screen
+        .lines()
+        .find_map(|l| l.split("┌ Hold ").nth(1))
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_default()
+        .to_owned()
+}
+
 fn run_id_of_hold(port: u16) -> String {
     support::wait_for(20, "a hold", || {
         support::read(port, "/api/pauses").json()["pauses"][0]["runId"]
@@ -378,4 +388,101 @@ fn tui_edit_at_the_error_gate_retries_the_call_with_the_edited_input() {
         assert_eq!(last["output"]["tracking"], json!("TRK-1042-NL"));
         gm.dispose().await;
     });
+}
+
+#[test]
+fn tui_retry_runs_the_failed_call_again_and_continue_lets_the_agent_correct_itself() {
+    if tmux_missing() {
+        eprintln!("tmux is not installed: skipped");
+        return;
+    }
+    let h = spawned_hub(&["--allow-control", "resume"]);
+    let tui = Tui::start("retry", &h.home, h.port, None);
+    tui.wait_for("● live", 20);
+    block_on(async {
+        let gm = attached(h.port, "support-agent").await;
+        let task = tokio::spawn({
+            let gm = gm.clone();
+            async move { gm.run("handle-ticket", support_agent(TICKET)).await }
+        });
+        let port = h.port;
+        let run = tokio::task::spawn_blocking(move || run_id_of_hold(port))
+            .await
+            .unwrap();
+        let sock = tui.sock.clone();
+        tokio::task::spawn_blocking(move || {
+            let t = Tui { sock };
+            t.wait_for("Held (1)", 20);
+            t.keys(&["h"]);
+            let first = overlay_title(&t.wait_for("Held on error", 10));
+            t.keys(&["r"]);
+            t.wait_for("Send retry (retry)", 10);
+            t.keys(&["Enter"]);
+            t.wait_for("released", 20);
+            // the same misread id fails again: held again, a new hold
+            let deadline = Instant::now() + Duration::from_secs(20);
+            loop {
+                t.wait_for("Held (1)", 20);
+                t.keys(&["h"]);
+                let title = overlay_title(&t.screen());
+                if !title.is_empty() && title != first {
+                    break;
+                }
+                assert!(Instant::now() < deadline, "no second hold: {}", t.screen());
+                t.keys(&["Escape"]);
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            t.keys(&["c"]);
+            t.wait_for("Send continue (continue)", 10);
+            t.keys(&["Enter"]);
+            t.wait_for("released", 20);
+            std::mem::forget(t);
+        })
+        .await
+        .unwrap();
+        let answer = tokio::time::timeout(Duration::from_secs(20), task)
+            .await
+            .expect("the run ended")
+            .expect("join")
+            .expect("not aborted")
+            .expect("the agent answered");
+        assert!(answer.contains("ORD-1042"), "{answer}");
+        let events = events_when_finished(h.port, &run).await;
+        let actions: Vec<&Value> = payloads(&events, "exec.resumed", "")
+            .iter()
+            .map(|p| &p["action"])
+            .collect();
+        assert_eq!(actions, [&json!("retry"), &json!("continue")]);
+        assert_eq!(
+            payloads(&events, "exec.paused", "tool:lookup_order").len(),
+            2
+        );
+        assert_eq!(
+            payloads(&events, "run.finished", "")[0]["status"],
+            json!("ok")
+        );
+        gm.dispose().await;
+    });
+}
+
+#[test]
+fn tui_keeps_running_while_the_hub_restarts_and_says_so() {
+    if tmux_missing() {
+        eprintln!("tmux is not installed: skipped");
+        return;
+    }
+    let dir = support::TempDir::new("tui-restart");
+    let db = dir.0.join("graphmind.db");
+    let mut hub = support::serve_on_free_port(&dir.0, &db, &[]);
+    let port = hub.port;
+    let tui = Tui::start("restart", &dir.0, port, None);
+    tui.wait_for("● live", 20);
+    support::kill_hard(&mut hub);
+    let lost = tui.wait_for("hub lost, reconnecting", 20);
+    assert!(lost.contains(&format!("no hub on port {port}")), "{lost}");
+    // the TUI reads the run file again on each try (a restarted hub may hold a new token)
+    let _hub = support::serve_on(&dir.0, port, &db, &[]).expect("restart on the same port");
+    tui.wait_for(&format!("reconnected to the hub on port {port}"), 20);
+    let screen = tui.wait_for("● live", 10);
+    assert!(!screen.contains("hub lost"), "{screen}");
 }
