@@ -115,8 +115,15 @@ impl Drop for Tui {
     }
 }
 
+/// tmux is not installed: the test is skipped, except under `CI=true`, where it fails
+/// (`scripts/install-test-deps.sh` installs it).
 fn tmux_missing() -> bool {
-    Command::new("tmux").arg("-V").output().is_err()
+    let missing = Command::new("tmux").arg("-V").output().is_err();
+    assert!(
+        !(missing && std::env::var("CI").as_deref() == Ok("true")),
+        "tmux is missing under CI=true (scripts/install-test-deps.sh installs it)"
+    );
+    missing
 }
 
 /// An `$EDITOR` that replaces the file it is given with `text`.

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use crossterm::event::{Event, EventStream};
 use futures_util::StreamExt;
+use graphmind_connect::example::enc;
 use graphmind_connect::{Answer, Hub};
 use graphmind_protocol::{BreakpointMatcher, Mode};
 use ratatui::Terminal;
@@ -60,18 +61,6 @@ pub fn resume_result(a: &Answer, action: Action, pause_id: &str) -> ResumeResult
         404 | 410 => ResumeResult::Gone(format!("{pause_id} is gone: {msg}")),
         _ => ResumeResult::Failed(msg),
     }
-}
-
-fn enc(s: &str) -> String {
-    s.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
-                (b as char).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect()
 }
 
 fn resume(hub: &Hub, ev: &AppEvent, mode: Mode) -> Outcome {
@@ -256,7 +245,7 @@ async fn app(hub: Hub, theme: Theme) -> Result<(), String> {
                             );
                             state.apply(f);
                             if pauses {
-                                ui.on_pauses(&state);
+                                events.extend(ui.on_pauses(&state));
                             }
                         }
                         FeedMsg::Events { run_id, events } => state.apply_events(&run_id, events),
@@ -299,6 +288,22 @@ async fn app(hub: Hub, theme: Theme) -> Result<(), String> {
                     let _ = terminal.clear();
                     ui.on_outcome(&Outcome::Editor { pause_id, text });
                     dirty = true;
+                }
+                AppEvent::FetchExample {
+                    run_id,
+                    pause_id,
+                    node_id,
+                } => {
+                    let (hub, tx) = (hub.clone(), out_tx.clone());
+                    tokio::task::spawn_blocking(move || {
+                        let value = graphmind_connect::example::output_example(
+                            &hub,
+                            &run_id,
+                            &node_id,
+                            DEBUG_TIMEOUT,
+                        );
+                        let _ = tx.send(Outcome::Example { pause_id, value });
+                    });
                 }
                 ev @ AppEvent::Resume { .. } => {
                     let (hub, tx, mode) = (hub.clone(), out_tx.clone(), state.debug.mode);

@@ -33,6 +33,15 @@ pub enum AppEvent {
         /// The text the editor starts with.
         prefill: String,
     },
+    /// Look up the shape of an output the held node returned before (an inject's prefill).
+    FetchExample {
+        /// The run.
+        run_id: String,
+        /// The pause.
+        pause_id: String,
+        /// The held node.
+        node_id: String,
+    },
     /// Set the mode.
     SetMode(Mode),
     /// Add a breakpoint.
@@ -74,6 +83,13 @@ pub enum Outcome {
         pause_id: String,
         /// The text.
         text: Option<String>,
+    },
+    /// The shape of an output the held node returned before, if one is stored.
+    Example {
+        /// The pause.
+        pause_id: String,
+        /// The shape.
+        value: Option<serde_json::Value>,
     },
     /// A breakpoint or mode change ended (`Err`: why it failed).
     Debug(Result<String, String>),

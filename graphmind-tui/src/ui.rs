@@ -47,6 +47,8 @@ pub struct Ui {
     pub access: Access,
     /// `$EDITOR` is set.
     pub has_editor: bool,
+    /// Output shapes looked up for holds without an output (pause id → shape).
+    examples: std::collections::HashMap<String, Value>,
 }
 
 impl Ui {
@@ -66,6 +68,7 @@ impl Ui {
             status: None,
             access,
             has_editor,
+            examples: std::collections::HashMap::new(),
         }
     }
 
@@ -96,9 +99,21 @@ impl Ui {
     }
 
     /// The feed changed the pauses: a new hold takes the selection; the overlay learns
-    /// whether its hold is still open.
-    pub fn on_pauses(&mut self, s: &State) {
+    /// whether its hold is still open. Asks for the output shape of each new hold that has
+    /// no output of its own.
+    pub fn on_pauses(&mut self, s: &State) -> Vec<AppEvent> {
         let holds = s.holds_newest_first();
+        let fetch: Vec<AppEvent> = s
+            .pauses
+            .iter()
+            .filter(|p| !self.seen_holds.contains(&p.pause_id))
+            .filter(|p| p.output.as_ref().is_none_or(Value::is_null))
+            .map(|p| AppEvent::FetchExample {
+                run_id: p.run_id.clone(),
+                pause_id: p.pause_id.clone(),
+                node_id: p.node_id.clone(),
+            })
+            .collect();
         if let Some(newest) = holds
             .iter()
             .find(|p| !self.seen_holds.contains(&p.pause_id))
@@ -113,12 +128,15 @@ impl Ui {
         {
             self.hold = holds.first().map(|p| p.pause_id.clone());
         }
+        self.examples
+            .retain(|id, _| s.pauses.iter().any(|p| p.pause_id == *id));
         if let Some(o) = self.overlay.as_mut() {
             o.on_pauses(s.pause(&o.run_id, &o.pause_id));
             if o.is_complete() {
                 self.overlay = None;
             }
         }
+        fetch
     }
 
     /// An answer from the app.
@@ -141,6 +159,11 @@ impl Ui {
                     Err(m) => (m.clone(), true),
                 });
             }
+            Outcome::Example { pause_id, value } => {
+                if let Some(v) = value {
+                    self.examples.insert(pause_id.clone(), v.clone());
+                }
+            }
             Outcome::Editor { .. } => {}
         }
         if let Some(ov) = self.overlay.as_mut() {
@@ -152,9 +175,9 @@ impl Ui {
     }
 
     /// What an inject at `p` starts from: its output, the node's last ok output in the run
-    /// shown, else `{}`.
+    /// shown, the shape of an output it returned before (looked up from the hub), else `{}`.
     #[must_use]
-    pub fn inject_prefill(s: &State, p: &PauseInfo) -> Value {
+    pub fn inject_prefill(&self, s: &State, p: &PauseInfo) -> Value {
         p.output
             .clone()
             .filter(|o| !o.is_null())
@@ -164,18 +187,27 @@ impl Ui {
                     .filter(|r| r.run_id == p.run_id)
                     .and_then(|r| r.last_ok_output(&p.node_id).cloned())
             })
+            .or_else(|| self.examples.get(&p.pause_id).cloned())
             .unwrap_or_else(|| Value::Object(Default::default()))
     }
 
     fn overlay_key(&mut self, s: &State, key: KeyEvent) -> Vec<AppEvent> {
+        let Some((run_id, pause_id)) = self
+            .overlay
+            .as_ref()
+            .map(|o| (o.run_id.clone(), o.pause_id.clone()))
+        else {
+            return Vec::new();
+        };
+        let pause = s.pause(&run_id, &pause_id);
+        let inject_prefill = pause.map_or(Value::Null, |p| self.inject_prefill(s, p));
         let Some(o) = self.overlay.as_mut() else {
             return Vec::new();
         };
-        let pause = s.pause(&o.run_id, &o.pause_id);
         let ctx = Ctx {
             pause,
             access: &self.access,
-            inject_prefill: pause.map_or(Value::Null, |p| Self::inject_prefill(s, p)),
+            inject_prefill,
             has_editor: self.has_editor,
         };
         let out = o.handle_key(key, &ctx);

@@ -495,3 +495,30 @@ fn mode_and_breakpoints_emit_changes_or_say_why_not() {
             .contains("--allow-control off")
     );
 }
+
+#[test]
+fn a_new_hold_without_output_asks_for_the_output_shape_and_inject_starts_from_it() {
+    let s = held(PausePoint::Error);
+    let mut ui = Ui::new(Access::edit(), true);
+    assert_eq!(
+        ui.on_pauses(&s),
+        vec![AppEvent::FetchExample {
+            run_id: "run_a".into(),
+            pause_id: "p1".into(),
+            node_id: "tool:lookup_order".into()
+        }]
+    );
+    assert!(ui.on_pauses(&s).is_empty(), "asked once per hold");
+    ui.on_outcome(&Outcome::Example {
+        pause_id: "p1".into(),
+        value: Some(json!({"order_id": "", "amount_cents": 0})),
+    });
+    let ev = press(&mut ui, &s, &[ch('h'), ch('i')]);
+    assert!(
+        matches!(ev.as_slice(), [AppEvent::OpenEditor { prefill, .. }] if prefill == r#"{"order_id":"","amount_cents":0}"#),
+        "{ev:?}"
+    );
+    // a hold with an output of its own needs no look-up
+    let after = held(PausePoint::After);
+    assert!(Ui::new(Access::edit(), true).on_pauses(&after).is_empty());
+}
