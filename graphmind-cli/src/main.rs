@@ -38,7 +38,7 @@ enum Command {
     Demo(demo::DemoArgs),
     /// Export stored runs to an OpenTelemetry collector (OTLP/HTTP) or to a file.
     Export(export::ExportArgs),
-    /// Watch runs and decide held calls in the terminal (keyboard first; works over SSH).
+    #[command(name = "tui")]
     Tui(tui::TuiArgs),
     /// Commands that talk to a running `graphmind serve`.
     #[command(flatten)]

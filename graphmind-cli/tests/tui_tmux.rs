@@ -493,3 +493,22 @@ fn tui_keeps_running_while_the_hub_restarts_and_says_so() {
     let screen = tui.wait_for("● live", 10);
     assert!(!screen.contains("hub lost"), "{screen}");
 }
+
+#[test]
+fn tui_help_names_the_hub_lookup_the_hold_keys_and_no_color() {
+    let out = Command::new(env!("CARGO_BIN_EXE_graphmind"))
+        .args(["tui", "--help"])
+        .output()
+        .expect("graphmind runs");
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout);
+    for want in [
+        "--port <PORT>",
+        "--no-color",
+        "--allow-control",
+        "c continue, s step, r retry, i inject, e edit, x reject, a abort",
+        "NO_COLOR",
+    ] {
+        assert!(help.contains(want), "{want:?} missing from:\n{help}");
+    }
+}
