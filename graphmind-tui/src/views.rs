@@ -245,7 +245,12 @@ fn draw_runs(f: &mut Frame<'_>, area: Rect, s: &State, ui: &Ui, t: Theme) {
     let skip = ui
         .run_cursor
         .saturating_sub(inner.height.saturating_sub(2) as usize);
-    for (i, r) in runs.iter().enumerate().skip(skip) {
+    for (i, r) in runs
+        .iter()
+        .enumerate()
+        .skip(skip)
+        .take(inner.height as usize)
+    {
         let mut spans = vec![run_status_span(r.status, t), Span::raw(" ")];
         spans.push(Span::styled(
             format!("{:<16}", r.app.as_deref().unwrap_or("?")),
@@ -372,7 +377,7 @@ fn draw_run(f: &mut Frame<'_>, area: Rect, s: &State, ui: &Ui, run_id: &str, t: 
         Some(r) => {
             let rows = inner.height as usize;
             let skip = (ui.exec_cursor + 1).saturating_sub(rows.saturating_sub(lines.len()));
-            for (i, x) in r.execs.iter().enumerate().skip(skip) {
+            for (i, x) in r.execs.iter().enumerate().skip(skip).take(rows) {
                 let held = s.pauses.iter().any(|p| {
                     p.run_id == run_id
                         && p.instance_id.as_deref().map_or(

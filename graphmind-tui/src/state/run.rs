@@ -111,6 +111,8 @@ pub struct RunData {
     /// The latest execution of each node.
     latest: HashMap<String, usize>,
     count: HashMap<String, u32>,
+    /// Executions still running (the only ones a new call can run beside).
+    running: Vec<usize>,
 }
 
 impl RunData {
@@ -147,11 +149,9 @@ impl RunData {
                 *n += 1;
                 let nth = *n;
                 let mut parallel = false;
-                for x in &mut self.execs {
-                    if x.status == ExecStatus::Running
-                        && x.parent_node == s.parent_id
-                        && x.depth == depth
-                    {
+                for &j in &self.running {
+                    let x = &mut self.execs[j];
+                    if x.parent_node == s.parent_id && x.depth == depth {
                         x.parallel = true;
                         parallel = true;
                     }
@@ -176,6 +176,7 @@ impl RunData {
                     tokens: Tokens::default(),
                     parent_node: s.parent_id,
                 });
+                self.running.push(i);
                 self.by_instance.insert(s.instance_id, i);
                 self.latest.insert(s.node_id, i);
             }
@@ -188,6 +189,7 @@ impl RunData {
             }
             Message::NodeFinished(f) => {
                 if let Some(i) = self.exec_of(&f.node_id, f.instance_id.as_deref()) {
+                    self.running.retain(|j| *j != i);
                     let x = &mut self.execs[i];
                     x.status = match f.status {
                         Status::Ok => ExecStatus::Ok,
@@ -202,6 +204,7 @@ impl RunData {
             }
             Message::NodeError(er) => {
                 if let Some(i) = self.exec_of(&er.node_id, er.instance_id.as_deref()) {
+                    self.running.retain(|j| *j != i);
                     let x = &mut self.execs[i];
                     x.status = ExecStatus::Error;
                     x.held_ms = er.held_ms.or(x.held_ms);
