@@ -512,3 +512,53 @@ fn tui_help_names_the_hub_lookup_the_hold_keys_and_no_color() {
         assert!(help.contains(want), "{want:?} missing from:\n{help}");
     }
 }
+
+/// `graphmind demo` names `graphmind tui` with its own port beside the viewer.
+#[test]
+fn the_demo_tells_how_to_decide_its_hold_in_the_terminal() {
+    use std::io::Read;
+    use std::process::Stdio;
+    let home = support::TempDir::new("demo-tui");
+    let mut child = support::graphmind_in(&home.0)
+        .args(["demo", "--no-open", "--port", "0", "--json"])
+        .env("NO_PROXY", "127.0.0.1,localhost")
+        .env_remove("GRAPHMIND_URL")
+        .env_remove("GRAPHMIND_DISABLED")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn graphmind demo");
+    let line = support::first_json_line(&mut child, "demo").unwrap_or_else(|e| panic!("{e}"));
+    let port = line["port"].as_u64().expect("port");
+    let run_file = home.0.join("run").join(format!("serve-{port}.json"));
+    let run: Value = serde_json::from_str(&std::fs::read_to_string(&run_file).expect("run file"))
+        .expect("run file is JSON");
+    let auth = format!("Bearer {}", run["token"].as_str().expect("token"));
+    support::wait_for(20, "the demo run to hold on its error", || {
+        let r = support::http(
+            u16::try_from(port).unwrap(),
+            "GET",
+            "/api/pauses",
+            &[("Authorization", &auth)],
+            None,
+        );
+        (r.status == 200 && r.json()["pauses"].as_array().is_some_and(|p| !p.is_empty()))
+            .then_some(())
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let err = err.replace('\n', " ");
+    assert!(
+        err.contains(&format!(
+            "in the terminal with `graphmind tui --port {port}`"
+        )),
+        "stderr: {err}"
+    );
+}
