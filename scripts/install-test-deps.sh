@@ -46,6 +46,14 @@ if ! command -v chromium >/dev/null 2>&1; then
     || missing "chromium (apt-get install chromium chromium-driver)"
 fi
 
+# tmux: the terminal `graphmind tui`'s end-to-end tests run it in (graphmind-cli/tests/tui_tmux.rs).
+if ! command -v tmux >/dev/null 2>&1; then
+  sudo=""
+  if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi
+  { $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq tmux >/dev/null; } \
+    || missing "tmux (apt-get install tmux)"
+fi
+
 # The browser tests' driver (playwright-core, which drives the system Chromium; no download).
 if [ -f tests/browser/package-lock.json ]; then
   (cd tests/browser && npm ci --silent --no-audit --no-fund) || missing "npm packages of tests/browser"

@@ -233,8 +233,9 @@ async fn run(args: DemoArgs) -> ExitCode {
                     json_out,
                     "graphmind demo: the agent misreads the order id, so {FAILING_NODE} fails \
                      and holds on its error gate: inject the order it should have found (e.g. \
-                     {}) from the viewer (Retry runs the same bad input again; Continue lets \
-                     the model correct itself)",
+                     {}) from the viewer, or in the terminal with `graphmind tui --port \
+                     {port}` (Retry runs the same bad input again; Continue lets the model \
+                     correct itself)",
                     fix()
                 );
             }

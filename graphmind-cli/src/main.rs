@@ -14,6 +14,7 @@ mod mcp;
 mod mcp_proxy;
 mod serve;
 mod signals;
+mod tui;
 
 use std::process::ExitCode;
 
@@ -51,6 +52,8 @@ enum Command {
     /// Print (or write with --install / --out) the SKILL.md that teaches a coding agent to
     /// debug with graphmind.
     Skill(mcp::SkillArgs),
+    #[command(name = "tui")]
+    Tui(tui::TuiArgs),
     /// Commands that talk to a running `graphmind serve`.
     #[command(flatten)]
     Control(control::ControlCommand),
@@ -77,6 +80,7 @@ fn main() -> ExitCode {
         Command::Export(args) => export::main(args),
         Command::Mcp(args) => mcp::mcp(args),
         Command::Skill(args) => mcp::skill(args),
+        Command::Tui(args) => tui::main(args),
         Command::Control(cmd) => control::main(cmd),
     }
 }

@@ -6,6 +6,7 @@
 //! file holds. What that token may do is the hub's `--allow-control` level, also read from the
 //! run file ([`Hub::allow_control`]).
 
+pub mod example;
 pub mod http;
 mod hub;
 pub mod paths;

@@ -374,9 +374,6 @@ fn with_node_details(h: &TargetHub, mut pause: Value) -> Value {
     pause
 }
 
-/// Runs searched, newest first, for a recorded output of the held node.
-const EXAMPLE_RUNS: usize = 5;
-
 /// A held node without an output of its own (a `before` or `error` gate) gets
 /// `outputExample`: the shape of an output the same node returned before (in this run, or in
 /// one of the newest runs), its values blanked (`""`, `0`, `false`), so the suggested
@@ -388,65 +385,11 @@ fn with_output_example(h: &TargetHub, mut pause: Value) -> Value {
     }
     let node = s(&pause, "nodeId").to_owned();
     let run = s(&pause, "runId").to_owned();
-    let mut runs = vec![run.clone()];
-    if let Ok(a) = h.get("/api/runs", READ_TIMEOUT)
-        && a.status == 200
-    {
-        let listed = a.json();
-        let others = listed
-            .get("runs")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(|r| ["runId", "id"].iter().find_map(|k| r.get(*k)?.as_str()))
-            .filter(|id| *id != run)
-            .take(EXAMPLE_RUNS)
-            .map(str::to_owned);
-        runs.extend(others);
-    }
-    let found = runs.iter().find_map(|r| recorded_output(h, r, &node));
+    let found = graphmind_connect::example::output_example(h, &run, &node, READ_TIMEOUT);
     if let (Some(example), Some(m)) = (found, pause.as_object_mut()) {
-        m.insert("outputExample".into(), skeleton(&example));
+        m.insert("outputExample".into(), example);
     }
     pause
-}
-
-/// The last non-null output `node` finished with in `run` (first page of its events).
-fn recorded_output(h: &TargetHub, run: &str, node: &str) -> Option<Value> {
-    let a = h
-        .get(
-            &format!("/api/runs/{}/events?limit=10000", enc(run)),
-            READ_TIMEOUT,
-        )
-        .ok()?;
-    if a.status != 200 {
-        return None;
-    }
-    let page = a.json();
-    page.get("events")?
-        .as_array()?
-        .iter()
-        .rev()
-        .filter(|e| e["type"] == "node.finished" && e["payload"]["nodeId"] == node)
-        .find_map(|e| e["payload"].get("output").filter(|o| !o.is_null()).cloned())
-}
-
-/// `v` with its values blanked, keeping field names, types and nesting.
-fn skeleton(v: &Value) -> Value {
-    match v {
-        Value::String(_) => Value::String(String::new()),
-        Value::Number(n) if n.is_f64() => json!(0.0),
-        Value::Number(_) => json!(0),
-        Value::Bool(_) => Value::Bool(false),
-        Value::Array(items) => Value::Array(items.first().map(skeleton).into_iter().collect()),
-        Value::Object(fields) => Value::Object(
-            fields
-                .iter()
-                .map(|(k, v)| (k.clone(), skeleton(v)))
-                .collect(),
-        ),
-        Value::Null => Value::Null,
-    }
 }
 
 /// `--output` / `--input`: JSON text, or `@file` holding JSON.
