@@ -30,7 +30,7 @@ test('a refusal is gone from the inspector once a later inject is taken', () =>
     assert.match(await exec.locator('[data-testid="exec-output"] .field-label').textContent(), /output \(injected\)/);
     const said = await gates.textContent();
     assert.doesNotMatch(said, /refused:/, `the old refusal is not shown as current: ${said}`);
-    assert.match(said, /before → inject \(after 1 refused\)/);
+    assert.match(said, /before → inject by viewer \(after 1 refused\)/);
     await shot(page, 'refusal-cleared-by-inject');
     assertNoPageErrors(page);
   }));
