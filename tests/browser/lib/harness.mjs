@@ -330,10 +330,16 @@ async function setUp(opts, cleanups) {
 export async function withHubAndBrowser(opts, fn) {
   const cleanups = [];
   let passed = false;
+  let ctx = null;
   try {
-    const result = await fn(await setUp(opts, cleanups));
+    ctx = await setUp(opts, cleanups);
+    const result = await fn(ctx);
     passed = true;
     return result;
+  } catch (e) {
+    // what the agent said, so a gate that never held can be told from a page that did not show it
+    if (ctx?.agent) console.error(`agent exit ${ctx.agent.proc.exitCode}\nagent stdout: ${ctx.agent.io.stdout}\nagent stderr: ${ctx.agent.io.stderr}`);
+    throw e;
   } finally {
     await tearDown(cleanups, passed);
   }
@@ -383,7 +389,7 @@ export function inspectorExecs(page) {
 }
 
 /** Waits for the gate banner of this node (and point) to show; returns its locator. */
-export async function waitBanner(page, nodeId, point, timeout = 15_000) {
+export async function waitBanner(page, nodeId, point, timeout = 30_000) {
   const b = banner(page, nodeId, point);
   await b.waitFor({ timeout });
   return b;
