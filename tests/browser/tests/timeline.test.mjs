@@ -32,8 +32,11 @@ test('the support agent run as a timeline: start order, the held error gate draw
     for (let i = 1; i < lefts.length; i++) assert.ok(lefts[i] >= lefts[i - 1] - 0.5, `row ${i} starts before row ${i - 1}`);
     // the lookup: injected at its error gate, the held time inside its bar
     assert.match(await lookup.locator('[data-testid="timeline-marks"]').textContent(), /injected/);
-    const bar = await lookup.locator('[data-testid="timeline-bar"]').boundingBox();
-    const seg = await lookup.locator('[data-testid="timeline-held"]').boundingBox();
+    // both measured in one turn of the page: the rows are rebuilt on every draw
+    const { bar, seg } = await lookup.evaluate((r) => ({
+      bar: r.querySelector('[data-testid="timeline-bar"]').getBoundingClientRect().toJSON(),
+      seg: r.querySelector('[data-testid="timeline-held"]').getBoundingClientRect().toJSON(),
+    }));
     assert.ok(seg.width > 0 && seg.x >= bar.x - 1 && seg.x + seg.width <= bar.x + bar.width + 1, `held ${JSON.stringify(seg)} inside bar ${JSON.stringify(bar)}`);
     assert.match(await lookup.locator('[data-testid="timeline-held"]').getAttribute('title'), /held error .* → inject/);
     // a click opens the execution's node in the inspector
